@@ -1,0 +1,4 @@
+// Package index defines the cache field indexes vmipam's readers share, so that every lookup
+// in a reconcile is an indexed cache read: VMs by the networks and static IPAddresses they
+// name, IPAddresses by owning VM, launcher pods by VM.
+package index

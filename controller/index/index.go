@@ -1,0 +1,101 @@
+package index
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// Field index names. Values are documented with the function that computes them.
+const (
+	// VMNetwork indexes VirtualMachines by NetworkKey of each additional network they name.
+	VMNetwork = "vmipam.spec.networks.network"
+	// VMIPAddressName indexes VirtualMachines by each spec.networks[].ipAddressName.
+	VMIPAddressName = "vmipam.spec.networks.ipAddressName"
+	// IPAddressOwnerUID indexes IPAddresses by the UID of their controlling VirtualMachine.
+	IPAddressOwnerUID = "vmipam.metadata.ownerReferences.vmUID"
+	// PodVM indexes pods by the value of their vm.kubevirt.io/name label.
+	PodVM = "vmipam.metadata.labels.vmName"
+)
+
+// NetworkKey is the index value for a network reference: "<Type>/<name>", e.g.
+// "ClusterNetwork/corp". Namespaced Networks are matched within the VM's namespace by the
+// cache's namespace scoping.
+func NetworkKey(typ, name string) string { return typ + "/" + name }
+
+// Setup registers every index with the manager's cache. Call it before the manager starts.
+func Setup(ctx context.Context, idx client.FieldIndexer) error {
+	for _, i := range []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&vmv1.VirtualMachine{}, VMNetwork, vmNetworks},
+		{&vmv1.VirtualMachine{}, VMIPAddressName, vmIPAddressNames},
+		{&sdnv1.IPAddress{}, IPAddressOwnerUID, ipAddressOwner},
+		{&corev1.Pod{}, PodVM, podVM},
+	} {
+		if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
+			return fmt.Errorf("index %s: %w", i.field, err)
+		}
+	}
+	return nil
+}
+
+func vmNetworks(o client.Object) []string {
+	vm, ok := o.(*vmv1.VirtualMachine)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, n := range vm.Spec.Networks {
+		if n.Type != vmv1.NetworkTypeMain {
+			out = append(out, NetworkKey(string(n.Type), n.Name))
+		}
+	}
+	return out
+}
+
+func vmIPAddressNames(o client.Object) []string {
+	vm, ok := o.(*vmv1.VirtualMachine)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, n := range vm.Spec.Networks {
+		if n.IPAddressName != "" {
+			out = append(out, n.IPAddressName)
+		}
+	}
+	return out
+}
+
+func ipAddressOwner(o client.Object) []string {
+	if ref := ControllerVM(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}
+
+// ControllerVM returns the controlling ownerReference of o when it is a VirtualMachine of
+// virtualization.deckhouse.io, or nil.
+func ControllerVM(o metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "VirtualMachine" || ref.APIVersion != vmv1.GroupVersion.String() {
+		return nil
+	}
+	return ref
+}
+
+func podVM(o client.Object) []string {
+	if name := o.GetLabels()[vmv1.LabelLauncherVMName]; name != "" {
+		return []string{name}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/policy"
+	"github.com/vmipam/vmipam/controller/vm"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// Name is the controller's name in events and logs.
+const Name = "vmipam-controller"
+
+// NewScheme returns a scheme with every kind vmipam reads or writes: core, ours, SDN and
+// virtualization.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sdnv1.AddToScheme, vmv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// CacheOptions limits what the manager caches: only launcher pods (label
+// vm.kubevirt.io/name), and no managedFields on any object.
+func CacheOptions() cache.Options {
+	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*launcher)},
+		},
+	}
+}
+
+// Setup registers vmipam's indexes and reconcilers with mgr, and the start-up step that
+// installs the default policies when absent. It returns the policy registry, whose snapshot
+// the dry-run endpoint reads too.
+func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*policy.Registry, error) {
+	compiler, err := evaluator.NewCompiler(limits)
+	if err != nil {
+		return nil, err
+	}
+	registry, err := policy.NewRegistry(compiler)
+	if err != nil {
+		return nil, err
+	}
+	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(policy.DefaultsRunnable(mgr.GetClient())); err != nil {
+		return nil, err
+	}
+	if err := (&policy.Reconciler{Client: mgr.GetClient(), Registry: registry}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("policy reconciler: %w", err)
+	}
+	vmr := &vm.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policies: registry,
+		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes()}
+	if err := vmr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
+	}
+	return registry, nil
+}

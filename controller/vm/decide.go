@@ -1,0 +1,158 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/vmipam/vmipam/controller/index"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// ReasonDuplicateInterface is the NetworkReady reason for a second spec.networks entry naming
+// a network the VM already attaches; the first entry wins.
+const ReasonDuplicateInterface = "DuplicateInterface"
+
+// decide asks the policy snapshot for one Decision per additional interface.
+func (r *Reconciler) decide(ctx context.Context, s *scope) {
+	applied := appliedEntries(s)
+	for _, it := range s.interfaces {
+		if it.dupOf >= 0 {
+			it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true}
+			it.problem = &problem{ReasonDuplicateInterface,
+				fmt.Sprintf("spec.networks[%d] repeats spec.networks[%d]", it.index, it.dupOf)}
+			continue
+		}
+		it.decision = s.set.Decide(ctx, r.input(s, it, applied), evaluator.Options{})
+		if it.decision.Skip {
+			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
+		}
+	}
+}
+
+// input builds the evaluator's view of one interface (DESIGN.md §3.1).
+func (r *Reconciler) input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Input {
+	vm := s.vm
+	in := evaluator.Input{
+		VM: evaluator.VM{Name: vm.Name, Namespace: vm.Namespace, UID: string(vm.UID), Labels: vm.Labels,
+			Annotations: vm.Annotations, Phase: string(vm.Status.Phase), CreationTimestamp: vm.CreationTimestamp.Time},
+		Interface: evaluator.Interface{Index: int64(it.index), ID: deref(it.spec.ID), Type: string(it.spec.Type),
+			Name: it.spec.Name, IPAddressName: it.spec.IPAddressName,
+			Spec: evaluator.InterfaceSpec{ID: deref(it.spec.ID), Type: string(it.spec.Type), Name: it.spec.Name,
+				VirtualMachineMACAddressName: it.spec.VirtualMachineMACAddressName, IPAddressName: it.spec.IPAddressName}},
+		Network:   networkInput(it.network),
+		Holders:   it.holders,
+		Namespace: evaluator.Namespace{Name: vm.Namespace},
+	}
+	if s.namespace != nil {
+		in.Namespace.Labels = s.namespace.Labels
+	}
+	if it.spec.IPAddressName != "" {
+		in.IPAddress = ipAddressInput(it.spec.IPAddressName, it.static)
+	} else {
+		in.IPAddress = ipAddressInput(it.autoName, it.auto)
+	}
+	in.Change = change(s, it, applied)
+	return in
+}
+
+func networkInput(n *networkInfo) evaluator.Network {
+	out := evaluator.Network{Exists: n.exists, Ready: n.ready, Labels: n.labels}
+	if n.pool != nil {
+		out.IPAMEnabled = true
+		out.Pool = evaluator.Ref{Kind: n.pool.Kind, Name: n.pool.Name}
+	}
+	return out
+}
+
+// ipAddressInput describes the IPAddress named name; ip is nil when it does not exist.
+func ipAddressInput(name string, ip *sdnv1.IPAddress) evaluator.IPAddress {
+	if ip == nil {
+		return evaluator.IPAddress{Name: name}
+	}
+	out := evaluator.IPAddress{Exists: true, Name: ip.Name, Type: string(ip.Spec.Type),
+		NetworkRef: evaluator.Ref{Kind: ip.Spec.NetworkRef.Kind, Name: ip.Spec.NetworkRef.Name},
+		Phase:      string(ip.Status.Phase), Address: ip.Status.Address, Allocated: allocated(ip)}
+	if c := meta.FindStatusCondition(ip.Status.Conditions, sdnv1.ConditionAllocated); c != nil {
+		out.Reason = c.Reason
+	}
+	if ref := index.ControllerVM(ip); ref != nil {
+		out.Owner = evaluator.Owner{Name: ref.Name, UID: string(ref.UID)}
+	}
+	return out
+}
+
+// allocated is SDN's verdict that the IPAddress holds an address: condition Allocated=True
+// (or, for SDN versions without the condition, phase Allocated) and a non-empty address.
+func allocated(ip *sdnv1.IPAddress) bool {
+	if ip.Status.Address == "" {
+		return false
+	}
+	if c := meta.FindStatusCondition(ip.Status.Conditions, sdnv1.ConditionAllocated); c != nil {
+		return c.Status == "True"
+	}
+	return ip.Status.Phase == sdnv1.IPAddressPhaseAllocated
+}
+
+// change describes how the interface differs from what is applied now: the running pod's
+// networks-spec when the VM runs, else the VM's own. The "to" side is what the spec asks for
+// (Static when ipAddressName is set, Auto on a pooled network, else None); the policy still
+// decides the actual allocation.
+func change(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Change {
+	to := evaluator.ChangeState{IPAddressName: it.spec.IPAddressName, Allocation: string(evaluator.AllocationNone)}
+	switch {
+	case it.spec.IPAddressName != "":
+		to.Allocation = string(evaluator.AllocationStatic)
+	case it.network.pool != nil:
+		to.Allocation = string(evaluator.AllocationAuto)
+	}
+	c := evaluator.Change{To: to, VMRunning: len(s.pods) > 0, Kind: evaluator.ChangeAdd}
+	entry, ok := applied[it.key]
+	if !ok {
+		return c
+	}
+	c.From = appliedState(entry, it.autoName)
+	switch {
+	case c.From == c.To:
+		c.Kind = evaluator.ChangeNone
+	case c.From.Allocation != c.To.Allocation:
+		c.Kind = evaluator.ChangeModeChange
+	default:
+		c.Kind = evaluator.ChangeAddressChange
+	}
+	return c
+}
+
+func appliedState(e sdnv1.NetworksSpecEntry, autoName string) evaluator.ChangeState {
+	switch {
+	case len(e.IPAddressNames) == 0:
+		return evaluator.ChangeState{Allocation: string(evaluator.AllocationNone)}
+	case e.IPAddressNames[0] == autoName:
+		return evaluator.ChangeState{Allocation: string(evaluator.AllocationAuto)}
+	default:
+		return evaluator.ChangeState{Allocation: string(evaluator.AllocationStatic), IPAddressName: e.IPAddressNames[0]}
+	}
+}
+
+// appliedEntries indexes the applied networks-spec by network key: the oldest running pod's
+// when there is one, else the VM's.
+func appliedEntries(s *scope) map[string]sdnv1.NetworksSpecEntry {
+	src := s.vm.Annotations[sdnv1.AnnotationNetworksSpec]
+	if len(s.pods) > 0 {
+		src = s.pods[0].Annotations[sdnv1.AnnotationNetworksSpec]
+	}
+	out := map[string]sdnv1.NetworksSpecEntry{}
+	for _, e := range parseNetworksSpec(src) {
+		out[index.NetworkKey(e.Type, e.Name)] = e
+	}
+	return out
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,106 @@
+package vm
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// PolicySource provides the current policy snapshot; policy.Registry implements it.
+type PolicySource interface {
+	Set() *evaluator.Set
+}
+
+// Reconciler reconciles VirtualMachines. Construct it with its exported fields set and call
+// SetupWithManager.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads past the cache; used only to resolve a Create's AlreadyExists.
+	APIReader client.Reader
+	// Policies is the policy snapshot source.
+	Policies PolicySource
+	// Recorder emits events; nil disables them.
+	Recorder events.EventRecorder
+	// PolicyChanges, when set, delivers an event (carrying the changed ClusterIPAMPolicy)
+	// whenever the policy snapshot changes; VMs are then re-evaluated.
+	PolicyChanges <-chan event.GenericEvent
+	// MaxConcurrentReconciles defaults to 4.
+	MaxConcurrentReconciles int
+
+	backoff workqueue.TypedRateLimiter[reconcile.Request]
+}
+
+// Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
+// exhaustionBaseDelay to exhaustionMaxDelay, reset once the VM no longer waits.
+const (
+	conflictRetry       = time.Second
+	exhaustionBaseDelay = 2 * time.Second
+	exhaustionMaxDelay  = 5 * time.Minute
+)
+
+// Reconcile runs observe → decide → act → one status write for one VM. It returns an error
+// (and writes no status, so the previous condition stays) when the API server fails; a VM
+// that is gone or being deleted ends quietly — garbage collection removes its Auto IPAddresses.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s, err := r.observe(ctx, req.NamespacedName)
+	if err != nil || s == nil {
+		return reconcile.Result{}, err
+	}
+	if s.vm.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	r.decide(ctx, s)
+	if err := r.act(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			// Another writer (the virtualization controller) got in first; the watch event of
+			// its write brings a fresh copy, and this retry covers a lost event.
+			ctrl.LoggerFrom(ctx).V(1).Info("status conflict, retrying", "error", err.Error())
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return r.retry(req, s), nil
+}
+
+// retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
+// on top of the IPAddress watch, because SDN may not write an event when space frees.
+func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
+	for _, it := range s.interfaces {
+		if it.problem != nil && it.problem.reason == string(evaluator.ReasonPoolExhausted) {
+			return reconcile.Result{RequeueAfter: r.backoff.When(req)}
+		}
+	}
+	r.backoff.Forget(req)
+	return reconcile.Result{}
+}
+
+func (r *Reconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+	}
+}
+
+// SetupWithManager registers the reconciler and its watches (DESIGN.md §4.5).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 4
+	}
+	return r.watches(ctrl.NewControllerManagedBy(mgr)).Complete(r)
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)

@@ -1,0 +1,107 @@
+package vm
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vmipam/vmipam/controller/index"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// watches wires every input of a VM's decisions to the VMs it affects; every mapping is an
+// indexed cache read.
+func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
+	b = b.Named("virtualmachine").
+		For(&vmv1.VirtualMachine{}).
+		// A VM's spec change can free or contest a static IPAddress others name.
+		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
+		Watches(&sdnv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress)).
+		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
+		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
+	if r.PolicyChanges != nil {
+		b = b.WatchesRawSource(source.Channel(r.PolicyChanges, handler.EnqueueRequestsFromMapFunc(r.vmsOfPolicyChange)))
+	}
+	return b
+}
+
+// vmsOfPolicyChange re-evaluates every VM after the policy snapshot changed. Writes stay
+// limited to VMs whose outcome changes, since a converged reconcile writes nothing.
+func (r *Reconciler) vmsOfPolicyChange(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.listVMs(ctx)
+}
+
+func requests(list []vmv1.VirtualMachine) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(list))
+	for i := range list {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list[i])})
+	}
+	return out
+}
+
+func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list vmv1.VirtualMachineList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *Reconciler) peersOfVM(ctx context.Context, o client.Object) []reconcile.Request {
+	vm, ok := o.(*vmv1.VirtualMachine)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, n := range vm.Spec.Networks {
+		if n.IPAddressName != "" {
+			out = append(out, r.listVMs(ctx, client.InNamespace(vm.Namespace),
+				client.MatchingFields{index.VMIPAddressName: n.IPAddressName})...)
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) vmsOfIPAddress(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.listVMs(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.VMIPAddressName: o.GetName()})
+	if ref := index.ControllerVM(o); ref != nil {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+	}
+	return out
+}
+
+func (r *Reconciler) vmsOfNetwork(ctx context.Context, o client.Object) []reconcile.Request {
+	switch o.(type) {
+	case *sdnv1.Network:
+		return r.listVMs(ctx, client.InNamespace(o.GetNamespace()),
+			client.MatchingFields{index.VMNetwork: index.NetworkKey(sdnv1.KindNetwork, o.GetName())})
+	case *sdnv1.ClusterNetwork:
+		return r.listVMs(ctx, client.MatchingFields{index.VMNetwork: index.NetworkKey(sdnv1.KindClusterNetwork, o.GetName())})
+	}
+	return nil
+}
+
+func (r *Reconciler) vmOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[vmv1.LabelLauncherVMName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+func (r *Reconciler) vmsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listVMs(ctx, client.InNamespace(o.GetName()))
+}

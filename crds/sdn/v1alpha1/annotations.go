@@ -1,0 +1,52 @@
+package v1alpha1
+
+// Annotations through which the VM side and SDN talk about a launcher pod's additional NICs.
+const (
+	// AnnotationNetworksSpec holds a JSON list of NetworksSpecEntry, one per attached
+	// additional NIC. vmipam writes it on the VM (desired list for the next launcher pod) and
+	// on running launcher pods (live apply); SDN reads it from the pod.
+	AnnotationNetworksSpec = "network.deckhouse.io/networks-spec"
+	// AnnotationNetworksStatus holds a JSON list of NetworksStatusEntry, written by SDN on the
+	// launcher pod once it has configured the NICs of networks-spec.
+	AnnotationNetworksStatus = "network.deckhouse.io/networks-status"
+)
+
+// IPAssignmentModeDHCP tells SDN to serve the NIC's IPAddress to the guest by DHCP.
+const IPAssignmentModeDHCP = "DHCP"
+
+// NetworksSpecEntry is one attached additional NIC in the networks-spec annotation (SDN).
+// IPAssignmentMode and IPAddressNames are set only for NICs with an address; an L2-only NIC
+// has neither.
+type NetworksSpecEntry struct {
+	ID               int64    `json:"id,omitempty"`
+	Type             string   `json:"type"`
+	Name             string   `json:"name"`
+	IfName           string   `json:"ifName"`
+	IPAssignmentMode string   `json:"ipAssignmentMode,omitempty"`
+	IPAddressNames   []string `json:"ipAddressNames,omitempty"`
+}
+
+// NetworksStatusEntry is SDN's report on one NIC in the networks-status annotation.
+type NetworksStatusEntry struct {
+	Type             string            `json:"type"`
+	Name             string            `json:"name"`
+	IfName           string            `json:"ifName"`
+	MAC              string            `json:"mac,omitempty"`
+	Conditions       []NICCondition    `json:"conditions,omitempty"`
+	IPAddressConfigs []IPAddressConfig `json:"ipAddressConfigs,omitempty"`
+}
+
+// NICCondition is a condition of one NIC (types Configured, Negotiated).
+type NICCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// IPAddressConfig is an address SDN configured on a NIC.
+type IPAddressConfig struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Network string `json:"network"`
+}

@@ -1,0 +1,15 @@
+// Package evaluator compiles ClusterIPAMPolicies to CEL programs and evaluates them into one
+// typed Decision per VM interface.
+//
+// It is pure: plain Go input in (Input, built by the controller, the dry-run endpoint or
+// ipamctl from whatever objects they have), a Decision out; no client, no HTTP, no logging.
+// The one evaluator serves all three callers so their answers cannot drift apart.
+//
+// Layers, as in Kubernetes' CEL admission: the environment (env.go) is built once from
+// k8s.io/apiserver's base environment at a pinned language version with the inputs declared as
+// typed CEL objects (input.go); Compile (compile.go) turns one policy generation into programs,
+// type-checking every expression, estimating its worst-case cost and reporting errors as a
+// field.ErrorList with paths such as spec.skipRules[2].messageExpression; a Set (set.go) is an
+// immutable, ordered snapshot of compiled policies whose Decide evaluates one interface under
+// the semantics of DESIGN.md §3.3, with the limits of limits.go.
+package evaluator

@@ -1,0 +1,155 @@
+package evaluator
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// LanguageVersion is the Kubernetes CEL environment version policies compile against. It is
+// pinned, not taken from k8s.io/apiserver's default (which resolves to one minor below the
+// library outside kube-apiserver), so that upgrading the library never changes what a stored
+// policy means. Raising it makes the libraries of the new version available to new and edited
+// expressions only; unchanged stored expressions keep compiling (StoredExpressions).
+var LanguageVersion = version.MajorMinor(1, 37)
+
+// inputVariables maps each CEL variable to the Go type that declares it.
+var inputVariables = map[string]reflect.Type{
+	"vm":        reflect.TypeFor[VM](),
+	"interface": reflect.TypeFor[Interface](),
+	"network":   reflect.TypeFor[Network](),
+	"ipAddress": reflect.TypeFor[IPAddress](),
+	"holders":   reflect.TypeFor[Holders](),
+	"namespace": reflect.TypeFor[Namespace](),
+	"change":    reflect.TypeFor[Change](),
+}
+
+// newInputEnvSet extends the Kubernetes base environment (ip, cidr, lists, regex, strings,
+// sets, format, quantity, optionals, …) with the typed inputs. Extend is expensive, so this
+// runs once per Compiler.
+func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
+	var nativeTypes []any
+	opts := []cel.EnvOption{}
+	for name, t := range inputVariables {
+		nativeTypes = append(nativeTypes, t)
+		opts = append(opts, cel.Variable(name, cel.ObjectType(celTypeName(t))))
+	}
+	nativeTypes = append(nativeTypes, ext.ParseStructTag("json"))
+	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...)}, opts...)
+	return environment.MustBaseEnvSet(LanguageVersion).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        opts,
+		ProgramOptions: []cel.ProgramOption{
+			cel.CostLimit(limits.PerCallCostLimit),
+			cel.InterruptCheckFrequency(limits.CheckFrequency),
+		},
+	})
+}
+
+// celTypeName is the name cel-go's native type provider gives a Go struct type.
+func celTypeName(t reflect.Type) string { return "evaluator." + t.Name() }
+
+// sizeEstimator gives the static cost estimator the declared bounds of the inputs (the
+// maxSize tags of input.go) by walking an expression's path through the Go types.
+type sizeEstimator struct{}
+
+var _ checker.CostEstimator = sizeEstimator{}
+
+// Bounds for strings and collections whose field carries no maxSize tag: map keys are
+// qualified names (Kubernetes: 317 characters); other elements DNS-1123 names (253).
+const (
+	defaultKeySize  = 317
+	defaultElemSize = 253
+)
+
+func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	path := n.Path()
+	if len(path) == 0 {
+		return nil
+	}
+	if path[0] == "variables" {
+		return variableSize(n)
+	}
+	t, ok := inputVariables[path[0]]
+	if !ok {
+		return nil
+	}
+	bound := uint64(0)
+	for _, step := range path[1:] {
+		switch step {
+		case "@items", "@values":
+			t, bound = t.Elem(), defaultElemSize
+		case "@keys":
+			t, bound = t.Key(), defaultKeySize
+		default:
+			f, found := fieldByJSONName(t, step)
+			if !found {
+				return nil
+			}
+			t, bound = f.Type, 0
+			if tag := f.Tag.Get("maxSize"); tag != "" {
+				v, err := strconv.ParseUint(tag, 10, 64)
+				if err != nil {
+					panic(fmt.Sprintf("evaluator: bad maxSize tag on %s: %v", f.Name, err))
+				}
+				bound = v
+			}
+		}
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map:
+		if bound == 0 {
+			return nil
+		}
+		return &checker.SizeEstimate{Min: 0, Max: bound}
+	}
+	return nil
+}
+
+// variableSizeBound is the size a policy variable's value is assumed to have at most for the
+// static estimate (characters of a string, entries of a list or map): cel-go estimates costs,
+// not result sizes, so a variable's size cannot be derived from its expression. The runtime
+// limits guard larger values.
+const variableSizeBound = 1024
+
+func variableSize(n checker.AstNode) *checker.SizeEstimate {
+	path := n.Path()
+	if len(path) > 2 {
+		return &checker.SizeEstimate{Min: 0, Max: defaultElemSize}
+	}
+	switch n.Type().Kind() {
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+		return &checker.SizeEstimate{Min: 0, Max: variableSizeBound}
+	}
+	return nil
+}
+
+func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	if t.Kind() != reflect.Struct {
+		return reflect.StructField{}, false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// costEstimator is the static estimator: the Kubernetes library's function costs over our
+// declared input sizes.
+var costEstimator = &library.CostEstimator{SizeEstimator: sizeEstimator{}}

@@ -1,0 +1,34 @@
+package evaluator
+
+import "time"
+
+// Limits bound what one policy expression and one interface evaluation may cost. Costs are in
+// k8s.io/apiserver CEL cost units (roughly one unit per visited value; see
+// k8s.io/apiserver/pkg/apis/cel/config.go for the API server's own limits, which these sit
+// below because our inputs are small).
+type Limits struct {
+	// StaticCostLimit rejects, at compile time, an expression whose estimated worst-case cost
+	// over the declared input bounds exceeds it.
+	StaticCostLimit uint64
+	// PerCallCostLimit stops one expression evaluation with an error when exceeded.
+	PerCallCostLimit uint64
+	// InterfaceCostBudget is the runtime cost all expressions of all policies may spend on one
+	// interface together; past it the evaluation is an error.
+	InterfaceCostBudget int64
+	// Deadline bounds the wall time of one interface evaluation; comprehensions check it every
+	// CheckFrequency iterations.
+	Deadline time.Duration
+	// CheckFrequency is how many comprehension iterations run between interrupt checks.
+	CheckFrequency uint
+}
+
+// DefaultLimits are the limits used unless a caller passes others. The per-call limit is a
+// tenth of the API server's PerCallLimit: on this project's 2-core reference machine 1e6 units
+// over dynamic data took ~0.9 s (../shared/CEL.md), far too long for one interface.
+var DefaultLimits = Limits{
+	StaticCostLimit:     1_000_000,
+	PerCallCostLimit:    100_000,
+	InterfaceCostBudget: 1_000_000,
+	Deadline:            100 * time.Millisecond,
+	CheckFrequency:      100,
+}

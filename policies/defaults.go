@@ -1,0 +1,90 @@
+package policies
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+//go:embed *.yaml
+var defaultFiles embed.FS
+
+// BuiltinName is the name of the shipped policy that also serves as the built-in fallback.
+const BuiltinName = "default"
+
+// Defaults returns the shipped default policies, sorted by name. Each call returns fresh
+// copies the caller may modify. It fails only if the embedded YAML is broken, which the
+// package's tests rule out.
+func Defaults() ([]v1alpha1.ClusterIPAMPolicy, error) {
+	names, err := fs.Glob(defaultFiles, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(names))
+	for _, name := range names {
+		data, err := defaultFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("policies/%s: %w", name, err)
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
+}
+
+// Builtin returns the shipped policy named BuiltinName.
+func Builtin() (*v1alpha1.ClusterIPAMPolicy, error) {
+	all, err := Defaults()
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].Name == BuiltinName {
+			return &all[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no shipped policy named %q", BuiltinName)
+}
+
+// Decode reads every ClusterIPAMPolicy document of a YAML or JSON stream (documents separated
+// by "---"). Unknown fields are errors, so that a misspelled key is reported, not dropped;
+// documents of another kind are errors too. Errors name the document's index (from 0).
+func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
+	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []v1alpha1.ClusterIPAMPolicy
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		var p v1alpha1.ClusterIPAMPolicy
+		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if p.Kind == "" && p.APIVersion == "" && p.Name == "" {
+			continue // an empty or comment-only document
+		}
+		if p.Kind != "ClusterIPAMPolicy" || p.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil, fmt.Errorf("document %d: kind %q apiVersion %q, want ClusterIPAMPolicy %s",
+				i, p.Kind, p.APIVersion, v1alpha1.GroupVersion)
+		}
+		out = append(out, p)
+	}
+}

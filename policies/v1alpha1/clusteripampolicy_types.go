@@ -1,0 +1,184 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// FailurePolicy says what an evaluation error of a policy means (DESIGN.md §3.3).
+// +kubebuilder:validation:Enum=Fail;Ignore
+type FailurePolicy string
+
+const (
+	// FailurePolicyFail skips the interface with reason PolicyError.
+	FailurePolicyFail FailurePolicy = "Fail"
+	// FailurePolicyIgnore treats the policy as not matching; the next policy decides.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+)
+
+// PolicyMode says whether a matching policy decides or only records what it would decide.
+// +kubebuilder:validation:Enum=Enforce;Audit
+type PolicyMode string
+
+const (
+	// PolicyModeEnforce policies decide when they match.
+	PolicyModeEnforce PolicyMode = "Enforce"
+	// PolicyModeAudit policies are evaluated and their would-be decision recorded in the
+	// trace, but the next policy decides.
+	PolicyModeAudit PolicyMode = "Audit"
+)
+
+// NetworkKind is the type of network a policy matches: Network or ClusterNetwork.
+// +kubebuilder:validation:Enum=Network;ClusterNetwork
+type NetworkKind string
+
+// Condition type, reasons and limits of ClusterIPAMPolicy status.
+const (
+	// ConditionReady is True when the current generation compiled and serves.
+	ConditionReady = "Ready"
+	// ReasonCompiled: the current generation compiled and serves.
+	ReasonCompiled = "Compiled"
+	// ReasonCompilationFailed: the current generation did not compile; the message lists
+	// every error with its field path and which generation, if any, still serves.
+	ReasonCompilationFailed = "CompilationFailed"
+)
+
+// NetworkSelector matches interfaces by network type and, optionally, name.
+type NetworkSelector struct {
+	Type NetworkKind `json:"type"`
+	// Name of the network; empty matches any network of Type.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// Match restricts a policy to some interfaces; every part given must hold, and an empty
+// Match matches every additional interface.
+type Match struct {
+	// NamespaceSelector is matched against the labels of the VM's Namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// VMSelector is matched against the VM's labels.
+	// +optional
+	VMSelector *metav1.LabelSelector `json:"vmSelector,omitempty"`
+	// Networks matches when the interface's network is any of these.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Networks []NetworkSelector `json:"networks,omitempty"`
+}
+
+// NamedExpression is a named CEL expression (a match condition or a variable).
+type NamedExpression struct {
+	// Name is a CEL identifier: variables are referenced as variables.<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=5120
+	Expression string `json:"expression"`
+}
+
+// Expression is a single CEL expression.
+type Expression struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=5120
+	Expression string `json:"expression"`
+}
+
+// SkipRule skips the interface when Expression is true; the first true rule wins.
+type SkipRule struct {
+	// Name identifies the rule in traces.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Expression must evaluate to bool.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=5120
+	Expression string `json:"expression"`
+	// Reason is the CamelCase reason shown in NetworkReady, events and metrics.
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// Message is a static message; MessageExpression, when set, takes precedence and Message
+	// is its fallback should it fail.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+	// MessageExpression must evaluate to string.
+	// +kubebuilder:validation:MaxLength=5120
+	// +optional
+	MessageExpression string `json:"messageExpression,omitempty"`
+}
+
+// ClusterIPAMPolicySpec is the policy. DESIGN.md §2.1 and §3 define its semantics.
+type ClusterIPAMPolicySpec struct {
+	// Priority orders policies: lower is evaluated first; ties are broken by name.
+	// +kubebuilder:default=100
+	// +optional
+	Priority int32 `json:"priority"`
+	// +kubebuilder:default=Fail
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// +kubebuilder:default=Enforce
+	// +optional
+	Mode PolicyMode `json:"mode,omitempty"`
+	// +optional
+	Match Match `json:"match,omitempty"`
+	// MatchConditions must all evaluate to true for the policy to match.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	MatchConditions []NamedExpression `json:"matchConditions,omitempty"`
+	// Variables are evaluated lazily, at most once per interface.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Variables []NamedExpression `json:"variables,omitempty"`
+	// Allocation evaluates to "Auto", "Static" or "None".
+	Allocation Expression `json:"allocation"`
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	SkipRules []SkipRule `json:"skipRules,omitempty"`
+	// Hotplug evaluates to bool: may a change of this interface be applied to a running VM?
+	// Absent means true.
+	// +optional
+	Hotplug *Expression `json:"hotplug,omitempty"`
+}
+
+// ClusterIPAMPolicyStatus reports compilation.
+type ClusterIPAMPolicyStatus struct {
+	// ObservedGeneration is the generation last compiled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ServingGeneration is the generation in force: the newest that compiled. Zero when none
+	// ever compiled, in which case the policy is not used.
+	// +optional
+	ServingGeneration int64 `json:"servingGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterIPAMPolicy decides how VM interfaces get addresses.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=ipampolicy
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="Serving",type=integer,JSONPath=`.status.servingGeneration`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterIPAMPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterIPAMPolicySpec   `json:"spec"`
+	Status ClusterIPAMPolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterIPAMPolicyList is a list of ClusterIPAMPolicies.
+//
+// +kubebuilder:object:root=true
+type ClusterIPAMPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterIPAMPolicy `json:"items"`
+}

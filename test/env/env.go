@@ -1,0 +1,167 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vmipam/vmipam/crds"
+)
+
+// Default versions of the control plane; keep in sync with the Makefile.
+const (
+	K8sVersion  = "1.37.2"
+	EtcdVersion = "3.7.3"
+)
+
+// Options configure Start.
+type Options struct {
+	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// ControllerManager also runs kube-controller-manager (garbage collector, namespace).
+	ControllerManager bool
+	// Dir holds the kubeconfig and logs; a temporary directory, removed by Stop, when empty.
+	Dir string
+	// KeepDir keeps the temporary directory after Stop (for the sandbox's logs).
+	KeepDir bool
+}
+
+// Environment is a running control plane.
+type Environment struct {
+	Env *envtest.Environment
+	// Config is an admin client configuration.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file for kubectl.
+	Kubeconfig string
+	// Dir holds the kubeconfig and the controller manager's log.
+	Dir string
+	kcm *exec.Cmd
+	// removeDir is set when Stop should delete Dir.
+	removeDir bool
+}
+
+// AssetsDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS, else the cache
+// directory `make envtest-bins` writes to.
+func AssetsDir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	cache := os.Getenv("VMIPAM_CACHE")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home, _ := os.UserHomeDir()
+			base = filepath.Join(home, ".cache")
+		}
+		cache = filepath.Join(base, "vmipam")
+	}
+	return filepath.Join(cache, "k8s-"+K8sVersion+"-etcd-"+EtcdVersion)
+}
+
+// Start starts etcd and kube-apiserver, installs the CRDs and, if asked, starts the controller
+// manager. Call Stop when done, also after an error.
+func Start(opts Options) (*Environment, error) {
+	assets := AssetsDir()
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("control-plane binaries not found in %s: run `make envtest-bins` first: %w", assets, err)
+	}
+	if opts.CRDs == nil {
+		all, err := crds.All()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDs = all
+	}
+	dir, ownDir := opts.Dir, false
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "vmipam-env-"); err != nil {
+			return nil, err
+		}
+		ownDir = true
+	}
+	e := &Environment{Dir: dir, removeDir: ownDir && !opts.KeepDir, Env: &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: opts.CRDs},
+		ErrorIfCRDPathMissing: true,
+	}}
+	cfg, err := e.Env.Start()
+	if err != nil {
+		return e, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	e.Config = cfg
+	if err := e.writeKubeconfig(); err != nil {
+		return e, err
+	}
+	if opts.ControllerManager {
+		if err := e.startControllerManager(); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Environment) writeKubeconfig() error {
+	user, err := e.Env.AddUser(envtest.User{Name: "vmipam-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	return os.WriteFile(e.Kubeconfig, data, 0o600)
+}
+
+// startControllerManager runs kube-controller-manager with only the garbage-collector and
+// namespace controllers, which is what vmipam's ownerReferences rely on.
+func (e *Environment) startControllerManager() error {
+	logFile, err := os.Create(filepath.Join(e.Dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(e.Env.BinaryAssetsDirectory, "kube-controller-manager"),
+		"--kubeconfig="+e.Kubeconfig,
+		"--controllers=garbagecollector,namespace",
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=5",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	e.kcm = cmd
+	return nil
+}
+
+// Stop stops the controller manager, kube-apiserver and etcd.
+func (e *Environment) Stop() error {
+	var errs []error
+	if e.kcm != nil && e.kcm.Process != nil {
+		_ = e.kcm.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- e.kcm.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = e.kcm.Process.Kill()
+		}
+	}
+	if e.Env != nil {
+		errs = append(errs, e.Env.Stop())
+	}
+	if e.removeDir {
+		errs = append(errs, os.RemoveAll(e.Dir))
+	}
+	return errors.Join(errs...)
+}

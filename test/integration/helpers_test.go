@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/test/build"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// newNamespace creates a namespace for one spec and returns its name.
+func newNamespace(ctx context.Context) string {
+	ns := build.Namespace("")
+	ns.GenerateName = "it-"
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// create creates every object, failing the spec on error.
+func create(ctx context.Context, objs ...client.Object) {
+	GinkgoHelper()
+	for _, o := range objs {
+		Expect(k8s.Create(ctx, o)).To(Succeed(), "create %T %s", o, o.GetName())
+	}
+}
+
+// pooledClusterNetwork creates a ClusterNetwork named after the spec's namespace with a
+// ClusterIPAddressPool over cidr, and returns the network's name.
+func pooledClusterNetwork(ctx context.Context, ns, cidr string, ranges ...string) string {
+	GinkgoHelper()
+	name := ns + "-corp"
+	create(ctx, build.ClusterPool(name+"-pool", cidr, ranges...), build.ClusterNetwork(name, name+"-pool"))
+	return name
+}
+
+func getVM(ctx context.Context, ns, name string) *vmv1.VirtualMachine {
+	GinkgoHelper()
+	vm := &vmv1.VirtualMachine{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm)).To(Succeed())
+	return vm
+}
+
+// networkReady returns the VM's NetworkReady condition, or nil.
+func networkReady(ctx context.Context, ns, name string) *metav1.Condition {
+	return meta.FindStatusCondition(getVM(ctx, ns, name).Status.Conditions, vmctrl.ConditionNetworkReady)
+}
+
+// updateVM applies change to the live VM, retrying on conflicts with the other writers (the
+// controller and the VM-runtime stand-in write the VM too).
+func updateVM(ctx context.Context, ns, name string, change func(*vmv1.VirtualMachine)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vm := getVM(ctx, ns, name)
+		change(vm)
+		return k8s.Update(ctx, vm)
+	})).To(Succeed())
+}
+
+// statusAddress returns status.networks[].ipAddress of the VM's interface on typ/network.
+func statusAddress(ctx context.Context, ns, name string, typ vmv1.NetworkType, network string) string {
+	for _, n := range getVM(ctx, ns, name).Status.Networks {
+		if n.Type == typ && n.Name == network {
+			return n.IPAddress
+		}
+	}
+	return ""
+}
+
+// launcherPods returns the VM's launcher pods that are not being deleted.
+func launcherPods(ctx context.Context, ns, vm string) []corev1.Pod {
+	GinkgoHelper()
+	var list corev1.PodList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{vmv1.LabelLauncherVMName: vm})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// onePod waits for the VM to have exactly one launcher pod and returns it.
+func onePod(ctx context.Context, ns, vm string) corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func() []corev1.Pod {
+		pods = launcherPods(ctx, ns, vm)
+		return pods
+	}, timeout, interval).Should(HaveLen(1))
+	return pods[0]
+}
+
+// networksSpec parses an object's networks-spec annotation.
+func networksSpec(o client.Object) []sdnv1.NetworksSpecEntry {
+	var out []sdnv1.NetworksSpecEntry
+	if s := o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]; s != "" {
+		Expect(json.Unmarshal([]byte(s), &out)).To(Succeed())
+	}
+	return out
+}
+
+// podSpecFor returns the pod's networks-spec entry for typ/network, or nil.
+func podSpecFor(ctx context.Context, ns, podName, typ, network string) *sdnv1.NetworksSpecEntry {
+	pod := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: podName}, pod); err != nil {
+		return nil
+	}
+	for _, e := range networksSpec(pod) {
+		if e.Type == typ && e.Name == network {
+			return &e
+		}
+	}
+	return nil
+}
+
+// ipAddresses lists the namespace's IPAddresses.
+func ipAddresses(ctx context.Context, ns string) []sdnv1.IPAddress {
+	GinkgoHelper()
+	var list sdnv1.IPAddressList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	return list.Items
+}
+
+func names(ips []sdnv1.IPAddress) []string {
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.Name
+	}
+	return out
+}
+
+func describe(c *metav1.Condition) string {
+	if c == nil {
+		return "<no condition>"
+	}
+	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+}

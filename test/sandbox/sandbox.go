@@ -1,0 +1,169 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/samples"
+	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim/sdn"
+	"github.com/vmipam/vmipam/test/sim/vmruntime"
+)
+
+// Namespace is where the sample VMs live.
+const Namespace = "demo"
+
+// Options configure Run.
+type Options struct {
+	// Once exits after the samples converged instead of running until ctx ends.
+	Once bool
+	// Dir keeps the kubeconfig and logs; a fresh temporary directory when empty.
+	Dir string
+	// Timeout bounds each convergence wait.
+	Timeout time.Duration
+}
+
+// Run starts the control plane, vmipam and the stand-ins, applies the samples, prints the
+// table once converged, creates the "later" samples, prints again, and then keeps running
+// (printing how to reach the cluster) until ctx ends, or returns at once with Once.
+func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	fmt.Fprintln(out, "Starting kube-apiserver, etcd and kube-controller-manager (garbage collector)...")
+	e, err := env.Start(env.Options{ControllerManager: true, Dir: opts.Dir, KeepDir: true})
+	defer func() {
+		if e != nil {
+			err = errors.Join(err, e.Stop())
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := startManager(ctx, e)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "Applying samples/ ...")
+	if err := Apply(ctx, c, samples.FS, "*.yaml"); err != nil {
+		return err
+	}
+	if err := showConverged(ctx, out, c, opts.Timeout, "After applying samples/"); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nCreating samples/later/ (IPAddress late-ip): VM late gets its interface hot-plugged, same launcher pod.")
+	if err := Apply(ctx, c, samples.FS, "later/*.yaml"); err != nil {
+		return err
+	}
+	if err := showConverged(ctx, out, c, opts.Timeout, "After creating late-ip"); err != nil {
+		return err
+	}
+	printAccess(out, e)
+	if opts.Once {
+		return nil
+	}
+	fmt.Fprintln(out, "\nRunning; edit objects live. Ctrl-C stops everything.")
+	<-ctx.Done()
+	return nil
+}
+
+// startManager runs the vmipam controller and both stand-ins in one manager and returns a
+// client that reads straight from the API server.
+func startManager(ctx context.Context, e *env.Environment) (client.Client, error) {
+	logFile, err := os.Create(filepath.Join(e.Dir, "controller.log"))
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits); err != nil {
+		return nil, err
+	}
+	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		}
+	}()
+	return client.New(e.Config, client.Options{Scheme: scheme})
+}
+
+// showConverged waits until two snapshots a second apart are equal and nothing is pending,
+// then prints the table.
+func showConverged(ctx context.Context, out io.Writer, c client.Reader, timeout time.Duration, title string) error {
+	deadline := time.Now().Add(timeout)
+	var prev []Row
+	for {
+		rows, states, err := Snapshot(ctx, c, Namespace)
+		if err == nil && settled(rows, states) && reflect.DeepEqual(rows, prev) {
+			fmt.Fprintf(out, "\n%s:\n\n", title)
+			PrintTable(out, rows, states)
+			return nil
+		}
+		prev = rows
+		if time.Now().After(deadline) {
+			PrintTable(out, rows, states)
+			return fmt.Errorf("%s: not converged within %s", title, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// settled: every VM has NetworkReady and a launcher pod, and no interface waits for SDN.
+func settled(rows []Row, states []VMState) bool {
+	if len(states) == 0 {
+		return false
+	}
+	for _, s := range states {
+		if s.NetworkReady == "Unknown" {
+			return false
+		}
+	}
+	for _, r := range rows {
+		if r.Pod == "" || r.Skipped == string(evaluator.ReasonIPAddressPending) ||
+			(r.Mode == "Auto" || r.Mode == "Static") && r.Address == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func printAccess(out io.Writer, e *env.Environment) {
+	fmt.Fprintf(out, "\nThe cluster is yours while this runs:\n"+
+		"  export KUBECONFIG=%s\n"+
+		"  kubectl get vm,ipaddress -n %s\n"+
+		"  kubectl get clusteripampolicy default -o yaml\n"+
+		"Logs: %s\n", e.Kubeconfig, Namespace, e.Dir)
+}

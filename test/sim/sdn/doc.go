@@ -1,0 +1,23 @@
+// Package sdn is a STAND-IN for the SDN module. It is NOT the SDN module and NOT part of vmipam:
+// it exists only so vmipam's tests and the local sandbox have something that answers the way
+// the SDN module does (DESIGN.md §6). Never deploy it to a real cluster.
+//
+// The Simulator runs four small controller-runtime controllers in the manager it is set up with:
+//
+//   - sdn-sim-ipaddress allocates IPAddresses from the pool of their network (Auto: the next free
+//     address; Static: the requested one if it is in the pool and free), sets status.address,
+//     status.network, status.phase and the Allocated condition (reasons Allocated,
+//     NoFreeIPAddress, IPOutOfRange, IPAlreadyAllocated, NetworkNotFound, NoIPAMPool, …),
+//     retries Pending IPAddresses periodically and when an address of their pool is released,
+//     and keeps a released address for its last holder's name for the pool's leaseTTL.
+//   - sdn-sim-pod answers the networks-spec annotation of launcher pods (label
+//     vm.kubevirt.io/name) with networks-status: one configured NIC per entry, with a stable
+//     MAC and the addresses of its Allocated IPAddresses.
+//   - sdn-sim-network and sdn-sim-clusternetwork set Ready=True on networks that have no Ready
+//     condition yet, unless they carry the annotation AnnotationHoldNotReady: "true".
+//
+// Allocation is serialized by a mutex in the Simulator and remembered in memory (a ledger), so
+// a cache that lags behind the simulator's own writes cannot hand out an address twice; status
+// writes use optimistic locking. The memory is rebuilt from Allocated IPAddresses after a
+// restart, except for leases, which a restart forgets.
+package sdn

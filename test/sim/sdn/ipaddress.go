@@ -1,0 +1,169 @@
+package sdn
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+)
+
+// setupIPAddress registers sdn-sim-ipaddress: it reconciles IPAddresses and, when one is
+// deleted, releases its address and retries the Pending IPAddresses of its pool.
+func (s *Simulator) setupIPAddress(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sdn-sim-ipaddress").
+		For(&sdnv1.IPAddress{}).
+		Watches(&sdnv1.IPAddress{}, handler.Funcs{DeleteFunc: s.onIPAddressDeleted}).
+		Complete(reconcile.Func(s.ReconcileIPAddress))
+}
+
+// ReconcileIPAddress allocates an address to the IPAddress req names, or says in its status why
+// it cannot. An Allocated IPAddress keeps its address. Pending ones are retried after
+// RetryInterval; a status write that loses an optimistic-locking race is retried soon.
+func (s *Simulator) ReconcileIPAddress(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ip := &sdnv1.IPAddress{}
+	if err := s.Client.Get(ctx, req.NamespacedName, ip); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.ledger.release(req.NamespacedName, "", s.now())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
+	}
+	if ip.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	s.ledger.releaseOther(req.NamespacedName, ip.UID, s.now())
+	pool, fail, err := s.resolve(ctx, ip)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if addr, ok := allocatedAddr(ip); ok {
+		if fail == nil { // remember it, so the ledger survives a restart of the simulator
+			s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: addr, ttl: pool.ttl})
+		}
+		return ctrl.Result{}, nil
+	}
+	o := fail
+	if o == nil {
+		chosen, err := s.allocate(ctx, ip, pool)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		o = &chosen
+	}
+	return s.answer(ctx, ip, pool, *o)
+}
+
+// allocate chooses an address for ip from pool: not held by any other IPAddress of the pool as
+// the cache or the ledger sees them, nor leased to another name.
+func (s *Simulator) allocate(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo) (outcome, error) {
+	key := client.ObjectKeyFromObject(ip)
+	used := map[netip.Addr]bool{}
+	if err := s.takenInCache(ctx, pool.key, key, used); err != nil {
+		return outcome{}, err
+	}
+	s.ledger.taken(pool.key, key, s.now(), used)
+	leased, _ := s.ledger.leased(pool.key, key, s.now())
+	return choose(ip.Spec, pool.space, func(a netip.Addr) bool { return used[a] }, leased), nil
+}
+
+// takenInCache adds to used the addresses of pool that Allocated IPAddresses other than key
+// hold, as the cache sees them.
+func (s *Simulator) takenInCache(ctx context.Context, pool poolKey, key client.ObjectKey, used map[netip.Addr]bool) error {
+	list := &sdnv1.IPAddressList{}
+	if err := s.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("listing IPAddresses: %w", err)
+	}
+	poolOf := s.poolResolver(ctx)
+	for i := range list.Items {
+		ip := &list.Items[i]
+		a, ok := allocatedAddr(ip)
+		if !ok || client.ObjectKeyFromObject(ip) == key {
+			continue
+		}
+		if p, ok := poolOf(networkOf(ip)); ok && p == pool {
+			used[a] = true
+		}
+	}
+	return nil
+}
+
+// answer writes o into ip's status and, once the write succeeded, records the allocation.
+func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo, o outcome) (ctrl.Result, error) {
+	err := s.writeStatus(ctx, ip, o)
+	switch {
+	case apierrors.IsConflict(err):
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	case !o.ok():
+		return ctrl.Result{RequeueAfter: s.retryInterval()}, nil
+	}
+	s.ledger.hold(client.ObjectKeyFromObject(ip), holding{uid: ip.UID, pool: pool.key, addr: o.addr, ttl: pool.ttl})
+	return ctrl.Result{}, nil
+}
+
+// writeStatus patches ip's status to o, with optimistic locking, when it differs.
+func (s *Simulator) writeStatus(ctx context.Context, ip *sdnv1.IPAddress, o outcome) error {
+	base := ip.DeepCopy()
+	setStatus(&ip.Status, o, ip.Generation)
+	if equality.Semantic.DeepEqual(base.Status, ip.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := s.Client.Status().Patch(ctx, ip, patch); err != nil {
+		return fmt.Errorf("writing status of IPAddress %s: %w", klog.KObj(ip), err)
+	}
+	return nil
+}
+
+// onIPAddressDeleted releases the address of a deleted IPAddress at once (so the retries it
+// triggers can use it) and enqueues the Pending IPAddresses of the same pool.
+func (s *Simulator) onIPAddressDeleted(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	ip, ok := e.Object.(*sdnv1.IPAddress)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.ledger.release(client.ObjectKeyFromObject(ip), ip.UID, s.now())
+	s.mu.Unlock()
+	for _, req := range s.pendingOfPool(ctx, ip) {
+		q.Add(req)
+	}
+}
+
+// pendingOfPool lists the IPAddresses without an address on the pool of deleted's network;
+// all of them when that pool cannot be resolved any more.
+func (s *Simulator) pendingOfPool(ctx context.Context, deleted *sdnv1.IPAddress) []reconcile.Request {
+	list := &sdnv1.IPAddressList{}
+	if err := s.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing IPAddresses to retry")
+		return nil
+	}
+	poolOf := s.poolResolver(ctx)
+	pool, known := poolOf(networkOf(deleted))
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		ip := &list.Items[i]
+		if _, ok := allocatedAddr(ip); ok {
+			continue
+		}
+		if p, ok := poolOf(networkOf(ip)); !known || (ok && p == pool) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ip)})
+		}
+	}
+	return reqs
+}

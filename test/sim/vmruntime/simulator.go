@@ -1,0 +1,106 @@
+package vmruntime
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AnnotationPower on a VirtualMachine is the power state operations asked for: PowerOn after
+// Start, PowerOff after Stop. It decides whether a Manual or AlwaysOnUnlessStoppedManually VM
+// runs.
+const AnnotationPower = "vmruntime.vmipam.test/power"
+
+// Values of AnnotationPower.
+const (
+	PowerOn  = "on"
+	PowerOff = "off"
+)
+
+// Annotations on the target pod of a migration.
+const (
+	// AnnotationMigrationSource names the pod the migration moves away from.
+	AnnotationMigrationSource = "vmruntime.vmipam.test/migration-source"
+	// AnnotationMigrationStarted is when the target pod was created (RFC 3339).
+	AnnotationMigrationStarted = "vmruntime.vmipam.test/migration-started"
+)
+
+// LauncherImage is the image of the launcher pods' single container; no kubelet runs it.
+const LauncherImage = "stand-in"
+
+// DefaultMigrationDuration is how long source and target pod of a migration run side by side.
+const DefaultMigrationDuration = time.Second
+
+// conflictRetry is how soon a write that lost an optimistic-locking race is retried.
+const conflictRetry = 100 * time.Millisecond
+
+// Simulator is the VM runtime stand-in. Create it with New; its exported fields may be changed
+// before SetupWithManager.
+type Simulator struct {
+	// Client writes. SetupWithManager sets the manager's client when it is nil.
+	Client client.Client
+	// Reader reads VMs, pods and operations; it should not be a cache. SetupWithManager sets
+	// the manager's API reader when it is nil; Client is used when it stays nil.
+	Reader client.Reader
+	// Clock times migrations.
+	Clock clock.PassiveClock
+	// MigrationDuration is how long source and target pod of a migration run side by side; a
+	// migration completes in one step when it is 0.
+	MigrationDuration time.Duration
+
+	mu sync.Mutex // serializes the controllers
+}
+
+// New returns a Simulator that writes with c, uses the real clock and
+// DefaultMigrationDuration. Reader stays nil, for SetupWithManager to fill in.
+func New(c client.Client) *Simulator {
+	return &Simulator{Client: c, Clock: clock.RealClock{}, MigrationDuration: DefaultMigrationDuration}
+}
+
+// SetupWithManager registers vmruntime-sim-vm and vmruntime-sim-operation with mgr. The
+// manager's scheme must know core/v1 and virtualization.deckhouse.io/v1alpha2; its cache may be
+// restricted to pods labelled vm.kubevirt.io/name.
+func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
+	if s.Client == nil {
+		s.Client = mgr.GetClient()
+	}
+	if s.Reader == nil {
+		s.Reader = mgr.GetAPIReader()
+	}
+	if err := s.setupVM(mgr); err != nil {
+		return fmt.Errorf("setting up the VM runtime stand-in: %w", err)
+	}
+	if err := s.setupOperation(mgr); err != nil {
+		return fmt.Errorf("setting up the VM runtime stand-in: %w", err)
+	}
+	return nil
+}
+
+// reader is Reader, or Client when Reader is nil.
+func (s *Simulator) reader() client.Reader {
+	if s.Reader == nil {
+		return s.Client
+	}
+	return s.Reader
+}
+
+// now is the simulator's clock reading.
+func (s *Simulator) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
+}
+
+// requeueOnConflict turns a lost optimistic-locking race into a quick retry.
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}

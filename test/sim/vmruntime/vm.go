@@ -1,0 +1,121 @@
+package vmruntime
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// setupVM registers vmruntime-sim-vm: VMs and the launcher pods they control.
+func (s *Simulator) setupVM(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmruntime-sim-vm").
+		For(&virtv1.VirtualMachine{}).
+		Owns(&corev1.Pod{}).
+		Complete(reconcile.Func(s.ReconcileVirtualMachine))
+}
+
+// ReconcileVirtualMachine converges the launcher pods of the VM req names to its run intent and
+// writes its status.phase and status.networks. A VM that is gone loses its pods.
+func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm := &virtv1.VirtualMachine{}
+	if err := s.reader().Get(ctx, req.NamespacedName, vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, s.collectPods(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting VM %s: %w", req.NamespacedName, err)
+	}
+	pods, err := s.converge(ctx, vm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return requeueOnConflict(s.writeStatus(ctx, vm, phaseOf(shouldRun(vm), pods)))
+}
+
+// shouldRun reports whether vm's run policy, with the power state operations left on it, wants
+// it running.
+func shouldRun(vm *virtv1.VirtualMachine) bool {
+	if vm.DeletionTimestamp != nil {
+		return false
+	}
+	power := vm.Annotations[AnnotationPower]
+	switch vm.Spec.RunPolicy {
+	case virtv1.RunPolicyAlwaysOn:
+		return true
+	case virtv1.RunPolicyAlwaysOff:
+		return false
+	case virtv1.RunPolicyManual:
+		return power == PowerOn
+	default: // AlwaysOnUnlessStoppedManually, the default
+		return power != PowerOff
+	}
+}
+
+// converge makes vm's launcher pods match its run intent — none when it should not run, one
+// when it should, two while a migration is under way — and returns them, oldest first. Pods of
+// an earlier VM of the same name are deleted.
+func (s *Simulator) converge(ctx context.Context, vm *virtv1.VirtualMachine) ([]corev1.Pod, error) {
+	pods, stale, err := s.observePods(ctx, vm)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deletePods(ctx, stale); err != nil {
+		return nil, err
+	}
+	switch {
+	case !shouldRun(vm):
+		return nil, s.deletePods(ctx, pods)
+	case len(pods) == 0:
+		pod, err := s.createLauncher(ctx, vm, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []corev1.Pod{*pod}, nil
+	case len(pods) > 1 && migrationTarget(pods) == nil:
+		newest := len(pods) - 1
+		return pods[newest:], s.deletePods(ctx, pods[:newest])
+	}
+	return pods, nil
+}
+
+// phaseOf is the phase of a VM that should (not) run and has pods.
+func phaseOf(run bool, pods []corev1.Pod) virtv1.Phase {
+	switch {
+	case len(pods) > 1 && migrationTarget(pods) != nil:
+		return virtv1.PhaseMigrating
+	case len(pods) > 0:
+		return virtv1.PhaseRunning
+	case run:
+		return virtv1.PhaseStarting
+	default:
+		return virtv1.PhaseStopped
+	}
+}
+
+// writeStatus sets vm's status.phase and the entries of status.networks the stand-in owns, and
+// patches them when they changed: a JSON merge patch of those fields only, with optimistic
+// locking, so fields other writers own (ipAddress, conditions, …) stay as they are.
+func (s *Simulator) writeStatus(ctx context.Context, vm *virtv1.VirtualMachine, phase virtv1.Phase) error {
+	base := vm.DeepCopy()
+	vm.Status.Phase = phase
+	vm.Status.Networks = ensureNetworks(vm)
+	if equality.Semantic.DeepEqual(base.Status, vm.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := s.Client.Status().Patch(ctx, vm, patch); err != nil {
+		return fmt.Errorf("writing status of VM %s: %w", klog.KObj(vm), err)
+	}
+	return nil
+}
