@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -153,3 +154,44 @@ func describe(c *metav1.Condition) string {
 	}
 	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
 }
+
+// runOperation creates a VirtualMachineOperation and waits until the stand-in completed it.
+func runOperation(ctx context.Context, ns, vm string, typ vmv1.OperationType) {
+	GinkgoHelper()
+	op := &vmv1.VirtualMachineOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: vm + "-"},
+		Spec: vmv1.VirtualMachineOperationSpec{Type: typ, VirtualMachineName: vm}}
+	Expect(k8s.Create(ctx, op)).To(Succeed())
+	Eventually(func() vmv1.OperationPhase {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(op), op)).To(Succeed())
+		return op.Status.Phase
+	}, timeout, interval).Should(Equal(vmv1.OperationPhaseCompleted))
+}
+
+// reconciles is the number of VirtualMachine reconciles this process has run so far, from
+// controller-runtime's metrics.
+func reconciles() float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "virtualmachine" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// condition returns the VM's condition of the given type, or nil.
+func condition(ctx context.Context, ns, name, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(getVM(ctx, ns, name).Status.Conditions, typ)
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,20 +9,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/env"
-	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
 
 var (
 	testEnv *env.Environment
 	k8s     client.Client // reads straight from the API server, never a cache
 	scheme  *runtime.Scheme
-	cancel  context.CancelFunc
+	// standIns runs the SDN and VM-runtime stand-ins for the whole suite.
+	standIns *running
 )
 
 func TestIntegration(t *testing.T) {
@@ -41,24 +37,16 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(testEnv.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	var ctx context.Context
-	ctx, cancel = context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: scheme,
-		Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = controller.Setup(ctx, mgr, evaluator.DefaultLimits)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(sdn.New(nil).SetupWithManager(mgr)).To(Succeed())
-	Expect(vmruntime.New(nil).SetupWithManager(mgr)).To(Succeed())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	standIns = startManager(setupStandIns)
+	startVMIPAM()
 })
 
 var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
+	if vmipamMgr != nil {
+		stopVMIPAM()
+	}
+	if standIns != nil {
+		standIns.stop()
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())

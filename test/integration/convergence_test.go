@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/controller/naming"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/test/build"
+	"github.com/vmipam/vmipam/test/sim/sdn"
+)
+
+var _ = Describe("Convergence under late objects and churn", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+	})
+	ready := func(vm string) func() string {
+		return func() string { return describe(networkReady(ctx, ns, vm)) }
+	}
+
+	It("converges when the network is created after the VM, without touching the VM", func() {
+		net := ns + "-late"
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(net, "")))
+		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(": NetworkNotFound: ClusterNetwork " + net + " does not exist"))
+		generation := getVM(ctx, ns, "v").Generation
+
+		pooledClusterNetworkNamed(ctx, net, "10.5.0.0/24")
+		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, net) },
+			timeout, interval).ShouldNot(BeEmpty())
+		Eventually(ready("v"), timeout, interval).Should(HavePrefix("True/"))
+		Expect(getVM(ctx, ns, "v").Generation).To(Equal(generation))
+	})
+
+	It("converges when the network becomes Ready later", func() {
+		net := ns + "-slow"
+		create(ctx, build.ClusterPool(net+"-pool", "10.6.0.0/24"))
+		n := build.ClusterNetwork(net, net+"-pool")
+		n.Annotations = map[string]string{sdn.AnnotationHoldNotReady: "true"}
+		create(ctx, n)
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(net, "")))
+		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: ClusterNetwork " + net + " is not Ready"))
+
+		Expect(k8s.Patch(ctx, n, client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"annotations":{"`+sdn.AnnotationHoldNotReady+`":null}}}`)))).To(Succeed())
+		Eventually(ready("v"), timeout, interval).Should(HavePrefix("True/"))
+		Expect(statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, net)).NotTo(BeEmpty())
+	})
+
+	It("turns an L2-only interface into an Auto one when a pool is attached later", func() {
+		net := ns + "-l2"
+		n := build.ClusterNetwork(net, "")
+		create(ctx, n, build.ClusterPool(net+"-pool", "10.7.0.0/24"))
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(net, "")))
+		pod := onePod(ctx, ns, "v")
+		Eventually(func() *sdnv1.NetworksSpecEntry { return podSpecFor(ctx, ns, pod.Name, "ClusterNetwork", net) },
+			timeout, interval).Should(HaveField("IPAddressNames", BeEmpty()))
+
+		Expect(k8s.Patch(ctx, n, client.RawPatch("application/merge-patch+json", []byte(
+			`{"spec":{"ipam":{"ipAddressPoolRef":{"kind":"ClusterIPAddressPool","name":"`+net+`-pool"}}}}`)))).To(Succeed())
+		Eventually(func() *sdnv1.NetworksSpecEntry { return podSpecFor(ctx, ns, pod.Name, "ClusterNetwork", net) },
+			timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(naming.AutoIPAddress("v", "ClusterNetwork", net))))
+		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, net) },
+			timeout, interval).Should(Equal("10.7.0.2"))
+	})
+
+	It("ends with exactly one live Auto IPAddress after removing and re-adding a network ten times", func() {
+		corp := pooledClusterNetwork(ctx, ns, "10.8.0.0/24")
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		Eventually(func() []sdnv1.IPAddress { return ipAddresses(ctx, ns) }, timeout, interval).Should(HaveLen(1))
+		for range 10 {
+			updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+			updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) {
+				vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: vmv1.NetworkTypeClusterNetwork, Name: corp})
+			})
+		}
+		live := func() []string {
+			var out []string
+			for _, ip := range ipAddresses(ctx, ns) {
+				if ip.DeletionTimestamp == nil {
+					out = append(out, ip.Name)
+				}
+			}
+			return out
+		}
+		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
+		Eventually(live, timeout, interval).Should(ConsistOf(auto))
+		Eventually(func() string { return getIPAddress(ctx, ns, auto).Status.Address }, timeout, interval).ShouldNot(BeEmpty())
+		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp) },
+			timeout, interval).Should(Equal(getIPAddress(ctx, ns, auto).Status.Address))
+		Consistently(live, "2s", interval).Should(ConsistOf(auto))
+	})
+
+	It("survives odd input the API server accepts and reports what it cannot use", func() {
+		corp := pooledClusterNetwork(ctx, ns, "10.9.0.0/24")
+		long := strings.Repeat("n", 253)
+		create(ctx, build.Network(ns, corp, "")) // a Network with the ClusterNetwork's name
+		create(ctx, build.VM(ns, "dup", build.OnClusterNetwork(corp, ""), build.OnClusterNetwork(corp, "")))
+		create(ctx, build.VM(ns, "same-name", build.OnClusterNetwork(corp, ""), build.OnNetwork(corp, "")))
+		create(ctx, build.VM(ns, "long", build.OnClusterNetwork(long, ""), build.OnClusterNetwork(corp, "")))
+
+		Eventually(ready("dup"), timeout, interval).Should(Equal(fmt.Sprintf(
+			"False/NetworkNotReady: ClusterNetwork/%s: DuplicateInterface: spec.networks[2] repeats spec.networks[1]", corp)))
+		Eventually(ready("same-name"), timeout, interval).Should(HavePrefix("True/"), "Network x and ClusterNetwork x do not collide")
+		Expect(statusAddress(ctx, ns, "same-name", vmv1.NetworkTypeClusterNetwork, corp)).NotTo(BeEmpty())
+		Expect(statusAddress(ctx, ns, "same-name", vmv1.NetworkTypeNetwork, corp)).To(BeEmpty(), "that Network has no pool")
+		Eventually(ready("long"), timeout, interval).Should(ContainSubstring("ClusterNetwork/" + long + ": NetworkNotFound"))
+		Expect(statusAddress(ctx, ns, "long", vmv1.NetworkTypeClusterNetwork, corp)).NotTo(BeEmpty(), "the other interface works")
+		Expect(names(ipAddresses(ctx, ns))).To(ConsistOf(
+			naming.AutoIPAddress("dup", "ClusterNetwork", corp),
+			naming.AutoIPAddress("same-name", "ClusterNetwork", corp),
+			naming.AutoIPAddress("long", "ClusterNetwork", corp)))
+
+		By("what the CRD schema rejects stays rejected")
+		raw := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": vmv1.GroupVersion.String(), "kind": "VirtualMachine",
+			"metadata": map[string]any{"name": "bad", "namespace": ns},
+			"spec":     map[string]any{"networks": []any{map[string]any{"type": "ClusterNetwork", "name": ""}}},
+		}}
+		Expect(k8s.Create(ctx, raw)).NotTo(Succeed(), "an empty network name violates minLength")
+		bad := build.VM(ns, "bad", func(vm *vmv1.VirtualMachine) {
+			vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: "Bogus", Name: "x"})
+		})
+		Expect(k8s.Create(ctx, bad)).NotTo(Succeed(), "an unknown type violates the enum")
+	})
+})

@@ -1,0 +1,149 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/controller/naming"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/test/build"
+)
+
+var _ = Describe("Scale, replicas and restarts", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+	})
+
+	// readyVMs counts the namespace's VMs whose NetworkReady is True with an address on every
+	// additional interface.
+	readyVMs := func() int {
+		var list vmv1.VirtualMachineList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, vm := range list.Items {
+			c := meta.FindStatusCondition(vm.Status.Conditions, "NetworkReady")
+			if c == nil || c.Status != metav1.ConditionTrue {
+				continue
+			}
+			ok := true
+			for _, st := range vm.Status.Networks {
+				ok = ok && (st.Type == vmv1.NetworkTypeMain || st.IPAddress != "")
+			}
+			if ok {
+				n++
+			}
+		}
+		return n
+	}
+
+	It("gives 100 VMs × 2 pooled networks exactly 200 unique addresses and settles", func() {
+		a := pooledClusterNetworkNamed(ctx, ns+"-a", "10.20.0.0/24")
+		b := pooledClusterNetworkNamed(ctx, ns+"-b", "10.21.0.0/24")
+		createConcurrently(ctx, 100, func(i int) client.Object {
+			return build.VM(ns, fmt.Sprintf("vm-%03d", i), build.OnClusterNetwork(a, ""), build.OnClusterNetwork(b, ""))
+		})
+		Eventually(readyVMs, 3*timeout, 500*time.Millisecond).Should(Equal(100))
+
+		ips := ipAddresses(ctx, ns)
+		Expect(ips).To(HaveLen(200))
+		perNetwork := map[string]map[string]bool{}
+		for _, ip := range ips {
+			Expect(ip.Spec.Type).To(Equal(sdnv1.IPAddressTypeAuto))
+			set := perNetwork[ip.Spec.NetworkRef.Name]
+			if set == nil {
+				set = map[string]bool{}
+				perNetwork[ip.Spec.NetworkRef.Name] = set
+			}
+			Expect(set).NotTo(HaveKey(ip.Status.Address), "address %s given twice", ip.Status.Address)
+			set[ip.Status.Address] = true
+		}
+		Expect(perNetwork[a]).To(HaveLen(100))
+		Expect(perNetwork[b]).To(HaveLen(100))
+
+		By("no hot loop: the reconcile count stops growing")
+		Eventually(func() float64 {
+			before := reconciles()
+			time.Sleep(2 * time.Second)
+			return reconciles() - before
+		}, timeout, interval).Should(BeZero())
+	})
+
+	It("never creates a second Auto IPAddress with two controller replicas running", func() {
+		second := startManager(setupVMIPAM)
+		defer second.stop()
+		corp := pooledClusterNetwork(ctx, ns, "10.22.0.0/24")
+		createConcurrently(ctx, 30, func(i int) client.Object {
+			return build.VM(ns, fmt.Sprintf("vm-%02d", i), build.OnClusterNetwork(corp, ""))
+		})
+		Eventually(readyVMs, 2*timeout, interval).Should(Equal(30))
+		ips := ipAddresses(ctx, ns)
+		Expect(ips).To(HaveLen(30))
+		for _, ip := range ips {
+			Expect(ip.OwnerReferences).To(HaveLen(1))
+		}
+	})
+
+	It("converges after a controller restart without leaking or deleting what live VMs use", func() {
+		corp := pooledClusterNetwork(ctx, ns, "10.23.0.0/24")
+		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.23.0.50"))
+		for _, n := range []string{"keep", "delete", "edit"} {
+			create(ctx, build.VM(ns, n, build.OnClusterNetwork(corp, "")))
+		}
+		Eventually(readyVMs, timeout, interval).Should(Equal(3))
+		kept := getIPAddress(ctx, ns, naming.AutoIPAddress("keep", "ClusterNetwork", corp))
+
+		stopVMIPAM()
+		restarted := false
+		defer func() {
+			if !restarted {
+				startVMIPAM()
+			}
+		}()
+		create(ctx, build.VM(ns, "new", build.OnClusterNetwork(corp, "")))
+		Expect(k8s.Delete(ctx, getVM(ctx, ns, "delete"))).To(Succeed())
+		updateVM(ctx, ns, "edit", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "s" })
+		startVMIPAM()
+		restarted = true
+
+		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(ConsistOf(
+			"s", naming.AutoIPAddress("keep", "ClusterNetwork", corp), naming.AutoIPAddress("new", "ClusterNetwork", corp)))
+		Eventually(readyVMs, timeout, interval).Should(Equal(3))
+		Expect(getIPAddress(ctx, ns, kept.Name).UID).To(Equal(kept.UID), "a live VM's IPAddress is untouched")
+		Expect(statusAddress(ctx, ns, "edit", vmv1.NetworkTypeClusterNetwork, corp)).To(Equal("10.23.0.50"))
+	})
+})
+
+// createConcurrently creates n objects from 10 goroutines, as a burst of users would.
+func createConcurrently(ctx context.Context, n int, obj func(int) client.Object) {
+	GinkgoHelper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 10 {
+				errs <- k8s.Create(ctx, obj(i))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
