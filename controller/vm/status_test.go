@@ -1,0 +1,93 @@
+package vm
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+func allocatedIP(name, addr string) *sdnv1.IPAddress {
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ip.Status.Address, ip.Status.Phase = addr, sdnv1.IPAddressPhaseAllocated
+	ip.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionAllocated, Status: metav1.ConditionTrue}}
+	return ip
+}
+
+// statusScope is a VM with Main, ClusterNetwork x (Auto, attached) and Network x (skipped).
+func statusScope() *scope {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "v", Generation: 7}}
+	vm.Spec.Networks = []vmv1.NetworksSpec{{Type: "Main"}, {Type: "ClusterNetwork", Name: "x"}, {Type: "Network", Name: "x"}}
+	vm.Status.Networks = []vmv1.NetworksStatus{
+		{Type: "Main", MACAddress: "02:00:00:00:00:01", IPAddress: "10.244.0.5"},
+		{Type: "Network", Name: "x", MACAddress: "02:00:00:00:00:03", IPAddress: "stale"},
+		{Type: "ClusterNetwork", Name: "gone", IPAddress: "10.0.0.9"},
+	}
+	vm.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: "True", Reason: "AgentReady"}}
+	return &scope{vm: vm, interfaces: []*iface{
+		{index: 1, spec: vm.Spec.Networks[1], key: "ClusterNetwork/x", dupOf: -1,
+			decision: evaluator.Decision{Allocation: evaluator.AllocationAuto}, auto: allocatedIP("v-cn-x", "10.0.0.7")},
+		{index: 2, spec: vm.Spec.Networks[2], key: "Network/x", dupOf: -1,
+			decision: evaluator.Decision{Allocation: evaluator.AllocationStatic, Skip: true},
+			problem:  &problem{"IPAddressNotFound", "IPAddress s does not exist"}},
+	}}
+}
+
+func TestStatusNetworksHaveOneEntryPerSpecEntryKeyedByTypeAndName(t *testing.T) {
+	st := desiredStatus(statusScope())
+	want := []vmv1.NetworksStatus{
+		{Type: "Main", MACAddress: "02:00:00:00:00:01", IPAddress: "10.244.0.5"},
+		{Type: "ClusterNetwork", Name: "x", IPAddress: "10.0.0.7"},
+		{Type: "Network", Name: "x", MACAddress: "02:00:00:00:00:03"},
+	}
+	if !reflect.DeepEqual(st.Networks, want) {
+		t.Errorf("networks = %+v\nwant       %+v", st.Networks, want)
+	}
+}
+
+func TestNetworkReadyListsEachSkippedInterfaceAndKeepsOtherConditions(t *testing.T) {
+	st := desiredStatus(statusScope())
+	c := meta.FindStatusCondition(st.Conditions, ConditionNetworkReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNetworkNotReady || c.ObservedGeneration != 7 {
+		t.Fatalf("NetworkReady = %+v", c)
+	}
+	if c.Message != "Network/x: IPAddressNotFound: IPAddress s does not exist" {
+		t.Errorf("message = %q", c.Message)
+	}
+	if meta.FindStatusCondition(st.Conditions, "AgentReady") == nil {
+		t.Error("another writer's condition was dropped")
+	}
+}
+
+func TestAwaitingRestartIsRemovedOnlyWhenItIsOurs(t *testing.T) {
+	s := statusScope()
+	s.vm.Status.Conditions = append(s.vm.Status.Conditions, metav1.Condition{Type: ConditionAwaitingRestart,
+		Status: "True", Reason: "VirtualMachineClassChanged"})
+	if meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionAwaitingRestart) == nil {
+		t.Error("the virtualization controller's restart condition was removed")
+	}
+	s.vm.Status.Conditions[1].Reason = ReasonChangesPendingRestart
+	if meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionAwaitingRestart) != nil {
+		t.Error("our restart condition stayed although nothing is pending")
+	}
+	s.pending = []string{"ClusterNetwork/x"}
+	c := meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionAwaitingRestart)
+	if c == nil || !strings.HasSuffix(c.Message, ": ClusterNetwork/x") {
+		t.Errorf("pending interfaces not listed: %+v", c)
+	}
+}
+
+func TestNetworkReadyMessageIsCappedAtTheCRDLimit(t *testing.T) {
+	s := statusScope()
+	s.interfaces[1].problem.message = strings.Repeat("m", 2*maxConditionMessage)
+	c := meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionNetworkReady)
+	if len(c.Message) != maxConditionMessage {
+		t.Errorf("message length %d, want %d", len(c.Message), maxConditionMessage)
+	}
+}
