@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ const (
 	IPAddressOwnerUID = "vmipam.metadata.ownerReferences.vmUID"
 	// PodVM indexes pods by the value of their vm.kubevirt.io/name label.
 	PodVM = "vmipam.metadata.labels.vmName"
+	// CarriedIPAddress indexes VirtualMachines and launcher pods by every IPAddress name their
+	// networks-spec annotation attaches: who uses an address, whatever the spec says now.
+	CarriedIPAddress = "vmipam.metadata.annotations.networksSpec.ipAddressNames"
 )
 
 // NetworkKey is the index value for a network reference: "<Type>/<name>", e.g.
@@ -40,6 +44,8 @@ func Setup(ctx context.Context, idx client.FieldIndexer) error {
 		{&vmv1.VirtualMachine{}, VMIPAddressName, vmIPAddressNames},
 		{&sdnv1.IPAddress{}, IPAddressOwnerUID, ipAddressOwner},
 		{&corev1.Pod{}, PodVM, podVM},
+		{&vmv1.VirtualMachine{}, CarriedIPAddress, carried},
+		{&corev1.Pod{}, CarriedIPAddress, carried},
 	} {
 		if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
 			return fmt.Errorf("index %s: %w", i.field, err)
@@ -98,4 +104,25 @@ func podVM(o client.Object) []string {
 		return []string{name}
 	}
 	return nil
+}
+
+func carried(o client.Object) []string {
+	return CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec])
+}
+
+// CarriedNames returns the IPAddress names a networks-spec annotation attaches; an unreadable
+// annotation attaches nothing.
+func CarriedNames(annotation string) []string {
+	if annotation == "" {
+		return nil
+	}
+	var entries []sdnv1.NetworksSpecEntry
+	if err := json.Unmarshal([]byte(annotation), &entries); err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.IPAddressNames...)
+	}
+	return out
 }

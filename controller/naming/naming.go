@@ -9,9 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// hashLen is the number of base32 characters of the hash suffix: 50 bits, enough that two
-// interfaces of one namespace never collide in practice.
-const hashLen = 10
+// hashLen is the number of base32 characters of the hash suffix: 30 bits. The readable prefix
+// alone is ambiguous ("a" on "x-cn-corp" and "a-cn-x" on "corp" read the same), so every name
+// carries the hash of the unambiguous triple.
+const hashLen = 6
 
 var b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
@@ -24,24 +25,22 @@ func typeAbbrev(networkType string) string {
 }
 
 // AutoIPAddress is the name of the Auto IPAddress of the VM's interface on the given network:
-// "<vm>-<cn|n>-<network>" when that is a valid DNS-1123 label (≤ 63 characters), else a
-// prefix of it cut to 52 characters, sanitised, plus "-" and a 10-character hash of
-// (vm, type, network). It depends on nothing that can change while the interface exists.
+// "<vm>-<cn|n>-<network>", lower-cased with characters outside [a-z0-9-] replaced by '-' and
+// cut to fit, then "-" and 6 base32 characters of a SHA-256 of (vm, type, network). The result
+// is a valid DNS-1123 label (≤ 63 characters) for any input and depends on nothing that can
+// change while the interface exists, e.g. "web-cn-corp-q3x7ab".
 func AutoIPAddress(vm, networkType, network string) string {
-	plain := vm + "-" + typeAbbrev(networkType) + "-" + network
-	if len(validation.IsDNS1123Label(plain)) == 0 {
-		return plain
-	}
 	sum := sha256.Sum256([]byte(vm + "\x00" + networkType + "\x00" + network))
-	prefix := sanitize(plain)
-	if len(prefix) > 63-hashLen-1 {
-		prefix = prefix[:63-hashLen-1]
+	suffix := b32.EncodeToString(sum[:])[:hashLen]
+	prefix := sanitize(vm + "-" + typeAbbrev(networkType) + "-" + network)
+	if len(prefix) > validation.DNS1123LabelMaxLength-hashLen-1 {
+		prefix = prefix[:validation.DNS1123LabelMaxLength-hashLen-1]
 	}
 	prefix = strings.Trim(prefix, "-")
 	if prefix == "" {
-		return "ip-" + b32.EncodeToString(sum[:])[:hashLen]
+		return "ip-" + suffix
 	}
-	return prefix + "-" + b32.EncodeToString(sum[:])[:hashLen]
+	return prefix + "-" + suffix
 }
 
 // sanitize lower-cases s and replaces every character outside [a-z0-9-] with '-'.

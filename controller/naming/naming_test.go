@@ -1,6 +1,7 @@
 package naming_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,12 +10,18 @@ import (
 	"github.com/vmipam/vmipam/controller/naming"
 )
 
-func TestAutoIPAddressIsPlainWhenItFits(t *testing.T) {
-	if got := naming.AutoIPAddress("web", "ClusterNetwork", "corp"); got != "web-cn-corp" {
-		t.Errorf("got %q, want web-cn-corp", got)
+func TestAutoIPAddressIsReadableWithAHashSuffix(t *testing.T) {
+	re := regexp.MustCompile(`^web-cn-corp-[a-z2-7]{6}$`)
+	if got := naming.AutoIPAddress("web", "ClusterNetwork", "corp"); !re.MatchString(got) {
+		t.Errorf("got %q, want %s", got, re)
 	}
-	if got := naming.AutoIPAddress("web", "Network", "lan"); got != "web-n-lan" {
-		t.Errorf("got %q, want web-n-lan", got)
+}
+
+func TestAutoIPAddressNamesThatReadAlikeDoNotCollide(t *testing.T) {
+	a := naming.AutoIPAddress("a", "ClusterNetwork", "x-cn-corp")
+	b := naming.AutoIPAddress("a-cn-x", "ClusterNetwork", "corp")
+	if a == b {
+		t.Errorf("both are %q", a)
 	}
 }
 

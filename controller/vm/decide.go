@@ -16,7 +16,7 @@ import (
 const ReasonDuplicateInterface = "DuplicateInterface"
 
 // decide asks the policy snapshot for one Decision per additional interface.
-func (r *Reconciler) decide(ctx context.Context, s *scope) {
+func decide(ctx context.Context, s *scope, opts evaluator.Options) {
 	applied := appliedEntries(s)
 	for _, it := range s.interfaces {
 		if it.dupOf >= 0 {
@@ -25,7 +25,7 @@ func (r *Reconciler) decide(ctx context.Context, s *scope) {
 				fmt.Sprintf("spec.networks[%d] repeats spec.networks[%d]", it.index, it.dupOf)}
 			continue
 		}
-		it.decision = s.set.Decide(ctx, r.input(s, it, applied), evaluator.Options{})
+		it.decision = s.set.Decide(ctx, input(s, it, applied), opts)
 		if it.decision.Skip {
 			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
 		}
@@ -33,7 +33,7 @@ func (r *Reconciler) decide(ctx context.Context, s *scope) {
 }
 
 // input builds the evaluator's view of one interface (DESIGN.md §3.1).
-func (r *Reconciler) input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Input {
+func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Input {
 	vm := s.vm
 	in := evaluator.Input{
 		VM: evaluator.VM{Name: vm.Name, Namespace: vm.Namespace, UID: string(vm.UID), Labels: vm.Labels,

@@ -63,13 +63,15 @@ type networkInfo struct {
 	labels map[string]string
 }
 
-// observe reads the VM's world from the cache. A NotFound VM returns (nil, nil).
-func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*scope, error) {
-	vm := &vmv1.VirtualMachine{}
-	if err := r.Client.Get(ctx, key, vm); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	s := &scope{vm: vm, set: r.Policies.Set()}
+// observer reads a VM's world; the reconciler reads from the cache, the dry-run endpoint from
+// the cache with the request's objects overlaid.
+type observer struct {
+	reader client.Reader
+}
+
+// observe gathers everything the decisions and the plan need about vm.
+func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
+	s := &scope{vm: vm, set: set}
 	steps := []func(context.Context, *scope) error{
 		r.observeNamespace, r.observeInterfaces, r.observeOwned, r.observePods,
 	}
@@ -81,9 +83,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*sc
 	return s, nil
 }
 
-func (r *Reconciler) observeNamespace(ctx context.Context, s *scope) error {
+func (r observer) observeNamespace(ctx context.Context, s *scope) error {
 	ns := &corev1.Namespace{}
-	err := r.Client.Get(ctx, types.NamespacedName{Name: s.vm.Namespace}, ns)
+	err := r.reader.Get(ctx, types.NamespacedName{Name: s.vm.Namespace}, ns)
 	switch {
 	case err == nil:
 		s.namespace = ns
@@ -93,7 +95,7 @@ func (r *Reconciler) observeNamespace(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) observeInterfaces(ctx context.Context, s *scope) error {
+func (r observer) observeInterfaces(ctx context.Context, s *scope) error {
 	seen := map[string]int{}
 	for i, spec := range s.vm.Spec.Networks {
 		if spec.Type == vmv1.NetworkTypeMain {
@@ -114,7 +116,7 @@ func (r *Reconciler) observeInterfaces(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) observeInterface(ctx context.Context, s *scope, it *iface) error {
+func (r observer) observeInterface(ctx context.Context, s *scope, it *iface) error {
 	var err error
 	if it.network, err = r.network(ctx, s.vm.Namespace, it.spec); err != nil {
 		return err
@@ -132,7 +134,7 @@ func (r *Reconciler) observeInterface(ctx context.Context, s *scope, it *iface) 
 	return err
 }
 
-func (r *Reconciler) network(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (*networkInfo, error) {
+func (r observer) network(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (*networkInfo, error) {
 	var (
 		obj    client.Object
 		netw   *sdnv1.NetworkSpec
@@ -152,7 +154,7 @@ func (r *Reconciler) network(ctx context.Context, namespace string, spec vmv1.Ne
 	if spec.Name == "" {
 		return &networkInfo{}, nil
 	}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: spec.Name}, obj); err != nil {
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: spec.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &networkInfo{}, nil
 		}
@@ -163,9 +165,9 @@ func (r *Reconciler) network(ctx context.Context, namespace string, spec vmv1.Ne
 }
 
 // ipAddress returns the IPAddress of that name, or nil when there is none.
-func (r *Reconciler) ipAddress(ctx context.Context, namespace, name string) (*sdnv1.IPAddress, error) {
+func (r observer) ipAddress(ctx context.Context, namespace, name string) (*sdnv1.IPAddress, error) {
 	ip := &sdnv1.IPAddress{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ip); err != nil {
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ip); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -174,9 +176,9 @@ func (r *Reconciler) ipAddress(ctx context.Context, namespace, name string) (*sd
 	return ip, nil
 }
 
-func (r *Reconciler) observeOwned(ctx context.Context, s *scope) error {
+func (r observer) observeOwned(ctx context.Context, s *scope) error {
 	var list sdnv1.IPAddressList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.vm.Namespace),
+	if err := r.reader.List(ctx, &list, client.InNamespace(s.vm.Namespace),
 		client.MatchingFields{index.IPAddressOwnerUID: string(s.vm.UID)}); err != nil {
 		return fmt.Errorf("list owned IPAddresses: %w", err)
 	}
@@ -184,19 +186,32 @@ func (r *Reconciler) observeOwned(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) observePods(ctx context.Context, s *scope) error {
+func (r observer) observePods(ctx context.Context, s *scope) error {
+	pods, err := r.activePods(ctx, s.vm.Namespace, s.vm.Name)
+	s.pods = pods
+	return err
+}
+
+// activePods returns the VM's launcher pods that are neither terminating nor finished,
+// oldest first.
+func (r observer) activePods(ctx context.Context, namespace, vm string) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.vm.Namespace),
-		client.MatchingFields{index.PodVM: s.vm.Name}); err != nil {
-		return fmt.Errorf("list launcher pods: %w", err)
+	if err := r.reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index.PodVM: vm}); err != nil {
+		return nil, fmt.Errorf("list launcher pods of %s: %w", vm, err)
 	}
+	var out []corev1.Pod
 	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			s.pods = append(s.pods, p)
+		if active(&p) {
+			out = append(out, p)
 		}
 	}
-	slices.SortFunc(s.pods, func(a, b corev1.Pod) int {
+	slices.SortFunc(out, func(a, b corev1.Pod) int {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
-	return nil
+	return out, nil
+}
+
+// active: a launcher pod that is neither terminating nor finished.
+func active(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }

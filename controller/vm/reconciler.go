@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 )
 
@@ -53,18 +54,19 @@ const (
 // (and writes no status, so the previous condition stays) when the API server fails; a VM
 // that is gone or being deleted ends quietly — garbage collection removes its Auto IPAddresses.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	s, err := r.observe(ctx, req.NamespacedName)
-	if err != nil || s == nil {
-		return reconcile.Result{}, err
+	vm := &vmv1.VirtualMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if s.vm.DeletionTimestamp != nil {
+	if vm.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	r.decide(ctx, s)
-	if err := r.act(ctx, s); err != nil {
+	s, err := observer{reader: r.Client}.observe(ctx, vm, r.Policies.Set())
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
+	decide(ctx, s, evaluator.Options{})
+	if err := r.execute(ctx, s, plan(s)); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer (the virtualization controller) got in first; the watch event of
 			// its write brings a fresh copy, and this retry covers a lost event.
@@ -88,9 +90,11 @@ func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
 	return reconcile.Result{}
 }
 
-func (r *Reconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
+// event records an event about obj. related, when not nil, is part of the events API's
+// aggregation key, so events about different IPAddresses never collapse into one series.
+func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+		r.Recorder.Eventf(obj, related, eventType, reason, action, note, args...)
 	}
 }
 

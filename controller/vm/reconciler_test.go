@@ -79,4 +79,3 @@ func TestTransientAPIErrorKeepsThePreviousCondition(t *testing.T) {
 		t.Errorf("NetworkReady changed: %+v", cond)
 	}
 }
-

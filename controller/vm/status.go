@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -132,16 +133,15 @@ func problemItems(s *scope) []string {
 	return items
 }
 
-// writeStatus patches status when it differs, with optimistic locking so that a concurrent
-// writer of other status fields is never overwritten with stale data.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
-	want := desiredStatus(s)
-	if equality.Semantic.DeepEqual(want, s.vm.Status) {
+// writeStatus patches status when the plan changed it, with optimistic locking so that a
+// concurrent writer of other status fields is never overwritten with stale data.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, p *Plan) error {
+	if !p.StatusChanged {
 		return nil
 	}
 	r.announceSkips(s)
 	orig := s.vm.DeepCopy()
-	s.vm.Status = want
+	s.vm.Status = p.Status
 	if err := r.Client.Status().Patch(ctx, s.vm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
@@ -149,7 +149,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 }
 
 // announceSkips emits one Warning per skipped interface whose item is new since the last
-// NetworkReady, so that a steady state produces no events.
+// NetworkReady, so that a steady state produces no events. The event's reason is the skip
+// reason and its related object the interface's IPAddress, because the events API
+// aggregates by (reason, action, regarding, related) and would otherwise fold different
+// problems into one series.
 func (r *Reconciler) announceSkips(s *scope) {
 	prev := ""
 	if c := meta.FindStatusCondition(s.vm.Status.Conditions, ConditionNetworkReady); c != nil && c.Status == metav1.ConditionFalse {
@@ -161,7 +164,18 @@ func (r *Reconciler) announceSkips(s *scope) {
 		}
 		item := fmt.Sprintf("%s: %s: %s", it.key, it.problem.reason, it.problem.message)
 		if !strings.Contains(prev, item) {
-			r.event(s.vm, "Warning", "InterfaceSkipped", "Skip", "%s", item)
+			r.event(s.vm, relatedIPAddress(it), corev1.EventTypeWarning, it.problem.reason, "Skip", "%s", item)
 		}
 	}
+}
+
+// relatedIPAddress is the IPAddress an interface uses, as an event's related object, or nil.
+func relatedIPAddress(it *iface) runtime.Object {
+	switch {
+	case it.static != nil:
+		return it.static
+	case it.auto != nil:
+		return it.auto
+	}
+	return nil
 }

@@ -60,17 +60,26 @@ func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []r
 	return requests(list.Items)
 }
 
+// peersOfVM: a VM's change can free or contest the static IPAddresses it names or carries.
 func (r *Reconciler) peersOfVM(ctx context.Context, o client.Object) []reconcile.Request {
 	vm, ok := o.(*vmv1.VirtualMachine)
 	if !ok {
 		return nil
 	}
-	var out []reconcile.Request
+	names := index.CarriedNames(vm.Annotations[sdnv1.AnnotationNetworksSpec])
 	for _, n := range vm.Spec.Networks {
 		if n.IPAddressName != "" {
-			out = append(out, r.listVMs(ctx, client.InNamespace(vm.Namespace),
-				client.MatchingFields{index.VMIPAddressName: n.IPAddressName})...)
+			names = append(names, n.IPAddressName)
 		}
+	}
+	return r.vmsNaming(ctx, vm.Namespace, names)
+}
+
+// vmsNaming returns the VMs of the namespace whose spec names any of the IPAddresses.
+func (r *Reconciler) vmsNaming(ctx context.Context, namespace string, names []string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, name := range names {
+		out = append(out, r.listVMs(ctx, client.InNamespace(namespace), client.MatchingFields{index.VMIPAddressName: name})...)
 	}
 	return out
 }
@@ -94,12 +103,15 @@ func (r *Reconciler) vmsOfNetwork(ctx context.Context, o client.Object) []reconc
 	return nil
 }
 
-func (r *Reconciler) vmOfPod(_ context.Context, o client.Object) []reconcile.Request {
+// vmOfPod maps a launcher pod to its VM, and to the VMs contending for the IPAddresses the pod
+// carries (a pod that lets an address go frees it for them).
+func (r *Reconciler) vmOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[vmv1.LabelLauncherVMName]
 	if name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	out := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	return append(out, r.vmsNaming(ctx, o.GetNamespace(), index.CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]))...)
 }
 
 func (r *Reconciler) vmsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {

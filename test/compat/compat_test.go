@@ -88,7 +88,7 @@ func TestSamplesWithRealCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]*regexp.Regexp{
-		"web ClusterNetwork/corp":       regexp.MustCompile(`^Auto web-cn-corp 10\.10\.0\.\d+ $`),
+		"web ClusterNetwork/corp":       regexp.MustCompile(`^Auto web-cn-corp-[a-z2-7]{6} 10\.10\.0\.\d+ $`),
 		"db ClusterNetwork/corp":        regexp.MustCompile(`^Static db-ip 10\.10\.0\.100 $`),
 		"backup ClusterNetwork/storage": regexp.MustCompile(`^None \(L2\)   $`),
 		"broken ClusterNetwork/corp":    regexp.MustCompile(`^-   IPAddressNotFound$`),

@@ -79,7 +79,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 			before := reconciles()
 			time.Sleep(2 * time.Second)
 			return reconciles() - before
-		}, timeout, interval).Should(BeZero())
+		}, 2*timeout, interval).Should(BeZero())
 	})
 
 	It("never creates a second Auto IPAddress with two controller replicas running", func() {

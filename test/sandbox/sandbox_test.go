@@ -25,8 +25,8 @@ func TestSandboxOnce(t *testing.T) {
 	}
 	final := out.String()[strings.LastIndex(out.String(), "After creating late-ip"):]
 	for _, want := range []string{
-		`web\s+ClusterNetwork/corp\s+Auto\s+web-cn-corp\s+10\.10\.0\.\d+\s+-`,
-		`web\s+Network/lan\s+Auto\s+web-n-lan\s+192\.168\.50\.\d+\s+-`,
+		`web\s+ClusterNetwork/corp\s+Auto\s+web-cn-corp-[a-z2-7]{6}\s+10\.10\.0\.\d+\s+-`,
+		`web\s+Network/lan\s+Auto\s+web-n-lan-[a-z2-7]{6}\s+192\.168\.50\.\d+\s+-`,
 		`db\s+ClusterNetwork/corp\s+Static\s+db-ip\s+10\.10\.0\.100\s+-`,
 		`backup\s+ClusterNetwork/storage\s+None \(L2\)\s+-\s+-\s+-`,
 		`broken\s+ClusterNetwork/corp\s+-\s+-\s+-\s+IPAddressNotFound`,

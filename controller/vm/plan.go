@@ -1,0 +1,300 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/naming"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// Plan is everything one reconcile of a VM decides and would write. The reconciler executes
+// it; the dry-run endpoint returns it. Computing a Plan writes nothing.
+type Plan struct {
+	// Interfaces has one entry per additional interface, in spec order.
+	Interfaces []InterfaceResult `json:"interfaces"`
+	// CreateIPAddresses are the Auto IPAddresses to create.
+	CreateIPAddresses []*sdnv1.IPAddress `json:"createIPAddresses,omitempty"`
+	// DeleteIPAddresses are the names of this VM's Auto IPAddresses no interface wants.
+	DeleteIPAddresses []string `json:"deleteIPAddresses,omitempty"`
+	// VMNetworksSpec is the networks-spec for the VM (the next launcher pod).
+	VMNetworksSpec NetworksSpecWrite `json:"vmNetworksSpec"`
+	// Pods are the networks-spec writes for the running launcher pods.
+	Pods []PodWrite `json:"pods,omitempty"`
+	// PendingRestart lists interfaces ("<Type>/<name>") whose change the running pods do not
+	// get because the decision forbids hotplug.
+	PendingRestart []string `json:"pendingRestart,omitempty"`
+	// Status is the VM status after the reconcile; StatusChanged says whether it is written.
+	Status        vmv1.VirtualMachineStatus `json:"status"`
+	StatusChanged bool                      `json:"statusChanged"`
+}
+
+// InterfaceResult is the outcome for one additional interface.
+type InterfaceResult struct {
+	// Index is the position in spec.networks.
+	Index int    `json:"index"`
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	// IPAddressName is the IPAddress the interface uses: the static one or its Auto one.
+	IPAddressName string `json:"ipAddressName,omitempty"`
+	// Address is the allocated address shown in status.networks, when attached.
+	Address  string             `json:"address,omitempty"`
+	Attached bool               `json:"attached"`
+	Decision evaluator.Decision `json:"decision"`
+	// Reason and Message say why the interface is not attached (from the decision, or from
+	// the controller: DuplicateInterface, IPAddressConflict).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// NetworksSpecWrite is the networks-spec annotation an object should carry.
+type NetworksSpecWrite struct {
+	Entries []sdnv1.NetworksSpecEntry `json:"entries"`
+	// Changed is true when the object's annotation differs and would be patched.
+	Changed bool `json:"changed"`
+	value   string
+}
+
+// PodWrite is the networks-spec write for one running launcher pod.
+type PodWrite struct {
+	Name string `json:"name"`
+	NetworksSpecWrite
+}
+
+// Evaluate computes the Plan for vm as the controller would, reading the VM's world from
+// reader (a cache, or a cache with overlaid objects) and deciding with set. It writes
+// nothing. vm need not exist in the cluster.
+func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts evaluator.Options) (*Plan, error) {
+	s, err := observer{reader: reader}.observe(ctx, vm, set)
+	if err != nil {
+		return nil, err
+	}
+	decide(ctx, s, opts)
+	return plan(s), nil
+}
+
+// plan turns the decisions into writes. Pure: a function of the scope only.
+func plan(s *scope) *Plan {
+	p := &Plan{}
+	for _, it := range s.interfaces {
+		if it.dupOf < 0 && it.decision.Allocation == evaluator.AllocationAuto {
+			if it.auto == nil {
+				p.CreateIPAddresses = append(p.CreateIPAddresses, autoIPAddress(s.vm, it))
+			} else {
+				checkOwner(s, it)
+			}
+		}
+	}
+	vmEntries, _ := entriesFor(s, s.vm, false)
+	p.VMNetworksSpec = networksSpecWrite(s.vm, vmEntries)
+	carried := [][]sdnv1.NetworksSpecEntry{vmEntries}
+	for i := range s.pods {
+		entries, pending := entriesFor(s, &s.pods[i], true)
+		s.pending = mergePending(s.pending, pending)
+		carried = append(carried, entries)
+		p.Pods = append(p.Pods, PodWrite{Name: s.pods[i].Name, NetworksSpecWrite: networksSpecWrite(&s.pods[i], entries)})
+	}
+	p.PendingRestart = s.pending
+	p.DeleteIPAddresses = unwanted(s, carried)
+	p.Status = desiredStatus(s)
+	p.StatusChanged = !equality.Semantic.DeepEqual(p.Status, s.vm.Status)
+	p.Interfaces = results(s)
+	return p
+}
+
+func results(s *scope) []InterfaceResult {
+	out := make([]InterfaceResult, 0, len(s.interfaces))
+	for _, it := range s.interfaces {
+		r := InterfaceResult{Index: it.index, Type: string(it.spec.Type), Name: it.spec.Name,
+			Decision: it.decision, Attached: attachedEntry(it) != nil, Address: address(it)}
+		switch {
+		case it.spec.IPAddressName != "":
+			r.IPAddressName = it.spec.IPAddressName
+		case it.decision.Allocation == evaluator.AllocationAuto:
+			r.IPAddressName = it.autoName
+		}
+		if it.problem != nil {
+			r.Reason, r.Message = it.problem.reason, it.problem.message
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func autoIPAddress(vm *vmv1.VirtualMachine, it *iface) *sdnv1.IPAddress {
+	return &sdnv1.IPAddress{
+		TypeMeta: metav1.TypeMeta{APIVersion: sdnv1.GroupVersion.String(), Kind: "IPAddress"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: it.autoName, Namespace: vm.Namespace,
+			Labels:          map[string]string{LabelVMUID: string(vm.UID)},
+			Annotations:     map[string]string{AnnotationInterface: it.key},
+			OwnerReferences: []metav1.OwnerReference{vmOwnerRef(vm)},
+		},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto,
+			NetworkRef: sdnv1.IPAddressNetworkRef{Kind: string(it.spec.Type), Name: it.spec.Name}},
+	}
+}
+
+func vmOwnerRef(vm *vmv1.VirtualMachine) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
+		Name: vm.Name, UID: vm.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// checkOwner reports an object holding the Auto name that this VM does not control.
+func checkOwner(s *scope, it *iface) {
+	if ref := index.ControllerVM(it.auto); ref != nil && ref.UID == s.vm.UID {
+		return
+	}
+	owner := "no VirtualMachine"
+	if ref := index.ControllerVM(it.auto); ref != nil {
+		owner = fmt.Sprintf("VirtualMachine %s (uid %s)", ref.Name, ref.UID)
+	}
+	it.problem = &problem{ReasonIPAddressConflict, fmt.Sprintf(
+		"IPAddress %s already exists and is controlled by %s; vmipam does not adopt it", it.autoName, owner)}
+}
+
+// unwanted lists this VM's Auto IPAddresses that nothing wants any more. Wanted are: the Auto
+// IPAddress of every interface decided Auto, of every interface whose decision failed, and of
+// every interface whose network is missing (it may come back; the spec still names it); every
+// IPAddress a spec entry names; and every IPAddress the VM or a running pod still carries after
+// this reconcile (a change held back until restart keeps its old address). Only objects
+// controlled by this VM's UID and of type Auto are candidates, whatever their labels say.
+func unwanted(s *scope, carried [][]sdnv1.NetworksSpecEntry) []string {
+	wanted := map[string]bool{}
+	for _, it := range s.interfaces {
+		switch {
+		case it.decision.Allocation == evaluator.AllocationAuto, it.decision.Allocation == evaluator.AllocationUnknown,
+			it.spec.IPAddressName == "" && !it.network.exists:
+			wanted[it.autoName] = true
+		}
+		wanted[it.spec.IPAddressName] = true
+	}
+	for _, entries := range carried {
+		for _, e := range entries {
+			for _, name := range e.IPAddressNames {
+				wanted[name] = true
+			}
+		}
+	}
+	var out []string
+	for i := range s.owned {
+		ip := &s.owned[i]
+		ref := index.ControllerVM(ip)
+		if wanted[ip.Name] || ref == nil || ref.UID != s.vm.UID || ip.Spec.Type != sdnv1.IPAddressTypeAuto ||
+			ip.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, ip.Name)
+	}
+	return out
+}
+
+// attachedEntry is the networks-spec entry of an interface that is attached, or nil.
+func attachedEntry(it *iface) *sdnv1.NetworksSpecEntry {
+	if it.problem != nil || it.decision.Skip || it.dupOf >= 0 {
+		return nil
+	}
+	e := &sdnv1.NetworksSpecEntry{ID: deref(it.spec.ID), Type: string(it.spec.Type), Name: it.spec.Name,
+		IfName: naming.IfName(string(it.spec.Type), it.spec.Name)}
+	switch it.decision.Allocation {
+	case evaluator.AllocationAuto:
+		e.IPAssignmentMode, e.IPAddressNames = sdnv1.IPAssignmentModeDHCP, []string{it.autoName}
+	case evaluator.AllocationStatic:
+		e.IPAssignmentMode, e.IPAddressNames = sdnv1.IPAssignmentModeDHCP, []string{it.spec.IPAddressName}
+	case evaluator.AllocationNone:
+	default:
+		return nil
+	}
+	return e
+}
+
+// transientReasons are problems that do not unplug an interface the object already carries:
+// they pass on their own (SDN catching up, a network flapping), and yanking a NIC out of a
+// running guest for them would hurt more than it helps. An interface whose policy evaluation
+// failed is kept likewise. Every other problem unplugs.
+var transientReasons = map[string]bool{
+	string(evaluator.ReasonNetworkNotReady): true, string(evaluator.ReasonIPAddressPending): true,
+	string(evaluator.ReasonIPAddressNotAllocated): true, string(evaluator.ReasonPolicyError): true,
+}
+
+func sticky(it *iface) bool {
+	return it.decision.Allocation == evaluator.AllocationUnknown || it.problem != nil && transientReasons[it.problem.reason]
+}
+
+// entriesFor is the networks-spec for obj (the VM, or a running pod when live), interface by
+// interface: the desired entry when it equals what obj has; obj's entry when the interface has
+// a transient problem; for a running pod, obj's entry when the policy forbids hotplugging the
+// change (the interface is then pending a restart); else the desired entry. Interfaces gone
+// from the spec are unplugged.
+func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEntry, []string) {
+	have := map[string]sdnv1.NetworksSpecEntry{}
+	for _, e := range parseNetworksSpec(obj.GetAnnotations()[sdnv1.AnnotationNetworksSpec]) {
+		have[index.NetworkKey(e.Type, e.Name)] = e
+	}
+	var out []sdnv1.NetworksSpecEntry
+	var pending []string
+	for _, it := range s.interfaces {
+		if it.dupOf >= 0 {
+			continue
+		}
+		want := attachedEntry(it)
+		old, had := have[it.key]
+		switch {
+		case entryEqual(want, old, had):
+		case want == nil && had && sticky(it):
+			want = &old
+		case live && !it.decision.Hotplug:
+			pending = append(pending, it.key)
+			want = nil
+			if had {
+				want = &old
+			}
+		}
+		if want != nil {
+			out = append(out, *want)
+		}
+	}
+	return out, pending
+}
+
+func entryEqual(want *sdnv1.NetworksSpecEntry, old sdnv1.NetworksSpecEntry, had bool) bool {
+	if want == nil || !had {
+		return want == nil && !had
+	}
+	return equality.Semantic.DeepEqual(*want, old)
+}
+
+func mergePending(a, b []string) []string {
+	for _, k := range b {
+		found := false
+		for _, x := range a {
+			found = found || x == k
+		}
+		if !found {
+			a = append(a, k)
+		}
+	}
+	return a
+}
+
+// networksSpecWrite compares entries with obj's annotation. An object without the annotation
+// and with nothing to attach is left alone.
+func networksSpecWrite(obj client.Object, entries []sdnv1.NetworksSpecEntry) NetworksSpecWrite {
+	current, had := obj.GetAnnotations()[sdnv1.AnnotationNetworksSpec]
+	if entries == nil {
+		entries = []sdnv1.NetworksSpecEntry{}
+	}
+	data, _ := json.Marshal(entries) // plain structs of strings and ints: cannot fail
+	w := NetworksSpecWrite{Entries: entries, value: string(data)}
+	w.Changed = string(data) != current && (len(entries) > 0 || had)
+	return w
+}
