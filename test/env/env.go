@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/crds"
 )
@@ -29,8 +31,6 @@ type Options struct {
 	ControllerManager bool
 	// Dir holds the kubeconfig and logs; a temporary directory, removed by Stop, when empty.
 	Dir string
-	// KeepDir keeps the temporary directory after Stop (for the sandbox's logs).
-	KeepDir bool
 }
 
 // Environment is a running control plane.
@@ -87,7 +87,7 @@ func Start(opts Options) (*Environment, error) {
 		}
 		ownDir = true
 	}
-	e := &Environment{Dir: dir, removeDir: ownDir && !opts.KeepDir, Env: &envtest.Environment{
+	e := &Environment{Dir: dir, removeDir: ownDir, Env: &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: opts.CRDs},
 		ErrorIfCRDPathMissing: true,
@@ -141,6 +141,30 @@ func (e *Environment) startControllerManager() error {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	e.kcm = cmd
+	return nil
+}
+
+// WebhookServerOptions returns where a webhook server must listen for the API server to reach
+// the webhooks InstallWebhooks installs: a local host and free port, and the directory of a
+// serving certificate (tls.crt, tls.key) the API server trusts. Start prepares them always.
+func (e *Environment) WebhookServerOptions() webhook.Options {
+	o := e.Env.WebhookInstallOptions
+	return webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir}
+}
+
+// InstallWebhooks creates (or replaces) the configurations, pointing every webhook whose
+// clientConfig names a Service path at the local server of WebhookServerOptions and trusting
+// its certificate, and waits until the API server has them. The configurations are changed
+// in place. Delete them with the client as any object.
+func (e *Environment) InstallWebhooks(hooks ...*admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	o := e.Env.WebhookInstallOptions // a copy: same host, port, certificate and CA
+	o.Paths, o.MutatingWebhooks, o.ValidatingWebhooks = nil, nil, hooks
+	if err := o.ModifyWebhookDefinitions(); err != nil {
+		return fmt.Errorf("pointing webhooks at the local server: %w", err)
+	}
+	if err := o.Install(e.Config); err != nil {
+		return fmt.Errorf("installing webhooks: %w", err)
+	}
 	return nil
 }
 

@@ -44,7 +44,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 		opts.Timeout = 2 * time.Minute
 	}
 	fmt.Fprintln(out, "Starting kube-apiserver, etcd and kube-controller-manager (garbage collector)...")
-	e, err := env.Start(env.Options{ControllerManager: true, Dir: opts.Dir, KeepDir: true})
+	e, err := env.Start(env.Options{ControllerManager: true, Dir: opts.Dir})
 	defer func() {
 		if e != nil {
 			err = errors.Join(err, e.Stop())
@@ -73,12 +73,12 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	if err := showConverged(ctx, out, c, opts.Timeout, "After creating late-ip"); err != nil {
 		return err
 	}
-	printAccess(out, e)
 	if opts.Once {
 		return nil
 	}
-	fmt.Fprintln(out, "\nRunning; edit objects live. Ctrl-C stops everything.")
+	printAccess(out, e)
 	<-ctx.Done()
+	fmt.Fprintln(out, "Stopping.")
 	return nil
 }
 
@@ -161,9 +161,12 @@ func settled(rows []Row, states []VMState) bool {
 }
 
 func printAccess(out io.Writer, e *env.Environment) {
-	fmt.Fprintf(out, "\nThe cluster is yours while this runs:\n"+
+	fmt.Fprintf(out, "\nRunning. The cluster is yours until Ctrl-C (which stops everything and, unless --dir\n"+
+		"was given, removes %s with its admin kubeconfig and logs):\n"+
 		"  export KUBECONFIG=%s\n"+
-		"  kubectl get vm,ipaddress -n %s\n"+
+		"  kubectl get vm,ipaddresses.network.deckhouse.io -n %s\n"+
+		"  kubectl get events -n %s\n"+
 		"  kubectl get clusteripampolicy default -o yaml\n"+
-		"Logs: %s\n", e.Kubeconfig, Namespace, e.Dir)
+		"Logs: %s/controller.log, %s/kube-controller-manager.log\n",
+		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir)
 }
