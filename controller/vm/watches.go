@@ -16,6 +16,7 @@ import (
 	"github.com/vmipam/vmipam/controller/index"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // watches wires every input of a VM's decisions to the VMs it affects; every mapping is an
@@ -33,15 +34,10 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
 	if r.PolicyChanges != nil {
-		b = b.WatchesRawSource(source.Channel(r.PolicyChanges, handler.EnqueueRequestsFromMapFunc(r.vmsOfPolicyChange)))
+		fanOut := &policyFanOut{r: r, seen: map[string]v1alpha1.Match{}}
+		b = b.WatchesRawSource(source.Channel(r.PolicyChanges, fanOut))
 	}
 	return b
-}
-
-// vmsOfPolicyChange re-evaluates every VM after the policy snapshot changed. Writes stay
-// limited to VMs whose outcome changes, since a converged reconcile writes nothing.
-func (r *Reconciler) vmsOfPolicyChange(ctx context.Context, _ client.Object) []reconcile.Request {
-	return r.listVMs(ctx)
 }
 
 func requests(list []vmv1.VirtualMachine) []reconcile.Request {

@@ -1,0 +1,135 @@
+package vm
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// policyFanOut turns a changed policy into the VMs whose decisions it can change: those its
+// previous or its new match block selects (namespaceSelector, vmSelector, networks). CEL
+// matchConditions cannot be pre-evaluated, so they do not narrow the set. The requests go
+// through the queue's rate limiter, so that editing a policy over ten thousand VMs does not
+// flood the API server.
+type policyFanOut struct {
+	r    *Reconciler
+	mu   sync.Mutex
+	seen map[string]v1alpha1.Match // policy name → match of the version last seen
+}
+
+var _ handler.EventHandler = (*policyFanOut)(nil)
+
+func (f *policyFanOut) Create(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+func (f *policyFanOut) Update(context.Context, event.UpdateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+func (f *policyFanOut) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+// Generic receives the registry's change events; Object is the changed ClusterIPAMPolicy (a
+// name-only object when the policy was removed).
+func (f *policyFanOut) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	p, ok := e.Object.(*v1alpha1.ClusterIPAMPolicy)
+	if !ok {
+		return
+	}
+	for _, req := range f.affected(ctx, p) {
+		q.AddRateLimited(req)
+	}
+}
+
+// affected returns the VMs the previous or the current version of p matches.
+func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) []reconcile.Request {
+	f.mu.Lock()
+	old, hadOld := f.seen[p.Name]
+	removed := p.CreationTimestamp.IsZero() && p.Generation == 0
+	if removed {
+		delete(f.seen, p.Name)
+	} else {
+		f.seen[p.Name] = p.Spec.Match
+	}
+	f.mu.Unlock()
+	var matches []v1alpha1.Match
+	if hadOld {
+		matches = append(matches, old)
+	}
+	if !removed {
+		matches = append(matches, p.Spec.Match)
+	}
+	var list vmv1.VirtualMachineList
+	if err := f.r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	nsLabels := map[string]labels.Set{}
+	var out []reconcile.Request
+	for i := range list.Items {
+		vm := &list.Items[i]
+		for _, m := range matches {
+			if f.matches(ctx, m, vm, nsLabels) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vm)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// matches reports whether m selects any additional interface of vm. A selector that does not
+// parse matches everything: the policy's compile status reports it, and re-evaluating too many
+// VMs is only slower, never wrong.
+func (f *policyFanOut) matches(ctx context.Context, m v1alpha1.Match, vm *vmv1.VirtualMachine, nsLabels map[string]labels.Set) bool {
+	if !selects(m.VMSelector, labels.Set(vm.Labels)) {
+		return false
+	}
+	if m.NamespaceSelector != nil {
+		set, ok := nsLabels[vm.Namespace]
+		if !ok {
+			ns := &corev1.Namespace{}
+			if err := f.r.Client.Get(ctx, types.NamespacedName{Name: vm.Namespace}, ns); err == nil {
+				set = ns.Labels
+			}
+			nsLabels[vm.Namespace] = set
+		}
+		if !selects(m.NamespaceSelector, set) {
+			return false
+		}
+	}
+	for _, n := range vm.Spec.Networks {
+		if n.Type != vmv1.NetworkTypeMain && networkSelected(m.Networks, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func selects(s *metav1.LabelSelector, set labels.Set) bool {
+	if s == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	return err != nil || sel.Matches(set)
+}
+
+func networkSelected(selectors []v1alpha1.NetworkSelector, n vmv1.NetworksSpec) bool {
+	if len(selectors) == 0 {
+		return true
+	}
+	for _, s := range selectors {
+		if string(s.Type) == string(n.Type) && (s.Name == "" || s.Name == n.Name) {
+			return true
+		}
+	}
+	return false
+}
