@@ -42,6 +42,9 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 			return err
 		}
 	}
+	if p.Deferred {
+		return nil
+	}
 	if err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
 		return fmt.Errorf("VirtualMachine: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,8 @@ type scope struct {
 	// pods are the VM's active launcher pods (not terminating, not finished).
 	pods []corev1.Pod
 	set  *evaluator.Set
+	// now is when the world was observed.
+	now time.Time
 	// pending lists the interfaces ("<Type>/<name>") whose change a running pod does not get
 	// because the decision forbids hotplug; filled by act.
 	pending []string
@@ -67,11 +70,13 @@ type networkInfo struct {
 // the cache with the request's objects overlaid.
 type observer struct {
 	reader client.Reader
+	// now is the time of the observation.
+	now time.Time
 }
 
 // observe gathers everything the decisions and the plan need about vm.
 func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
-	s := &scope{vm: vm, set: set}
+	s := &scope{vm: vm, set: set, now: r.now}
 	steps := []func(context.Context, *scope) error{
 		r.observeNamespace, r.observeInterfaces, r.observeOwned, r.observePods,
 	}

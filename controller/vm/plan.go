@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,10 +34,22 @@ type Plan struct {
 	// PendingRestart lists interfaces ("<Type>/<name>") whose change the running pods do not
 	// get because the decision forbids hotplug.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
-	// Status is the VM status after the reconcile; StatusChanged says whether it is written.
+	// Status is the VM status after the reconcile; StatusChanged says whether it differs.
 	Status        vmv1.VirtualMachineStatus `json:"status"`
 	StatusChanged bool                      `json:"statusChanged"`
+	// Deferred: the only problems are Auto IPAddresses created less than FreshPendingGrace
+	// ago that SDN has not allocated yet. SDN usually answers within milliseconds and the
+	// reconcile its answer triggers writes the final state, so networks-spec and status are
+	// written once per VM instead of once per allocation; past the grace, the intermediate
+	// state is written as it is.
+	Deferred bool `json:"deferred,omitempty"`
+	// RetryAfter is when to look again if nothing else triggers a reconcile (with Deferred).
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
 }
+
+// FreshPendingGrace is how long a VM's networks-spec and status may wait for SDN to allocate
+// its newly created Auto IPAddresses.
+const FreshPendingGrace = 5 * time.Second
 
 // InterfaceResult is the outcome for one additional interface.
 type InterfaceResult struct {
@@ -74,7 +87,7 @@ type PodWrite struct {
 // reader (a cache, or a cache with overlaid objects) and deciding with set. It writes
 // nothing. vm need not exist in the cluster.
 func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts evaluator.Options) (*Plan, error) {
-	s, err := observer{reader: reader}.observe(ctx, vm, set)
+	s, err := observer{reader: reader, now: time.Now()}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +120,43 @@ func plan(s *scope) *Plan {
 	p.DeleteIPAddresses = unwanted(s, carried)
 	p.Status = desiredStatus(s)
 	p.StatusChanged = !equality.Semantic.DeepEqual(p.Status, s.vm.Status)
+	p.RetryAfter, p.Deferred = freshPending(s, p)
 	p.Interfaces = results(s)
 	return p
+}
+
+// freshPending reports whether every problem is IPAddressPending of an Auto IPAddress created
+// by this plan or less than FreshPendingGrace before s.now, and how long until the youngest
+// such IPAddress is out of grace.
+func freshPending(s *scope, p *Plan) (time.Duration, bool) {
+	if len(p.PendingRestart) > 0 {
+		return 0, false
+	}
+	created := map[string]bool{}
+	for _, ip := range p.CreateIPAddresses {
+		created[ip.Name] = true
+	}
+	wait, any := time.Duration(0), false
+	for _, it := range s.interfaces {
+		if it.problem == nil {
+			continue
+		}
+		if it.problem.reason != string(evaluator.ReasonIPAddressPending) {
+			return 0, false
+		}
+		left := FreshPendingGrace
+		if !created[it.autoName] {
+			if it.auto == nil {
+				return 0, false
+			}
+			left = FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
+		}
+		if left <= 0 {
+			return 0, false
+		}
+		wait, any = max(wait, left), true
+	}
+	return wait, any
 }
 
 func results(s *scope) []InterfaceResult {

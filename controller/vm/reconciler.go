@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -38,6 +39,8 @@ type Reconciler struct {
 	PolicyChanges <-chan event.GenericEvent
 	// MaxConcurrentReconciles defaults to 4.
 	MaxConcurrentReconciles int
+	// Clock tells the time for FreshPendingGrace; the real clock when nil.
+	Clock clock.PassiveClock
 
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 }
@@ -61,12 +64,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if vm.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	s, err := observer{reader: r.Client}.observe(ctx, vm, r.Policies.Set())
+	s, err := observer{reader: r.Client, now: r.now()}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	decide(ctx, s, evaluator.Options{})
-	if err := r.execute(ctx, s, plan(s)); err != nil {
+	p := plan(s)
+	if err := r.execute(ctx, s, p); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer (the virtualization controller) got in first; the watch event of
 			// its write brings a fresh copy, and this retry covers a lost event.
@@ -74,6 +78,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, err
+	}
+	if p.Deferred {
+		return reconcile.Result{RequeueAfter: p.RetryAfter}, nil
 	}
 	return r.retry(req, s), nil
 }
@@ -108,3 +115,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}

@@ -31,6 +31,8 @@ type Options struct {
 	ControllerManager bool
 	// Dir holds the kubeconfig and logs; a temporary directory, removed by Stop, when empty.
 	Dir string
+	// APIServerFlags are extra kube-apiserver flags, e.g. audit logging for the scale suite.
+	APIServerFlags map[string]string
 }
 
 // Environment is a running control plane.
@@ -92,6 +94,10 @@ func Start(opts Options) (*Environment, error) {
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: opts.CRDs},
 		ErrorIfCRDPathMissing: true,
 	}}
+	args := e.Env.ControlPlane.GetAPIServer().Configure()
+	for k, v := range opts.APIServerFlags {
+		args.Set(k, v)
+	}
 	cfg, err := e.Env.Start()
 	if err != nil {
 		return e, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
@@ -109,16 +115,28 @@ func Start(opts Options) (*Environment, error) {
 }
 
 func (e *Environment) writeKubeconfig() error {
-	user, err := e.Env.AddUser(envtest.User{Name: "vmipam-admin", Groups: []string{"system:masters"}}, nil)
+	path, _, err := e.AdminUser("vmipam-admin")
+	e.Kubeconfig = path
+	return err
+}
+
+// AdminUser creates a user of that name in system:masters and returns the path of its
+// kubeconfig (in Dir) and its client configuration. Distinct users tell clients apart in the
+// API server's audit log.
+func (e *Environment) AdminUser(name string) (string, *rest.Config, error) {
+	user, err := e.Env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("creating admin user: %w", err)
+		return "", nil, fmt.Errorf("creating user %s: %w", name, err)
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
-	return os.WriteFile(e.Kubeconfig, data, 0o600)
+	path := filepath.Join(e.Dir, name+".kubeconfig")
+	if name == "vmipam-admin" {
+		path = filepath.Join(e.Dir, "kubeconfig")
+	}
+	return path, user.Config(), os.WriteFile(path, data, 0o600)
 }
 
 // startControllerManager runs kube-controller-manager with only the garbage-collector and

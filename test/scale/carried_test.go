@@ -1,0 +1,5 @@
+package scale
+
+import "github.com/vmipam/vmipam/controller/index"
+
+func carriedNames(annotation string) []string { return index.CarriedNames(annotation) }

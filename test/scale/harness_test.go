@@ -1,0 +1,358 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim/sdn"
+	"github.com/vmipam/vmipam/test/sim/vmruntime"
+)
+
+// Users that tell the clients apart in the audit log.
+const (
+	controllerUser = "vmipam-controller"
+	floorUser      = "vmipam-floor"
+	benchUser      = "vmipam-bench"
+	standInUser    = "vmipam-standins"
+)
+
+// auditPolicy logs the metadata of every write of the measured clients, nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["` + controllerUser + `", "` + floorUser + `"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// harness is one control plane with the stand-ins and, when started, the controller process.
+type harness struct {
+	t     testing.TB
+	env   *env.Environment
+	dir   string
+	bench client.Client
+	audit string
+
+	controller  *exec.Cmd
+	metricsAddr string
+	qps, burst  int
+	stopStand   context.CancelFunc
+}
+
+func newHarness(t testing.TB, qps, burst int) *harness {
+	dir := t.TempDir()
+	logs, lerr := os.Create(filepath.Join(dir, "standins.log"))
+	must(t, lerr)
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs)))
+	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
+	e, err := env.Start(env.Options{Dir: dir, APIServerFlags: map[string]string{
+		"audit-policy-file": policy, "audit-log-path": h.audit, "audit-log-mode": "blocking",
+		"audit-log-maxsize": "0", "max-requests-inflight": "1000", "max-mutating-requests-inflight": "500",
+	}})
+	h.env = e
+	t.Cleanup(h.stop)
+	must(t, err)
+	h.bench = h.client(benchUser, 2000, 4000)
+	return h
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// client returns a client of a new admin user with the given rate limits.
+func (h *harness) client(user string, qps float32, burst int) client.Client {
+	_, cfg, err := h.env.AdminUser(user)
+	must(h.t, err)
+	cfg.QPS, cfg.Burst = qps, burst
+	scheme, err := controller.NewScheme()
+	must(h.t, err)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	must(h.t, err)
+	return c
+}
+
+func (h *harness) stop() {
+	h.stopController()
+	if h.stopStand != nil {
+		h.stopStand()
+	}
+	if h.env != nil {
+		_ = h.env.Stop()
+	}
+}
+
+// startStandIns runs the SDN and VM-runtime stand-ins in this process.
+func (h *harness) startStandIns() {
+	_, cfg, err := h.env.AdminUser(standInUser)
+	must(h.t, err)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	scheme, err := controller.NewScheme()
+	must(h.t, err)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr(true)}})
+	must(h.t, err)
+	must(h.t, sdn.New(nil).SetupWithManager(mgr))
+	must(h.t, vmruntime.New(nil).SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopStand = cancel
+	go func() { _ = mgr.Start(ctx) }()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// controllerBinary builds cmd/ipam-controller once per test process.
+func controllerBinary(t testing.TB) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vmipam-scale-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "ipam-controller")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/vmipam/vmipam/cmd/ipam-controller").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	must(t, buildErr)
+	return binary
+}
+
+// startController runs the controller binary as its own user.
+func (h *harness) startController() {
+	kubeconfig, _, err := h.env.AdminUser(controllerUser)
+	must(h.t, err)
+	h.metricsAddr = freeAddr(h.t)
+	log, err := os.OpenFile(filepath.Join(h.dir, "controller.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	must(h.t, err)
+	cmd := exec.Command(controllerBinary(h.t), "--kubeconfig="+kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address="+h.metricsAddr, "--health-probe-bind-address=0",
+		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst))
+	cmd.Stdout, cmd.Stderr = log, log
+	must(h.t, cmd.Start())
+	h.controller = cmd
+	h.eventually(30*time.Second, "controller metrics endpoint", func() bool { _, err := h.scrape(); return err == nil })
+}
+
+func (h *harness) stopController() {
+	if h.controller == nil {
+		return
+	}
+	_ = h.controller.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = h.controller.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = h.controller.Process.Kill()
+		<-done
+	}
+	h.controller = nil
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape returns the controller's Prometheus metrics as "name{labels}" → value.
+func (h *harness) scrape() (map[string]float64, error) {
+	resp, err := http.Get("http://" + h.metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// reconciles is the controller's VirtualMachine reconcile count.
+func (h *harness) reconciles() float64 {
+	m, err := h.scrape()
+	must(h.t, err)
+	total := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "controller_runtime_reconcile_total{") && strings.Contains(k, `controller="virtualmachine"`) {
+			total += v
+		}
+	}
+	return total
+}
+
+// memory returns the controller's heap in use (Go runtime) and resident set size, in bytes.
+func (h *harness) memory() (heap, rss float64) {
+	m, err := h.scrape()
+	must(h.t, err)
+	heap = m["go_memstats_heap_inuse_bytes"]
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.controller.Process.Pid))
+	must(h.t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			rss = kb * 1024
+		}
+	}
+	return heap, rss
+}
+
+// auditEntry is the part of an audit event the suite reads.
+type auditEntry struct {
+	Verb string `json:"verb"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// auditMark is the current end of the audit log; writes counts from there.
+func (h *harness) auditMark() int64 {
+	fi, err := os.Stat(h.audit)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	must(h.t, err)
+	return fi.Size()
+}
+
+// writeCount is what a client wrote: requests by "verb resource[/subresource]", how many of
+// them succeeded, and the distinct objects written per resource.
+type writeCount struct {
+	// Issued counts every write request, OK those that succeeded (a 409 Conflict of an
+	// optimistic-lock patch is issued but changes nothing).
+	Issued    map[string]int
+	OK        map[string]int
+	Succeeded int
+	Failed    int
+	Objects   map[string]map[string]bool
+}
+
+func (w writeCount) total() int { return w.Succeeded + w.Failed }
+
+// writes counts user's writes logged after mark.
+func (h *harness) writes(user string, mark int64) writeCount {
+	w := writeCount{Issued: map[string]int{}, OK: map[string]int{}, Objects: map[string]map[string]bool{}}
+	f, err := os.Open(h.audit)
+	if os.IsNotExist(err) {
+		return w
+	}
+	must(h.t, err)
+	defer f.Close()
+	_, err = f.Seek(mark, io.SeekStart)
+	must(h.t, err)
+	dec := json.NewDecoder(f)
+	for {
+		var e auditEntry
+		if err := dec.Decode(&e); err != nil {
+			break
+		}
+		if e.User.Username != user {
+			continue
+		}
+		res := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			res += "/" + e.ObjectRef.Subresource
+		}
+		w.Issued[e.Verb+" "+res]++
+		if e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 {
+			w.Succeeded++
+			w.OK[e.Verb+" "+res]++
+			if w.Objects[res] == nil {
+				w.Objects[res] = map[string]bool{}
+			}
+			w.Objects[res][e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
+		} else {
+			w.Failed++
+		}
+	}
+	return w
+}
+
+// eventually polls cond every 250 ms until it holds, failing the test after timeout.
+func (h *harness) eventually(timeout time.Duration, what string, cond func() bool) time.Duration {
+	h.t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			h.t.Fatalf("%s: not reached within %s", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// settle waits until the controller's reconcile count stops growing for quiet.
+func (h *harness) settle(quiet, timeout time.Duration) {
+	h.t.Helper()
+	last, since := h.reconciles(), time.Now()
+	h.eventually(timeout, "reconciles settling", func() bool {
+		now := h.reconciles()
+		if now != last {
+			last, since = now, time.Now()
+		}
+		return time.Since(since) >= quiet
+	})
+}
+
+var _ = rest.Config{}
