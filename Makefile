@@ -27,10 +27,15 @@ demo: envtest-bins
 test: envtest-bins verify-generate vet fmt-check
 	go test $(GO_TEST_FLAGS) ./...
 
-## build: compile every binary into bin/.
+## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`).
 .PHONY: build
 build:
 	go build -o bin/ ./cmd/...
+	ln -sf ipamctl bin/kubectl-ipam
+
+## kubectl-ipam: bin/ipamctl and bin/kubectl-ipam; put bin/ on PATH for `kubectl ipam …`.
+.PHONY: kubectl-ipam
+kubectl-ipam: build
 
 ## envtest-bins: build kube-apiserver, kube-controller-manager and etcd once into $(ENVTEST_BIN_DIR).
 .PHONY: envtest-bins
@@ -65,7 +70,17 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files -o --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## bench: evaluator benchmarks.
+## bench: the scale suite (N=1000 VMs by default, 3 runs) and the evaluator benchmarks;
+## prints the table and writes docs/BENCHMARKS.md. `make bench N=10000 RUNS=1` for the large run.
+N    ?= 1000
+RUNS ?= 3
 .PHONY: bench
 bench: envtest-bins
-	go test -run '^$$' -bench . -benchmem ./evaluator/...
+	VMIPAM_SCALE_N=$(N) VMIPAM_SCALE_RUNS=$(RUNS) VMIPAM_BENCH_OUT=$(CURDIR)/docs/BENCHMARKS.md \
+	  go test -count=1 -timeout 6h -run '^TestScale$$' -v ./test/scale/
+
+## fuzz: run the evaluator fuzzer for FUZZTIME (default 2m).
+FUZZTIME ?= 2m
+.PHONY: fuzz
+fuzz:
+	go test -run '^$$' -fuzz FuzzCompileAndDecide -fuzztime $(FUZZTIME) ./evaluator/

@@ -84,7 +84,7 @@ func (s *Simulator) allocate(ctx context.Context, ip *sdnv1.IPAddress, pool pool
 // hold, as the cache sees them.
 func (s *Simulator) takenInCache(ctx context.Context, pool poolKey, key client.ObjectKey, used map[netip.Addr]bool) error {
 	list := &sdnv1.IPAddressList{}
-	if err := s.Client.List(ctx, list); err != nil {
+	if err := s.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read-only: no copies
 		return fmt.Errorf("listing IPAddresses: %w", err)
 	}
 	poolOf := s.poolResolver(ctx)
@@ -149,7 +149,7 @@ func (s *Simulator) onIPAddressDeleted(ctx context.Context, e event.DeleteEvent,
 // all of them when that pool cannot be resolved any more.
 func (s *Simulator) pendingOfPool(ctx context.Context, deleted *sdnv1.IPAddress) []reconcile.Request {
 	list := &sdnv1.IPAddressList{}
-	if err := s.Client.List(ctx, list); err != nil {
+	if err := s.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read-only: no copies
 		ctrl.LoggerFrom(ctx).Error(err, "listing IPAddresses to retry")
 		return nil
 	}

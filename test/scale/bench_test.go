@@ -1,0 +1,189 @@
+package scale
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScale is the full suite, run by `make bench`: VMIPAM_SCALE_N VMs (default 1000),
+// VMIPAM_SCALE_RUNS fresh control planes (default 3), figures as medians with min–max. With
+// VMIPAM_BENCH_OUT set it writes the Markdown report there (make bench: docs/BENCHMARKS.md).
+func TestScale(t *testing.T) {
+	nStr := os.Getenv("VMIPAM_SCALE_N")
+	if nStr == "" {
+		t.Skip("set VMIPAM_SCALE_N (make bench does) to run the scale suite")
+	}
+	n, err := strconv.Atoi(nStr)
+	must(t, err)
+	runs := 3
+	if s := os.Getenv("VMIPAM_SCALE_RUNS"); s != "" {
+		runs, err = strconv.Atoi(s)
+		must(t, err)
+	}
+	var results []result
+	for i := range runs {
+		r := run(t, n, 100)
+		t.Logf("run %d/%d: converge %s floor %s, VM writes %d (min %d + pods), resync %d, fan-out %d/%d VMs, heap %.1f MiB rss %.1f MiB, hotplug p50 %s p99 %s",
+			i+1, runs, r.Converge, r.Floor, r.vmWrites(), r.MinWrites, r.ResyncWrites, len(r.FanOutWrittenVMs), r.FanOutTarget,
+			r.Heap/(1<<20), r.RSS/(1<<20), r.HotplugP50, r.HotplugP99)
+		for _, c := range r.checkMinimum() {
+			t.Logf("run %d: above the minimum: %s", i+1, c)
+		}
+		results = append(results, r)
+	}
+	report := renderReport(n, results, evaluatorFigures(t))
+	fmt.Println(report)
+	if out := os.Getenv("VMIPAM_BENCH_OUT"); out != "" {
+		must(t, appendSection(out, n, report))
+	}
+}
+
+// stat is a median with its range over runs.
+type stat struct{ med, lo, hi float64 }
+
+func statOf(vals []float64) stat {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	return stat{med: s[len(s)/2], lo: s[0], hi: s[len(s)-1]}
+}
+
+func (s stat) fmt(unit string, scale float64, prec int) string {
+	f := func(v float64) string { return strconv.FormatFloat(v/scale, 'f', prec, 64) }
+	if s.lo == s.hi {
+		return f(s.med) + unit
+	}
+	return fmt.Sprintf("%s%s (%s–%s)", f(s.med), unit, f(s.lo), f(s.hi))
+}
+
+func collect(rs []result, f func(result) float64) stat {
+	vals := make([]float64, len(rs))
+	for i, r := range rs {
+		vals[i] = f(r)
+	}
+	return statOf(vals)
+}
+
+// renderReport is the Markdown table of one N.
+func renderReport(n int, rs []result, eval string) string {
+	sec := func(d time.Duration) float64 { return d.Seconds() }
+	conv := collect(rs, func(r result) float64 { return sec(r.Converge) })
+	floor := collect(rs, func(r result) float64 { return sec(r.Floor) })
+	ratio := collect(rs, func(r result) float64 { return sec(r.Converge) / sec(r.Floor) })
+	perVM := collect(rs, func(r result) float64 { return float64(r.vmWrites()) / float64(r.N) })
+	minPerVM := collect(rs, func(r result) float64 { return float64(r.MinWrites+r.Writes.OK["patch pods"]) / float64(r.N) })
+	failed := collect(rs, func(r result) float64 { return float64(r.Writes.Failed) / float64(r.N) })
+	events := collect(rs, func(r result) float64 { return float64(r.Writes.OK["create events"]) / float64(r.N) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "### N = %d VMs × 2 pooled networks (%d run(s); median, min–max)\n\n", n, len(rs))
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| evaluator: one interface decision, default policy | %s |\n", eval)
+	fmt.Fprintf(&b, "| convergence (all VMs NetworkReady, 2 addresses) | %s |\n", conv.fmt(" s", 1, 1))
+	fmt.Fprintf(&b, "| floor (bare client, minimal writes, same QPS/burst/concurrency) | %s |\n", floor.fmt(" s", 1, 1))
+	fmt.Fprintf(&b, "| **convergence / floor** | **%s** |\n", ratio.fmt("×", 1, 2))
+	fmt.Fprintf(&b, "| VM-object writes per VM (IPAddress creates, VM and pod networks-spec, status) | %s |\n", perVM.fmt("", 1, 2))
+	fmt.Fprintf(&b, "| minimum for the outcome (2 creates + VM networks-spec + status + pods that needed it) | %s |\n", minPerVM.fmt("", 1, 2))
+	fmt.Fprintf(&b, "| optimistic-lock conflicts per VM (issued, rejected, retried) | %s |\n", failed.fmt("", 1, 2))
+	fmt.Fprintf(&b, "| events per VM | %s |\n", events.fmt("", 1, 2))
+	fmt.Fprintf(&b, "| writes on a full resync of N converged VMs | %s |\n", collect(rs, func(r result) float64 { return float64(r.ResyncWrites) }).fmt("", 1, 0))
+	fmt.Fprintf(&b, "| reconciles per VM (creation to settled) | %s |\n", collect(rs, func(r result) float64 { return r.ReconcilesPerVM }).fmt("", 1, 1))
+	fmt.Fprintf(&b, "| policy change for 1%% of VMs: VMs written / targeted | %s / %d |\n",
+		collect(rs, func(r result) float64 { return float64(len(r.FanOutWrittenVMs)) }).fmt("", 1, 0), rs[0].FanOutTarget)
+	fmt.Fprintf(&b, "| … its writes, time to converge | %s, %s |\n", collect(rs, func(r result) float64 { return float64(r.FanOutWrites) }).fmt("", 1, 0),
+		collect(rs, func(r result) float64 { return sec(r.FanOutTime) }).fmt(" s", 1, 2))
+	fmt.Fprintf(&b, "| controller heap in use / RSS at N VMs, 2N IPAddresses | %s / %s |\n",
+		collect(rs, func(r result) float64 { return r.Heap }).fmt(" MiB", 1<<20, 1), collect(rs, func(r result) float64 { return r.RSS }).fmt(" MiB", 1<<20, 1))
+	fmt.Fprintf(&b, "| hotplug latency, IPAddress allocated → running pod's networks-spec (p50 / p99 over %d VMs) | %s / %s |\n",
+		rs[0].HotplugSamples, collect(rs, func(r result) float64 { return float64(r.HotplugP50.Milliseconds()) }).fmt(" ms", 1, 0),
+		collect(rs, func(r result) float64 { return float64(r.HotplugP99.Milliseconds()) }).fmt(" ms", 1, 0))
+	return b.String()
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op\s+([\d.]+) allocs/op)?`)
+
+// evaluatorFigures runs the evaluator benchmarks (default policy decision vs bare cel-go on
+// the same expressions) and summarises them.
+func evaluatorFigures(t *testing.T) string {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "DecideDefault|BareCEL", "-benchmem", "-count", "3", "github.com/vmipam/vmipam/evaluator")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Logf("evaluator benchmarks failed: %v\n%s", err, out.String())
+		return "n/a (benchmarks failed)"
+	}
+	ns := map[string][]float64{}
+	allocs := map[string][]float64{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		m := benchLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		ns[m[1]] = append(ns[m[1]], v)
+		if m[5] != "" {
+			a, _ := strconv.ParseFloat(m[5], 64)
+			allocs[m[1]] = append(allocs[m[1]], a)
+		}
+	}
+	var parts []string
+	var decide, bare float64
+	for name, vals := range ns {
+		s := statOf(vals)
+		a := ""
+		if len(allocs[name]) > 0 {
+			a = fmt.Sprintf(", %.0f allocs", statOf(allocs[name]).med)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s%s", name, s.fmt(" µs", 1000, 1), a))
+		switch {
+		case strings.HasPrefix(name, "DecideDefault"):
+			decide = s.med
+		case strings.HasPrefix(name, "BareCEL"):
+			bare = s.med
+		}
+	}
+	slices.Sort(parts)
+	if decide > 0 && bare > 0 {
+		parts = append(parts, fmt.Sprintf("**ratio %.1f×**", decide/bare))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// appendSection writes the report for n into the Markdown file, replacing an earlier section
+// for the same n, with the machine and versions.
+func appendSection(path string, n int, report string) error {
+	old, _ := os.ReadFile(path)
+	header := fmt.Sprintf("<!-- N=%d -->", n)
+	section := fmt.Sprintf("%s\nMeasured %s on %d CPUs, %s, %s; kube-apiserver v1.37.2, etcd v3.7.3 (envtest), controller QPS %d / burst %d, %d workers.\n\n%s<!-- /N=%d -->\n",
+		header, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), memTotal(), runtime.Version(), controllerQPS, controllerBurst, workers, report, n)
+	text := string(old)
+	if i := strings.Index(text, header); i >= 0 {
+		end := strings.Index(text, fmt.Sprintf("<!-- /N=%d -->\n", n))
+		if end > i {
+			text = text[:i] + section + text[end+len(fmt.Sprintf("<!-- /N=%d -->\n", n)):]
+			return os.WriteFile(path, []byte(text), 0o644)
+		}
+	}
+	return os.WriteFile(path, []byte(text+"\n"+section), 0o644)
+}
+
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "memory unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return fmt.Sprintf("%.0f GiB memory", kb/(1<<20))
+		}
+	}
+	return "memory unknown"
+}
