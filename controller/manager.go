@@ -76,7 +76,7 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 		return nil, fmt.Errorf("policy reconciler: %w", err)
 	}
 	vmr := &vm.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policies: registry,
-		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes()}
+		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded()}
 	if err := vmr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 func ApplyDefaults(ctx context.Context, c client.Client) error {
 	defaults, err := policies.Defaults()
 	if err != nil {
-		return err
+		return fmt.Errorf("loading the shipped default policies: %w", err)
 	}
 	for i := range defaults {
 		p := &defaults[i]
@@ -28,7 +28,9 @@ func ApplyDefaults(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// DefaultsRunnable applies the defaults once the manager has started; it needs no leader.
+// DefaultsRunnable applies the defaults once the manager has started and this replica leads
+// (so one replica creates them). An error stops the manager: the controller does not run
+// with a half-installed default set it would silently keep.
 func DefaultsRunnable(c client.Client) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error { return ApplyDefaults(ctx, c) })
 }

@@ -3,84 +3,175 @@ package policy
 import (
 	"context"
 	"fmt"
-	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// Reconciler compiles ClusterIPAMPolicies into the Registry and writes their status.
+// Reconciler compiles ClusterIPAMPolicies into the Registry, keeps each policy's last good
+// generation in AnnotationLastGood and writes their status.
 type Reconciler struct {
 	Client   client.Client
 	Registry *Registry
 }
 
-// Reconcile compiles the policy's current generation. On success it serves; on failure the
-// last good generation keeps serving (if any) and status says so with every error's path.
+// Reconcile compiles the policy's current generation. When it compiles it serves and is
+// recorded in AnnotationLastGood; when it does not, the last good generation keeps serving —
+// from memory, or after a restart from the annotation — and Ready=False lists every error's
+// path and names the serving generation. A policy that never compiled is not used. Errors
+// are API errors and are retried.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p := &v1alpha1.ClusterIPAMPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			p.Name = req.Name
-			r.Registry.Remove(p)
+		if apierrors.IsNotFound(err) {
+			r.Registry.Remove(req.Name)
+			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, fmt.Errorf("getting ClusterIPAMPolicy %s: %w", req.Name, err)
 	}
 	if p.DeletionTimestamp != nil {
-		r.Registry.Remove(p)
+		r.Registry.Remove(p.Name)
 		return reconcile.Result{}, nil
 	}
+	out, serving := r.compile(ctx, p)
+	if err := r.persistLastGood(ctx, p, serving, &out); err != nil {
+		if apierrors.IsConflict(err) {
+			// Someone else wrote the policy since our cache saw it; that write may not
+			// trigger us (e.g. a label change), so retry on our own, quietly.
+			ctrl.LoggerFrom(ctx).V(1).Info("Policy changed while recording its last good generation; retrying")
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, p, out)
+}
+
+// conflictRetry is how soon a reconcile that lost an optimistic-concurrency race runs again.
+const conflictRetry = time.Second
+
+// compile decides which generation of p serves and makes the registry serve it. It returns
+// the outcome for the status and the object (spec and generation) that serves, or nil.
+func (r *Reconciler) compile(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (outcome, *v1alpha1.ClusterIPAMPolicy) {
+	out := outcome{generation: p.Generation}
 	compiled, errs := r.Registry.Compiler().Compile(p, p)
-	status := p.Status.DeepCopy()
-	status.ObservedGeneration = p.Generation
-	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
 	if len(errs) == 0 {
-		if serving := r.Registry.Serving(p.Name); serving == nil || serving.Generation != p.Generation {
+		if src := r.Registry.servingSource(p); src == nil || src.Generation != p.Generation {
 			r.Registry.Put(p, compiled)
 		}
-		status.ServingGeneration = p.Generation
-		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonCompiled
-		cond.Message = fmt.Sprintf("Generation %d compiled and serves", p.Generation)
-	} else {
-		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonCompilationFailed
-		cond.Message = failureMessage(errs.ToAggregate().Errors(), r.Registry.Serving(p.Name))
-		if r.Registry.Serving(p.Name) == nil {
-			status.ServingGeneration = 0
-		}
+		out.serving = p.Generation
+		return out, p
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if equality.Semantic.DeepEqual(*status, p.Status) {
-		return reconcile.Result{}, nil
+	out.errs = errs
+	if src := r.Registry.servingSource(p); src != nil {
+		out.serving = src.Generation
+		return out, src
+	}
+	src, err := r.restore(p)
+	if err != nil {
+		out.restoreErr = err
+		ctrl.LoggerFrom(ctx).Info("Last good generation not restored", "policy", klog.KObj(p), "reason", err.Error())
+	}
+	if src == nil {
+		r.Registry.Remove(p.Name) // an earlier incarnation of the same name must not serve
+		return out, nil
+	}
+	out.serving = src.Generation
+	return out, src
+}
+
+// restore compiles the generation stored in p's AnnotationLastGood, as the previously stored
+// object it is (StoredExpressions environment), and serves it. It returns nil without error
+// when nothing is stored.
+func (r *Reconciler) restore(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy, error) {
+	src, err := decodeLastGood(p)
+	if err != nil || src == nil {
+		return nil, err
+	}
+	compiled, errs := r.Registry.Compiler().Compile(src, src)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("stored generation %d does not compile: %w", src.Generation, errs.ToAggregate())
+	}
+	r.Registry.Put(src, compiled)
+	return src, nil
+}
+
+// persistLastGood makes p's AnnotationLastGood record serving (nil: leave it as it is, since
+// nothing better is known). It is a metadata-only patch, which does not change the
+// generation. A spec too large for an annotation is not stored, and an older stored
+// generation is removed so that a restart never serves a generation older than the newest
+// good one; out.notPersisted says so.
+func (r *Reconciler) persistLastGood(ctx context.Context, p, serving *v1alpha1.ClusterIPAMPolicy, out *outcome) error {
+	if serving == nil {
+		return nil
+	}
+	want, err := encodeLastGood(serving)
+	if err != nil {
+		return err
+	}
+	if len(want) > maxLastGoodBytes {
+		out.notPersisted, want = true, ""
+	}
+	if got, ok := p.Annotations[AnnotationLastGood]; (ok && got == want) || (!ok && want == "") {
+		return nil
 	}
 	orig := p.DeepCopy()
-	p.Status = *status
-	return reconcile.Result{}, r.Client.Status().Patch(ctx, p, client.MergeFrom(orig))
+	if want == "" {
+		delete(p.Annotations, AnnotationLastGood)
+	} else {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AnnotationLastGood] = want
+	}
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording the last good generation of ClusterIPAMPolicy %s: %w", p.Name, err)
+	}
+	return nil
 }
 
-func failureMessage(errs []error, serving *evaluator.Policy) string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
+// writeStatus patches p's status when the outcome changes it.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy, out outcome) error {
+	status := newStatus(p, out)
+	if equality.Semantic.DeepEqual(status, p.Status) {
+		return nil
 	}
-	out := strings.Join(msgs, "; ")
-	if serving != nil {
-		return out + fmt.Sprintf("; generation %d keeps serving", serving.Generation)
+	orig := p.DeepCopy()
+	p.Status = status
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("writing the status of ClusterIPAMPolicy %s: %w", p.Name, err)
 	}
-	return out + "; the policy is not used until it compiles"
+	return nil
 }
 
-// SetupWithManager registers the reconciler; status-only updates do not trigger it.
+// SetupWithManager registers the reconciler and its start-up load (see Registry.Loaded). The
+// reconciler runs on generation changes and on changes of AnnotationLastGood (so that a
+// removed or edited record is rewritten at once); status-only and other metadata updates do
+// not trigger it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(&loader{r: r}); err != nil {
+		return fmt.Errorf("adding the policy start-up load: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("clusteripampolicy").
-		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, lastGoodChanged))).
 		Complete(r)
+}
+
+// lastGoodChanged passes updates that change AnnotationLastGood.
+var lastGoodChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldV, oldOK := e.ObjectOld.GetAnnotations()[AnnotationLastGood]
+		newV, newOK := e.ObjectNew.GetAnnotations()[AnnotationLastGood]
+		return oldV != newV || oldOK != newOK
+	},
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/vmipam/vmipam/evaluator"
@@ -18,24 +19,34 @@ type Registry struct {
 	compiler *evaluator.Compiler
 	builtin  *evaluator.Policy
 
-	mu       sync.Mutex
-	compiled map[string]*evaluator.Policy
-	current  atomic.Pointer[evaluator.Set]
-	changes  chan event.GenericEvent
+	mu      sync.Mutex
+	serving map[string]entry
+	current atomic.Pointer[evaluator.Set]
+	changes chan event.GenericEvent
+
+	loaded     chan struct{}
+	loadedOnce sync.Once
+}
+
+// entry is the serving generation of one policy: the object it was compiled from (its UID,
+// generation and spec — for a restored generation, the stored spec) and the compiled form.
+type entry struct {
+	source   *v1alpha1.ClusterIPAMPolicy
+	compiled *evaluator.Policy
 }
 
 // NewRegistry compiles the built-in default policy and publishes a Set holding only it.
 func NewRegistry(c *evaluator.Compiler) (*Registry, error) {
 	b, err := policies.Builtin()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loading the built-in policy: %w", err)
 	}
 	builtin, errs := c.Compile(b, b)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("built-in policy %s does not compile: %w", b.Name, errs.ToAggregate())
 	}
-	r := &Registry{compiler: c, builtin: builtin, compiled: map[string]*evaluator.Policy{},
-		changes: make(chan event.GenericEvent, 64)}
+	r := &Registry{compiler: c, builtin: builtin, serving: map[string]entry{},
+		changes: make(chan event.GenericEvent, 64), loaded: make(chan struct{})}
 	r.current.Store(evaluator.NewSet(nil, builtin))
 	return r, nil
 }
@@ -46,34 +57,76 @@ func (r *Registry) Set() *evaluator.Set { return r.current.Load() }
 // Compiler returns the compiler the registry uses.
 func (r *Registry) Compiler() *evaluator.Compiler { return r.compiler }
 
-// Changes delivers one event per published change, carrying the policy that changed. Feed it
-// to the VM reconciler; if nobody reads, changes are dropped once the buffer is full (the next
-// resync re-evaluates everything anyway).
+// Changes delivers one event per published change, carrying the policy that changed: the
+// object that now serves (for a restored generation, with the stored spec and generation), or
+// a name-only object when the policy stopped serving. Feed it to the VM reconciler; if nobody
+// reads, changes are dropped once the buffer is full (the next resync re-evaluates everything
+// anyway).
 func (r *Registry) Changes() <-chan event.GenericEvent { return r.changes }
+
+// Loaded is closed once every policy stored at start-up has been compiled into the registry
+// (by the Reconciler's start-up load). Until then Set holds only some policies or none, so
+// the VM reconciler must not decide before it is closed: right after a restart the built-in
+// default would otherwise briefly decide for interfaces an installed policy governs.
+func (r *Registry) Loaded() <-chan struct{} { return r.loaded }
+
+func (r *Registry) markLoaded() { r.loadedOnce.Do(func() { close(r.loaded) }) }
 
 // Serving returns the compiled generation in force for the named policy, or nil.
 func (r *Registry) Serving(name string) *evaluator.Policy {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.compiled[name]
+	return r.serving[name].compiled
 }
 
-// Put makes p the serving generation of its policy and publishes a new snapshot.
+// Put makes p, compiled from obj, the serving generation of obj's policy and publishes a new
+// snapshot. obj is copied; its UID, generation and spec are remembered as p's source.
 func (r *Registry) Put(obj *v1alpha1.ClusterIPAMPolicy, p *evaluator.Policy) {
-	r.update(obj, func(m map[string]*evaluator.Policy) { m[p.Name] = p })
+	src := obj.DeepCopy()
+	r.update(obj, func(m map[string]entry) bool {
+		m[obj.Name] = entry{source: src, compiled: p}
+		return true
+	})
 }
 
-// Remove drops the named policy and publishes a new snapshot.
-func (r *Registry) Remove(obj *v1alpha1.ClusterIPAMPolicy) {
-	r.update(obj, func(m map[string]*evaluator.Policy) { delete(m, obj.Name) })
+// Remove drops the named policy and publishes a new snapshot, announcing a name-only
+// ClusterIPAMPolicy on Changes; it does nothing (and publishes nothing) when the policy does
+// not serve.
+func (r *Registry) Remove(name string) {
+	gone := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	r.update(gone, func(m map[string]entry) bool {
+		if _, ok := m[name]; !ok {
+			return false
+		}
+		delete(m, name)
+		return true
+	})
 }
 
-func (r *Registry) update(obj *v1alpha1.ClusterIPAMPolicy, change func(map[string]*evaluator.Policy)) {
+// servingSource returns the object the serving generation of obj's policy was compiled from,
+// or nil when nothing serves for this incarnation of the policy (same name, same UID): a
+// policy deleted and re-created under the same name never inherits the old one's generation.
+func (r *Registry) servingSource(obj *v1alpha1.ClusterIPAMPolicy) *v1alpha1.ClusterIPAMPolicy {
 	r.mu.Lock()
-	change(r.compiled)
-	list := make([]*evaluator.Policy, 0, len(r.compiled))
-	for _, p := range r.compiled {
-		list = append(list, p)
+	defer r.mu.Unlock()
+	e, ok := r.serving[obj.Name]
+	if !ok || e.source.UID != obj.UID {
+		return nil
+	}
+	return e.source
+}
+
+// update applies change under the lock and, when it reports a change, publishes a new
+// snapshot and announces obj on Changes.
+func (r *Registry) update(obj *v1alpha1.ClusterIPAMPolicy, change func(map[string]entry) bool) {
+	r.mu.Lock()
+	if !change(r.serving) {
+		r.mu.Unlock()
+		return
+	}
+	list := make([]*evaluator.Policy, 0, len(r.serving))
+	for _, e := range r.serving {
+		list = append(list, e.compiled)
 	}
 	r.current.Store(evaluator.NewSet(list, r.builtin))
 	r.mu.Unlock()

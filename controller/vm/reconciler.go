@@ -41,6 +41,10 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// Clock tells the time for FreshPendingGrace; the real clock when nil.
 	Clock clock.PassiveClock
+	// PoliciesLoaded, when set, is closed once every stored policy has been compiled into
+	// Policies (policy.Registry.Loaded). Reconciles wait for it, so that after a restart no VM
+	// is decided by the built-in default alone and then flipped back by the real policy.
+	PoliciesLoaded <-chan struct{}
 
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 }
@@ -57,6 +61,13 @@ const (
 // (and writes no status, so the previous condition stays) when the API server fails; a VM
 // that is gone or being deleted ends quietly — garbage collection removes its Auto IPAddresses.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.PoliciesLoaded != nil {
+		select {
+		case <-r.PoliciesLoaded:
+		case <-ctx.Done():
+			return reconcile.Result{}, ctx.Err()
+		}
+	}
 	vm := &vmv1.VirtualMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

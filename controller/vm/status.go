@@ -53,35 +53,44 @@ func desiredStatus(s *scope) vmv1.VirtualMachineStatus {
 	return st
 }
 
-// statusNetworks has one entry per spec.networks entry, keyed by (type, name), keeping the
-// fields other writers own and setting ipAddress for attached interfaces with an address.
+// statusNetworks has one entry per spec.networks entry — a repeated entry too, so that the
+// virtualization controller, which writes one entry per spec entry as well, and vmipam agree —
+// matched to the previous entries by (type, name) and occurrence, keeping the fields other
+// writers own and setting ipAddress for attached interfaces with an address.
 func statusNetworks(s *scope) []vmv1.NetworksStatus {
 	byIndex := map[int]*iface{}
 	for _, it := range s.interfaces {
 		byIndex[it.index] = it
 	}
+	seen := map[string]int{}
 	var out []vmv1.NetworksStatus
 	for i, spec := range s.vm.Spec.Networks {
+		key := string(spec.Type) + "/" + spec.Name
 		entry := vmv1.NetworksStatus{ID: spec.ID, Type: spec.Type, Name: spec.Name,
 			VirtualMachineMACAddressName: spec.VirtualMachineMACAddressName}
-		if prev := findStatus(s.vm.Status.Networks, spec.Type, spec.Name); prev != nil {
+		if prev := findStatus(s.vm.Status.Networks, spec.Type, spec.Name, seen[key]); prev != nil {
 			entry = *prev.DeepCopy()
 		}
+		seen[key]++
 		if it := byIndex[i]; it != nil {
-			if it.dupOf >= 0 {
-				continue
+			entry.IPAddress = ""
+			if it.dupOf < 0 {
+				entry.IPAddress = address(it)
 			}
-			entry.IPAddress = address(it)
 		}
 		out = append(out, entry)
 	}
 	return out
 }
 
-func findStatus(list []vmv1.NetworksStatus, typ vmv1.NetworkType, name string) *vmv1.NetworksStatus {
+// findStatus returns the nth (from 0) entry of list for (typ, name), or nil.
+func findStatus(list []vmv1.NetworksStatus, typ vmv1.NetworkType, name string, nth int) *vmv1.NetworksStatus {
 	for i := range list {
 		if list[i].Type == typ && list[i].Name == name {
-			return &list[i]
+			if nth == 0 {
+				return &list[i]
+			}
+			nth--
 		}
 	}
 	return nil

@@ -1,0 +1,87 @@
+package webhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmipam/vmipam/controller/webhook"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+func newValidator(t *testing.T) *webhook.Validator {
+	t.Helper()
+	c, err := evaluator.NewCompiler(evaluator.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &webhook.Validator{Compiler: c}
+}
+
+func policy(skip string) *v1alpha1.ClusterIPAMPolicy {
+	return &v1alpha1.ClusterIPAMPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{
+			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+			SkipRules:  []v1alpha1.SkipRule{{Name: "r", Expression: skip, Reason: "R"}},
+		},
+	}
+}
+
+// causes returns the field paths of an Invalid error's causes.
+func causes(t *testing.T, err error) []string {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("err = %v, want an Invalid API error", err)
+	}
+	var out []string
+	for _, c := range err.(apierrors.APIStatus).Status().Details.Causes {
+		out = append(out, c.Field)
+	}
+	return out
+}
+
+func TestCreateRejectsTypoWithFieldPath(t *testing.T) {
+	p := policy("ipAdress.exists")
+	p.Spec.Hotplug = &v1alpha1.Expression{Expression: "1"}
+	_, err := newValidator(t).ValidateCreate(context.Background(), p)
+	got := causes(t, err)
+	if strings.Join(got, ",") != "spec.skipRules[0].expression,spec.hotplug.expression" {
+		t.Errorf("causes = %v, want every error's path", got)
+	}
+	if !strings.Contains(err.Error(), `ClusterIPAMPolicy.ipam.virtualization.deckhouse.io "p" is invalid`) ||
+		!strings.Contains(err.Error(), "undeclared reference to 'ipAdress'") {
+		t.Errorf("message = %q", err.Error())
+	}
+}
+
+func TestCreateAcceptsPolicyThatCompiles(t *testing.T) {
+	if _, err := newValidator(t).ValidateCreate(context.Background(), policy("!ipAddress.exists")); err != nil {
+		t.Errorf("ValidateCreate: %v", err)
+	}
+}
+
+func TestUpdateRejectsExpressionThatNoLongerCompiles(t *testing.T) {
+	_, err := newValidator(t).ValidateUpdate(context.Background(), policy("true"), policy("ipAdress.exists"))
+	if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[0].expression" {
+		t.Errorf("causes = %v", got)
+	}
+}
+
+func TestUpdateLeavingSpecAloneIsAllowedEvenIfItDoesNotCompile(t *testing.T) {
+	old, updated := policy("ipAdress.exists"), policy("ipAdress.exists")
+	updated.Labels = map[string]string{"team": "net"}
+	if _, err := newValidator(t).ValidateUpdate(context.Background(), old, updated); err != nil {
+		t.Errorf("a metadata-only update was rejected: %v", err)
+	}
+}
+
+func TestDeleteIsAlwaysAllowed(t *testing.T) {
+	if _, err := newValidator(t).ValidateDelete(context.Background(), policy("ipAdress.exists")); err != nil {
+		t.Errorf("ValidateDelete: %v", err)
+	}
+}
