@@ -17,8 +17,13 @@ STAGING_VERSION=v0.${K8S_MINOR}.${K8S_VERSION##*.}
 
 log() { echo "envtest-bins: $*" >&2; }
 
-# current BIN PATTERN: true when BIN exists and its --version output contains PATTERN.
-current() { [ -x "$DEST/$1" ] && "$DEST/$1" --version 2>/dev/null | grep -qF "$2"; }
+# current BIN PATTERN: true when BIN exists and its --version output contains PATTERN. The
+# output is captured first: with pipefail, `bin | grep -q` fails whenever grep exits before
+# bin has written everything (SIGPIPE).
+current() {
+  local out
+  [ -x "$DEST/$1" ] && out=$("$DEST/$1" --version 2>/dev/null) && grep -qF "$2" <<<"$out"
+}
 
 build_kube() {
   local dir=$WORK/kubernetes-$K8S_VERSION
