@@ -1,8 +1,9 @@
 package evaluator
 
 import (
+	"cmp"
 	"fmt"
-	"reflect"
+	"regexp"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -24,11 +25,10 @@ type Compiler struct {
 	limits Limits
 }
 
-// NewCompiler builds the CEL environment with the given limits (DefaultLimits when zero).
+// NewCompiler builds the CEL environment with the given limits; each zero field takes its
+// value from DefaultLimits.
 func NewCompiler(limits Limits) (*Compiler, error) {
-	if limits == (Limits{}) {
-		limits = DefaultLimits
-	}
+	limits = limits.withDefaults()
 	envSet, err := newInputEnvSet(limits)
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
@@ -42,11 +42,16 @@ func (c *Compiler) Limits() Limits { return c.limits }
 // Policy is one compiled generation of a ClusterIPAMPolicy. It is immutable and safe for
 // concurrent evaluation.
 type Policy struct {
-	Name          string
-	Generation    int64
-	Priority      int32
+	// Name is the ClusterIPAMPolicy's name.
+	Name string
+	// Generation is the metadata.generation compiled.
+	Generation int64
+	// Priority orders the policy in a Set (lower first, then by name).
+	Priority int32
+	// FailurePolicy is spec.failurePolicy, Fail when unset.
 	FailurePolicy v1alpha1.FailurePolicy
-	Mode          v1alpha1.PolicyMode
+	// Mode is spec.mode, Enforce when unset.
+	Mode v1alpha1.PolicyMode
 
 	namespaceSelector labels.Selector
 	vmSelector        labels.Selector
@@ -91,29 +96,37 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 	spec := field.NewPath("spec")
 	out := &Policy{
 		Name: p.Name, Generation: p.Generation, Priority: p.Spec.Priority,
-		FailurePolicy: p.Spec.FailurePolicy, Mode: p.Spec.Mode, limits: c.limits,
-		networks: p.Spec.Match.Networks,
+		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),
+		Mode:          cmp.Or(p.Spec.Mode, v1alpha1.PolicyModeEnforce),
+		limits:        c.limits, networks: p.Spec.Match.Networks,
 	}
-	if out.FailurePolicy == "" {
-		out.FailurePolicy = v1alpha1.FailurePolicyFail
-	}
-	if out.Mode == "" {
-		out.Mode = v1alpha1.PolicyModeEnforce
-	}
+	cc.enums(spec, out)
 	out.namespaceSelector = cc.selector(spec.Child("match", "namespaceSelector"), p.Spec.Match.NamespaceSelector)
 	out.vmSelector = cc.selector(spec.Child("match", "vmSelector"), p.Spec.Match.VMSelector)
-
 	env := cc.compileVariables(spec.Child("variables"), p.Spec.Variables, out)
 	if env == nil {
 		return nil, cc.errs
 	}
-	for i, mc := range p.Spec.MatchConditions {
+	cc.compileExpressions(env, spec, &p.Spec, out)
+	if len(cc.errs) > 0 {
+		return nil, cc.errs
+	}
+	return out, nil
+}
+
+// compileExpressions compiles matchConditions, allocation, skipRules and hotplug in env.
+func (cc *compilation) compileExpressions(env *environment.EnvSet, spec *field.Path, s *v1alpha1.ClusterIPAMPolicySpec, out *Policy) {
+	for i, mc := range s.MatchConditions {
 		path := spec.Child("matchConditions").Index(i).Child("expression")
 		out.matchConditions = append(out.matchConditions, namedProgram{mc.Name, cc.expr(env, path, mc.Expression, cel.BoolType)})
 	}
-	out.allocation = cc.expr(env, spec.Child("allocation", "expression"), p.Spec.Allocation.Expression, cel.StringType)
-	for i, r := range p.Spec.SkipRules {
+	out.allocation = cc.expr(env, spec.Child("allocation", "expression"), s.Allocation.Expression, cel.StringType)
+	for i, r := range s.SkipRules {
 		path := spec.Child("skipRules").Index(i)
+		if !reasonPattern.MatchString(r.Reason) {
+			cc.errs = append(cc.errs, field.Invalid(path.Child("reason"), r.Reason,
+				"must be CamelCase: a capital letter, then letters and digits"))
+		}
 		rule := skipRule{name: r.Name, reason: r.Reason, message: r.Message,
 			program: cc.expr(env, path.Child("expression"), r.Expression, cel.BoolType)}
 		if r.MessageExpression != "" {
@@ -122,14 +135,32 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 		}
 		out.skipRules = append(out.skipRules, rule)
 	}
-	if p.Spec.Hotplug != nil {
-		hp := cc.expr(env, spec.Child("hotplug", "expression"), p.Spec.Hotplug.Expression, cel.BoolType)
+	if s.Hotplug != nil {
+		hp := cc.expr(env, spec.Child("hotplug", "expression"), s.Hotplug.Expression, cel.BoolType)
 		out.hotplug = &hp
 	}
-	if len(cc.errs) > 0 {
-		return nil, cc.errs
+}
+
+// reasonPattern is the CRD's pattern for skipRules[].reason, checked here too because
+// ipamctl compiles files that never went through the API server.
+var reasonPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// enums checks the enumerated fields the CRD also validates, for the same reason.
+func (cc *compilation) enums(spec *field.Path, out *Policy) {
+	if out.FailurePolicy != v1alpha1.FailurePolicyFail && out.FailurePolicy != v1alpha1.FailurePolicyIgnore {
+		cc.errs = append(cc.errs, field.NotSupported(spec.Child("failurePolicy"), out.FailurePolicy,
+			[]v1alpha1.FailurePolicy{v1alpha1.FailurePolicyFail, v1alpha1.FailurePolicyIgnore}))
 	}
-	return out, nil
+	if out.Mode != v1alpha1.PolicyModeEnforce && out.Mode != v1alpha1.PolicyModeAudit {
+		cc.errs = append(cc.errs, field.NotSupported(spec.Child("mode"), out.Mode,
+			[]v1alpha1.PolicyMode{v1alpha1.PolicyModeEnforce, v1alpha1.PolicyModeAudit}))
+	}
+	for i, n := range out.networks {
+		if n.Type != "Network" && n.Type != "ClusterNetwork" {
+			cc.errs = append(cc.errs, field.NotSupported(spec.Child("match", "networks").Index(i).Child("type"),
+				n.Type, []string{"Network", "ClusterNetwork"}))
+		}
+	}
 }
 
 // compilation collects the errors of one Compile call.
@@ -163,6 +194,10 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 	}
 	for i, v := range vars {
 		vpath := path.Index(i)
+		if msg := variableNameError(v.Name); msg != "" {
+			cc.errs = append(cc.errs, field.Invalid(vpath.Child("name"), v.Name, msg))
+			continue
+		}
 		if _, dup := fields[v.Name]; dup {
 			cc.errs = append(cc.errs, field.Duplicate(vpath.Child("name"), v.Name))
 			continue
@@ -177,6 +212,30 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 	}
 	out.variablesType = apiservercel.NewObjectType("vmipam.Variables", fields)
 	return env
+}
+
+var identifierPattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// celReserved are the words CEL does not accept as identifiers (as in Kubernetes'
+// validation of ValidatingAdmissionPolicy variable names).
+var celReserved = map[string]bool{
+	"true": true, "false": true, "null": true, "in": true, "as": true, "break": true,
+	"const": true, "continue": true, "else": true, "for": true, "function": true, "if": true,
+	"import": true, "let": true, "loop": true, "package": true, "namespace": true,
+	"return": true, "var": true, "void": true, "while": true,
+}
+
+// variableNameError says why name cannot be a variable's name, or returns "".
+func variableNameError(name string) string {
+	switch {
+	case name == "":
+		return "a name is required"
+	case !identifierPattern.MatchString(name) || len(name) > 63:
+		return "must be a CEL identifier of at most 63 characters: a letter or _, then letters, digits or _"
+	case celReserved[name]:
+		return "is a reserved word in CEL"
+	}
+	return ""
 }
 
 // withVariables extends the input environment with `variables`, an object of the given fields.
@@ -337,5 +396,3 @@ func declTypeOf(t *cel.Type) *apiservercel.DeclType {
 	}
 	return apiservercel.DynType
 }
-
-var _ = reflect.TypeFor[Input]

@@ -38,10 +38,14 @@ const (
 
 // Decision is the outcome for one interface (DESIGN.md §3.2).
 type Decision struct {
+	// Allocation is how the interface gets its address; AllocationUnknown when the
+	// evaluation failed.
 	Allocation Allocation `json:"allocation"`
 	// Skip: the interface is not attached; Reason and Message say why.
-	Skip    bool   `json:"skip"`
-	Reason  Reason `json:"reason,omitempty"`
+	Skip bool `json:"skip"`
+	// Reason is the skip reason; "" when the interface is not skipped.
+	Reason Reason `json:"reason,omitempty"`
+	// Message explains the skip for humans (NetworkReady condition, events).
 	Message string `json:"message,omitempty"`
 	// Hotplug: a change of this interface may be applied to a running VM.
 	Hotplug bool `json:"hotplug"`
@@ -52,7 +56,8 @@ type Decision struct {
 	Rule string `json:"rule,omitempty"`
 	// Cost is the CEL runtime cost spent on this interface, summed over all expressions of
 	// all policies evaluated (k8s.io/apiserver cost units).
-	Cost  int64 `json:"cost"`
+	Cost int64 `json:"cost"`
+	// Trace explains how the decision was reached.
 	Trace Trace `json:"trace"`
 }
 
@@ -69,19 +74,22 @@ type Trace struct {
 	// Variables holds the values of the deciding policy's variables that were evaluated, as
 	// CEL literals.
 	Variables map[string]string `json:"variables,omitempty"`
-	// Errors lists evaluation errors, each "policy <name>: <field path>: <error>", including
-	// those of Ignore policies that were passed over.
+	// Errors lists evaluation errors in the order they happened, each "policy <name>: <field
+	// path>: <error>": the deciding error, those of Ignore and Audit policies that were passed
+	// over, and those of messageExpressions that fell back to the static message.
 	Errors []string `json:"errors,omitempty"`
 }
 
 // AuditRecord is the would-be decision of an Audit-mode policy.
+// Its fields mean what Decision's do; Error is set, and the others are zero, when the policy
+// failed to evaluate.
 type AuditRecord struct {
-	Policy     string     `json:"policy"`
-	Allocation Allocation `json:"allocation"`
-	Skip       bool       `json:"skip"`
-	Reason     Reason     `json:"reason,omitempty"`
-	Message    string     `json:"message,omitempty"`
-	Hotplug    bool       `json:"hotplug"`
-	Rule       string     `json:"rule,omitempty"`
-	Error      string     `json:"error,omitempty"`
+	Policy     string     `json:"policy"`            // the Audit policy's name
+	Allocation Allocation `json:"allocation"`        // Decision.Allocation
+	Skip       bool       `json:"skip"`              // Decision.Skip
+	Reason     Reason     `json:"reason,omitempty"`  // Decision.Reason
+	Message    string     `json:"message,omitempty"` // Decision.Message
+	Hotplug    bool       `json:"hotplug"`           // Decision.Hotplug
+	Rule       string     `json:"rule,omitempty"`    // Decision.Rule
+	Error      string     `json:"error,omitempty"`   // the evaluation error, with its field path
 }

@@ -7,9 +7,13 @@
 //
 // Layers, as in Kubernetes' CEL admission: the environment (env.go) is built once from
 // k8s.io/apiserver's base environment at a pinned language version with the inputs declared as
-// typed CEL objects (input.go); Compile (compile.go) turns one policy generation into programs,
-// type-checking every expression, estimating its worst-case cost and reporting errors as a
-// field.ErrorList with paths such as spec.skipRules[2].messageExpression; a Set (set.go) is an
-// immutable, ordered snapshot of compiled policies whose Decide evaluates one interface under
-// the semantics of DESIGN.md §3.3, with the limits of limits.go.
+// typed CEL objects (input.go; maps iterate in key order, ordered.go); Compile (compile.go)
+// turns one policy generation into programs, type-checking every expression, estimating its
+// worst-case cost and reporting errors as a field.ErrorList with paths such as
+// spec.skipRules[2].messageExpression; a Set (set.go, run.go) is an immutable, ordered
+// snapshot of compiled policies whose Decide evaluates one interface under the semantics of
+// DESIGN.md §3.3, with the limits of limits.go, and explains itself in a Trace (trace.go).
+//
+// Policy test suites (cases.go, expect.go) pair inputs with expected decisions in YAML; the
+// golden tests run the ones in samples/cases, and `ipamctl test` runs admins' own.
 package evaluator

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -24,13 +25,13 @@ var LanguageVersion = version.MajorMinor(1, 37)
 
 // inputVariables maps each CEL variable to the Go type that declares it.
 var inputVariables = map[string]reflect.Type{
-	"vm":        reflect.TypeFor[VM](),
-	"interface": reflect.TypeFor[Interface](),
-	"network":   reflect.TypeFor[Network](),
-	"ipAddress": reflect.TypeFor[IPAddress](),
-	"holders":   reflect.TypeFor[Holders](),
-	"namespace": reflect.TypeFor[Namespace](),
-	"change":    reflect.TypeFor[Change](),
+	"vm":              reflect.TypeFor[VM](),
+	"interface":       reflect.TypeFor[Interface](),
+	"network":         reflect.TypeFor[Network](),
+	"ipAddress":       reflect.TypeFor[IPAddress](),
+	"holders":         reflect.TypeFor[Holders](),
+	"namespaceObject": reflect.TypeFor[Namespace](),
+	"change":          reflect.TypeFor[Change](),
 }
 
 // newInputEnvSet extends the Kubernetes base environment (ip, cidr, lists, regex, strings,
@@ -44,7 +45,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 		opts = append(opts, cel.Variable(name, cel.ObjectType(celTypeName(t))))
 	}
 	nativeTypes = append(nativeTypes, ext.ParseStructTag("json"))
-	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...)}, opts...)
+	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...), orderedMaps}, opts...)
 	return environment.MustBaseEnvSet(LanguageVersion).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        opts,
@@ -71,6 +72,7 @@ const (
 	defaultElemSize = 253
 )
 
+// EstimateSize implements checker.CostEstimator from the maxSize tags of input.go.
 func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
 	if len(path) == 0 {
@@ -133,8 +135,43 @@ func variableSize(n checker.AstNode) *checker.SizeEstimate {
 	return nil
 }
 
+// EstimateCallCost implements checker.CostEstimator; calls are left to the library.
 func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// estimator is the static cost estimator: the Kubernetes library's function costs over our
+// declared input sizes, plus result sizes for string() of fixed-size values. cel-go leaves
+// those unbounded, which would reject `'nic ' + string(interface.index)` as infinitely
+// expensive; the library does not ask its SizeEstimator about calls, hence this wrapper.
+type estimator struct{ lib *library.CostEstimator }
+
+var _ checker.CostEstimator = estimator{}
+
+// EstimateSize implements checker.CostEstimator.
+func (e estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	return e.lib.EstimateSize(n)
+}
+
+// EstimateCallCost implements checker.CostEstimator.
+func (e estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if function == overloads.TypeConvertString && len(args) == 1 {
+		size := e.EstimateSize(args[0]) // string(s) and string(bytes) are as long as their input
+		if max, ok := stringSizes[args[0].Type().TypeName()]; ok {
+			size = &checker.SizeEstimate{Min: 1, Max: max}
+		}
+		if size != nil {
+			return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1}, ResultSize: size}
+		}
+	}
+	return e.lib.EstimateCallCost(function, overloadID, target, args)
+}
+
+// stringSizes bounds the length of string(x) by the type of x.
+var stringSizes = map[string]uint64{
+	"int": 20, "uint": 20, "double": 32, "bool": 5,
+	"google.protobuf.Timestamp": 40, "google.protobuf.Duration": 32,
+	"net.IP": 45, "net.CIDR": 49,
 }
 
 func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
@@ -150,6 +187,5 @@ func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// costEstimator is the static estimator: the Kubernetes library's function costs over our
-// declared input sizes.
-var costEstimator = &library.CostEstimator{SizeEstimator: sizeEstimator{}}
+// costEstimator is the static estimator every expression is checked with.
+var costEstimator = estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{}}}

@@ -1,7 +1,10 @@
 package evaluator_test
 
 import (
+	"context"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
@@ -61,4 +64,93 @@ func pooledStatic() evaluator.Input {
 		NetworkRef: evaluator.Ref{Kind: "ClusterNetwork", Name: "corp"}, Phase: "Allocated",
 		Address: "10.0.0.9", Allocated: true}
 	return in
+}
+
+// policyOption changes one part of a test policy.
+type policyOption func(*v1alpha1.ClusterIPAMPolicy)
+
+// newPolicy builds a policy that matches everything and decides Auto, changed by opts.
+func newPolicy(name string, opts ...policyOption) *v1alpha1.ClusterIPAMPolicy {
+	p := &v1alpha1.ClusterIPAMPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{
+			Priority:   100,
+			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func priority(n int32) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Priority = n }
+}
+
+func allocation(expr string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Allocation.Expression = expr }
+}
+
+func variable(name, expr string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) {
+		p.Spec.Variables = append(p.Spec.Variables, v1alpha1.NamedExpression{Name: name, Expression: expr})
+	}
+}
+
+func matchCondition(name, expr string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) {
+		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: name, Expression: expr})
+	}
+}
+
+// skipRule adds a rule; message and messageExpression are optional ("").
+func skipRule(name, expr, reason, message, messageExpression string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) {
+		p.Spec.SkipRules = append(p.Spec.SkipRules, v1alpha1.SkipRule{Name: name, Expression: expr,
+			Reason: reason, Message: message, MessageExpression: messageExpression})
+	}
+}
+
+func hotplug(expr string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Hotplug = &v1alpha1.Expression{Expression: expr} }
+}
+
+func ignoreErrors(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.FailurePolicy = v1alpha1.FailurePolicyIgnore }
+
+func audit(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Mode = v1alpha1.PolicyModeAudit }
+
+func vmSelector(labels map[string]string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) {
+		p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: labels}
+	}
+}
+
+func namespaceSelector(labels map[string]string) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) {
+		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: labels}
+	}
+}
+
+func networks(nets ...v1alpha1.NetworkSelector) policyOption {
+	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Match.Networks = nets }
+}
+
+// setOf compiles the policies into a Set whose built-in fallback is the shipped default.
+func setOf(t testing.TB, c *evaluator.Compiler, ps ...*v1alpha1.ClusterIPAMPolicy) *evaluator.Set {
+	t.Helper()
+	b, err := policies.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled := make([]*evaluator.Policy, len(ps))
+	for i, p := range ps {
+		compiled[i] = mustCompile(t, c, p)
+	}
+	return evaluator.NewSet(compiled, mustCompile(t, c, b))
+}
+
+// decide evaluates in with a fresh context and no options.
+func decide(s *evaluator.Set, in evaluator.Input) evaluator.Decision {
+	return s.Decide(context.Background(), in, evaluator.Options{})
 }

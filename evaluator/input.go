@@ -4,32 +4,49 @@ import "time"
 
 // Input is everything a policy sees about one additional VM interface (DESIGN.md §3.1).
 // Each top-level field is a CEL variable of the same JSON name: vm, interface, network,
-// ipAddress, holders, namespace and change. Every field is always present (zero values stand
-// for "unset"), so expressions never fail on a missing key; has() is not needed.
+// ipAddress, holders, namespaceObject and change. (The namespace is namespaceObject, as in
+// Kubernetes' ValidatingAdmissionPolicy, because `namespace` is a reserved word in CEL and
+// cannot be referenced.) Every field is always present (zero values stand for "unset"), so
+// expressions never fail on a missing key; has() is not needed. Nil maps and lists are
+// treated as empty.
 //
 // The `maxSize` tags bound strings (characters) and lists and maps (entries) for the static
 // cost estimate (see limits.go); they come from the Kubernetes limits on the source fields
 // (DNS-1123 names 253, label values 63, qualified keys 317). Inputs larger than declared are
 // still evaluated: the runtime cost limit, not the estimate, guards them.
 type Input struct {
-	VM        VM        `json:"vm"`
+	// VM is the VirtualMachine the interface belongs to (CEL: vm).
+	VM VM `json:"vm"`
+	// Interface is the spec.networks entry being decided (CEL: interface).
 	Interface Interface `json:"interface"`
-	Network   Network   `json:"network"`
+	// Network is the network the interface names (CEL: network).
+	Network Network `json:"network"`
+	// IPAddress is the IPAddress the interface would use (CEL: ipAddress).
 	IPAddress IPAddress `json:"ipAddress"`
-	Holders   Holders   `json:"holders"`
-	Namespace Namespace `json:"namespace"`
-	Change    Change    `json:"change"`
+	// Holders are the other VMs wanting the same static IPAddress (CEL: holders).
+	Holders Holders `json:"holders"`
+	// Namespace is the VM's Namespace (CEL: namespaceObject).
+	Namespace Namespace `json:"namespaceObject"`
+	// Change is how the interface differs from what is applied (CEL: change).
+	Change Change `json:"change"`
 }
 
 // VM describes the VirtualMachine (virtualization.deckhouse.io/v1alpha2) owning the interface.
 type VM struct {
-	Name              string            `json:"name" maxSize:"253"`
-	Namespace         string            `json:"namespace" maxSize:"63"`
-	UID               string            `json:"uid" maxSize:"36"`
-	Labels            map[string]string `json:"labels" maxSize:"64"`
-	Annotations       map[string]string `json:"annotations" maxSize:"64"`
-	Phase             string            `json:"phase" maxSize:"32"`
-	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	// Name is metadata.name.
+	Name string `json:"name" maxSize:"253"`
+	// Namespace is metadata.namespace.
+	Namespace string `json:"namespace" maxSize:"63"`
+	// UID is metadata.uid.
+	UID string `json:"uid" maxSize:"36"`
+	// Labels are metadata.labels; in CEL they iterate in key order.
+	Labels map[string]string `json:"labels" maxSize:"64"`
+	// Annotations are metadata.annotations; in CEL they iterate in key order.
+	Annotations map[string]string `json:"annotations" maxSize:"64"`
+	// Phase is status.phase: Pending, Starting, Running, Stopping, Stopped, Migrating, ….
+	Phase string `json:"phase" maxSize:"32"`
+	// CreationTimestamp is metadata.creationTimestamp (a CEL timestamp).
+	CreationTimestamp time.Time `json:"creationTimestamp"`
 }
 
 // Interface is one entry of the VM's spec.networks.
@@ -50,11 +67,16 @@ type Interface struct {
 
 // InterfaceSpec mirrors a VirtualMachine spec.networks[] entry; unset fields are zero.
 type InterfaceSpec struct {
-	ID                           int64  `json:"id"`
-	Type                         string `json:"type" maxSize:"32"`
-	Name                         string `json:"name" maxSize:"253"`
+	// ID is spec.networks[].id.
+	ID int64 `json:"id"`
+	// Type is spec.networks[].type.
+	Type string `json:"type" maxSize:"32"`
+	// Name is spec.networks[].name.
+	Name string `json:"name" maxSize:"253"`
+	// VirtualMachineMACAddressName is spec.networks[].virtualMachineMACAddressName.
 	VirtualMachineMACAddressName string `json:"virtualMachineMACAddressName" maxSize:"253"`
-	IPAddressName                string `json:"ipAddressName" maxSize:"253"`
+	// IPAddressName is spec.networks[].ipAddressName.
+	IPAddressName string `json:"ipAddressName" maxSize:"253"`
 }
 
 // Network describes the SDN Network or ClusterNetwork the interface names.
@@ -64,31 +86,41 @@ type Network struct {
 	// Ready is the network's Ready condition (SDN).
 	Ready bool `json:"ready"`
 	// IPAMEnabled is true when spec.ipam.ipAddressPoolRef.name is non-empty.
-	IPAMEnabled bool              `json:"ipamEnabled"`
-	Pool        Ref               `json:"pool"`
-	Labels      map[string]string `json:"labels" maxSize:"64"`
+	IPAMEnabled bool `json:"ipamEnabled"`
+	// Pool is spec.ipam.ipAddressPoolRef: ClusterIPAddressPool or IPAddressPool, and name.
+	Pool Ref `json:"pool"`
+	// Labels are the network's metadata.labels.
+	Labels map[string]string `json:"labels" maxSize:"64"`
 }
 
 // Ref is a reference by kind and name.
 type Ref struct {
+	// Kind is the referenced kind, e.g. ClusterNetwork or IPAddressPool.
 	Kind string `json:"kind" maxSize:"32"`
+	// Name is the referenced object's name.
 	Name string `json:"name" maxSize:"253"`
 }
 
 // Owner is the VM an IPAddress belongs to (its controller ownerReference).
 type Owner struct {
+	// Name is the owner VM's name.
 	Name string `json:"name" maxSize:"253"`
-	UID  string `json:"uid" maxSize:"36"`
+	// UID is the owner VM's UID (compare it with vm.uid).
+	UID string `json:"uid" maxSize:"36"`
 }
 
 // IPAddress describes the SDN IPAddress the interface would use: the static one named by
 // ipAddressName, or the VM's own Auto one for this interface.
 type IPAddress struct {
-	Exists bool   `json:"exists"`
-	Name   string `json:"name" maxSize:"253"`
+	// Exists is false when the IPAddress is not found; Name is then still the name looked
+	// for (the static name, or the Auto name the controller would create) and the rest zero.
+	Exists bool `json:"exists"`
+	// Name is the IPAddress's name.
+	Name string `json:"name" maxSize:"253"`
 	// Type is Auto or Static (SDN spec.type).
-	Type       string `json:"type" maxSize:"16"`
-	NetworkRef Ref    `json:"networkRef"`
+	Type string `json:"type" maxSize:"16"`
+	// NetworkRef is spec.networkRef: the Network or ClusterNetwork the address belongs to.
+	NetworkRef Ref `json:"networkRef"`
 	// Phase is Pending or Allocated (SDN status.phase).
 	Phase string `json:"phase" maxSize:"16"`
 	// Address is status.address, e.g. "10.10.0.7".
@@ -113,7 +145,9 @@ type Holders struct {
 
 // Namespace describes the VM's Namespace.
 type Namespace struct {
-	Name   string            `json:"name" maxSize:"63"`
+	// Name is the namespace's name.
+	Name string `json:"name" maxSize:"63"`
+	// Labels are the namespace's labels, which match.namespaceSelector is matched against.
 	Labels map[string]string `json:"labels" maxSize:"64"`
 }
 
@@ -131,16 +165,21 @@ const (
 
 // Change is what differs between the applied state of the interface and the desired one.
 type Change struct {
-	Kind      string      `json:"kind" maxSize:"16"`
-	From      ChangeState `json:"from"`
-	To        ChangeState `json:"to"`
-	VMRunning bool        `json:"vmRunning"`
+	// Kind is one of the ChangeKind constants.
+	Kind string `json:"kind" maxSize:"16"`
+	// From is the interface as applied now (zero for an interface being added).
+	From ChangeState `json:"from"`
+	// To is the interface as desired (zero for an interface being removed).
+	To ChangeState `json:"to"`
+	// VMRunning says whether the VM has a running launcher pod the change would hot-plug into.
+	VMRunning bool `json:"vmRunning"`
 }
 
 // ChangeState is one side of a Change.
 type ChangeState struct {
 	// Allocation is Auto, Static, None, or "" for an interface that is not attached.
-	Allocation    string `json:"allocation" maxSize:"8"`
+	Allocation string `json:"allocation" maxSize:"8"`
+	// IPAddressName is the static IPAddress's name, "" otherwise.
 	IPAddressName string `json:"ipAddressName" maxSize:"253"`
 }
 

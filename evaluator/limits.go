@@ -32,3 +32,25 @@ var DefaultLimits = Limits{
 	Deadline:            100 * time.Millisecond,
 	CheckFrequency:      100,
 }
+
+// withDefaults fills every zero field from DefaultLimits, so that a caller may set only the
+// limits it cares about (a zero cost limit or deadline would fail every evaluation).
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.StaticCostLimit == 0 {
+		l.StaticCostLimit = d.StaticCostLimit
+	}
+	if l.PerCallCostLimit == 0 {
+		l.PerCallCostLimit = d.PerCallCostLimit
+	}
+	if l.InterfaceCostBudget <= 0 {
+		l.InterfaceCostBudget = d.InterfaceCostBudget
+	}
+	if l.Deadline <= 0 {
+		l.Deadline = d.Deadline
+	}
+	if l.CheckFrequency == 0 {
+		l.CheckFrequency = d.CheckFrequency
+	}
+	return l
+}

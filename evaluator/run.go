@@ -2,7 +2,9 @@ package evaluator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -10,22 +12,25 @@ import (
 	"k8s.io/apiserver/pkg/cel/lazy"
 )
 
-// run is the state of one interface evaluation: its input, deadline and cost budget.
+// run is the state of one interface evaluation: its input, deadline, cost budget and the
+// trace built so far.
 type run struct {
 	ctx    context.Context
 	in     *Input
 	budget int64
 	spent  int64
+	trace  Trace
 }
 
 // policy evaluates one policy on the interface: whether it matches and, if so, its decision.
-func (r *run) policy(p *Policy) (Decision, bool, error) {
+// d.Trace.Variables holds the variables evaluated, also when err is set.
+func (r *run) policy(p *Policy) (d Decision, matched bool, err error) {
 	act := r.activation(p)
-	ok, err := r.matchesWith(p, act)
-	if err != nil || !ok {
-		return Decision{}, false, err
+	defer func() { d.Trace.Variables = act.variableTrace() }()
+	if matched, err = r.matchesWith(p, act); err != nil || !matched {
+		return d, false, err
 	}
-	d := Decision{Policy: p.Name, Hotplug: true}
+	d = Decision{Policy: p.Name, Hotplug: true}
 	alloc, err := r.eval(p, p.allocation, act)
 	if err != nil {
 		return d, true, err
@@ -44,7 +49,6 @@ func (r *run) policy(p *Policy) (Decision, bool, error) {
 			return d, true, err
 		}
 	}
-	d.Trace.Variables = act.variableTrace()
 	return d, true, nil
 }
 
@@ -63,36 +67,55 @@ func (r *run) matchesWith(p *Policy, act *activation) (bool, error) {
 	return true, nil
 }
 
-// skipRules applies the first rule that holds. A failing messageExpression falls back to the
-// static message (or the reason) and says so; it does not fail the decision.
+// skipRules applies the first rule that holds.
 func (r *run) skipRules(p *Policy, act *activation, d *Decision) error {
 	for _, rule := range p.skipRules {
 		hit, err := r.evalBool(p, rule.program, act)
 		if err != nil {
 			return err
 		}
-		if !hit {
-			continue
+		if hit {
+			d.Skip, d.Reason, d.Rule = true, Reason(rule.reason), rule.name
+			d.Message = r.message(p, rule, act)
+			return nil
 		}
-		d.Skip, d.Reason, d.Rule = true, Reason(rule.reason), rule.name
-		d.Message = rule.message
-		if d.Message == "" {
-			d.Message = rule.reason
-		}
-		if rule.messageProgram != nil {
-			v, err := r.eval(p, *rule.messageProgram, act)
-			if s, ok := valueString(v); err == nil && ok {
-				d.Message = s
-			} else {
-				if err == nil {
-					err = fmt.Errorf("%s: did not evaluate to a string", rule.messageProgram.path)
-				}
-				d.Message += fmt.Sprintf(" (messageExpression failed: %v)", err)
-			}
-		}
-		return nil
 	}
 	return nil
+}
+
+// maxMessageLength bounds a messageExpression's result, as Kubernetes does for
+// ValidatingAdmissionPolicy (MaxEvaluatedMessageExpressionSizeBytes).
+const maxMessageLength = 5 * 1024
+
+// message is a fired rule's message: its messageExpression's result when that evaluates to a
+// non-empty string of at most maxMessageLength bytes; else the static message (or the reason)
+// followed by why the messageExpression was not used. The failure does not fail the decision;
+// it is recorded in the trace's errors.
+func (r *run) message(p *Policy, rule skipRule, act *activation) string {
+	static := rule.message
+	if static == "" {
+		static = rule.reason
+	}
+	if rule.messageProgram == nil {
+		return static
+	}
+	v, err := r.eval(p, *rule.messageProgram, act)
+	if err == nil {
+		s, ok := valueString(v)
+		switch {
+		case !ok:
+			err = &policyError{p.Name, rule.messageProgram.path, errors.New("did not evaluate to a string")}
+		case strings.TrimSpace(s) == "":
+			err = &policyError{p.Name, rule.messageProgram.path, errors.New("evaluated to an empty message")}
+		case len(s) > maxMessageLength:
+			err = &policyError{p.Name, rule.messageProgram.path,
+				fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
+		default:
+			return s
+		}
+	}
+	r.trace.Errors = append(r.trace.Errors, err.Error())
+	return fmt.Sprintf("%s (messageExpression failed: %v)", static, err)
 }
 
 func valueString(v ref.Val) (string, bool) {
@@ -116,10 +139,15 @@ func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, error) {
 }
 
 // eval runs one program, charging its cost to the interface budget. Every failure — a runtime
-// error, the per-call cost limit, the budget, the deadline — is an error, never false.
+// error, the per-call cost limit, the budget, the deadline — is an error, never false. An
+// error raised while evaluating a variable keeps the variable's path.
 func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, error) {
 	if prog.prog == nil {
-		return nil, &policyError{p.Name, prog.path, fmt.Errorf("expression was not compiled")}
+		return nil, &policyError{p.Name, prog.path, errors.New("expression was not compiled")}
+	}
+	if err := r.ctx.Err(); err != nil {
+		// ContextEval only checks the context inside comprehensions.
+		return nil, &policyError{p.Name, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
 	v, det, err := prog.prog.ContextEval(r.ctx, act)
 	if det != nil && det.ActualCost() != nil {
@@ -129,6 +157,10 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, error) {
 		err, _ = v.Value().(error)
 	}
 	if err != nil {
+		var inner *policyError
+		if errors.As(err, &inner) {
+			return nil, inner
+		}
 		return nil, &policyError{p.Name, prog.path, err}
 	}
 	if r.spent > r.budget {
@@ -164,6 +196,7 @@ func (r *run) activation(p *Policy) *activation {
 	return a
 }
 
+// ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
 	in := a.r.in
 	switch name {
@@ -177,7 +210,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &in.IPAddress, true
 	case "holders":
 		return &in.Holders, true
-	case "namespace":
+	case "namespaceObject":
 		return &in.Namespace, true
 	case "change":
 		return &in.Change, true
@@ -187,6 +220,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	return nil, false
 }
 
+// Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 func (a *activation) variableTrace() map[string]string {
@@ -198,13 +232,4 @@ func (a *activation) variableTrace() map[string]string {
 		out[k] = formatValue(v)
 	}
 	return out
-}
-
-func formatValue(v ref.Val) string {
-	switch x := v.Value().(type) {
-	case string:
-		return fmt.Sprintf("%q", x)
-	default:
-		return fmt.Sprint(x)
-	}
 }

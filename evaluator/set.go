@@ -55,59 +55,80 @@ type Options struct {
 // would decide; an evaluation error skips the interface with ReasonPolicyError under
 // failurePolicy Fail and passes the policy over under Ignore; when nothing decides, the
 // built-in default does. Decide never returns an error and never panics on bad input; it is
-// deterministic for a given input.
+// deterministic for a given input. A failed evaluation always has AllocationUnknown.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
-	run := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget}
-	var trace Trace
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget}
 	for i, p := range s.policies {
-		d, matched, err := run.policy(p)
-		if err != nil {
-			trace.Errors = append(trace.Errors, err.Error())
-			if p.Mode == v1alpha1.PolicyModeAudit {
-				trace.Audit = append(trace.Audit, AuditRecord{Policy: p.Name, Error: err.Error()})
-				continue
-			}
-			if p.FailurePolicy == v1alpha1.FailurePolicyIgnore {
-				continue
-			}
-			trace.Matched = append(trace.Matched, p.Name)
-			return s.finish(run, errorDecision(p, err), trace, i, opts)
+		if d, decided := r.consider(p); decided {
+			return s.finish(r, d, i+1, opts)
 		}
-		if !matched {
-			continue
-		}
-		trace.Matched = append(trace.Matched, p.Name)
-		if p.Mode == v1alpha1.PolicyModeAudit {
-			trace.Audit = append(trace.Audit, d.audit(p.Name))
-			continue
-		}
-		return s.finish(run, d, trace, i, opts)
 	}
-	d, _, err := run.policy(s.builtin)
-	if err != nil {
-		trace.Errors = append(trace.Errors, err.Error())
-		d = errorDecision(s.builtin, err)
-	}
-	d.Policy = BuiltinPolicy
-	return s.finish(run, d, trace, len(s.policies), opts)
+	return s.finish(r, r.builtin(s.builtin), len(s.policies), opts)
 }
 
-func (s *Set) finish(r *run, d Decision, trace Trace, decidedAt int, opts Options) Decision {
+// consider evaluates policy p and says whether it decides the interface, recording in the
+// trace what it did otherwise.
+func (r *run) consider(p *Policy) (Decision, bool) {
+	d, matched, err := r.policy(p)
+	switch {
+	case err != nil:
+		r.trace.Errors = append(r.trace.Errors, err.Error())
+		if p.Mode == v1alpha1.PolicyModeAudit {
+			r.trace.Audit = append(r.trace.Audit, AuditRecord{Policy: p.Name, Error: err.Error()})
+			return d, false
+		}
+		if p.FailurePolicy == v1alpha1.FailurePolicyIgnore {
+			return d, false
+		}
+		r.trace.Matched = append(r.trace.Matched, p.Name)
+		return failed(p, err, d.Trace.Variables), true
+	case !matched:
+		return d, false
+	}
+	r.trace.Matched = append(r.trace.Matched, p.Name)
+	if p.Mode == v1alpha1.PolicyModeAudit {
+		r.trace.Audit = append(r.trace.Audit, d.audit(p.Name))
+		return d, false
+	}
+	return d, true
+}
+
+// builtin lets the built-in default decide. It is meant to match every interface; if it
+// does not, that is an error too, so that no decision is ever made up.
+func (r *run) builtin(b *Policy) Decision {
+	d, matched, err := r.policy(b)
+	if err == nil && !matched {
+		err = &policyError{b.Name, "spec.match", errors.New("the built-in policy does not match the interface")}
+	}
+	if err != nil {
+		r.trace.Errors = append(r.trace.Errors, err.Error())
+		d = failed(b, err, d.Trace.Variables)
+	}
+	d.Policy = BuiltinPolicy
+	return d
+}
+
+// finish completes d with its cost and trace. With Options.Explain it also evaluates the
+// match of the Enforce policies from index next on, to list the ones d shadows; that work is
+// not part of d's cost, and its errors are ignored.
+func (s *Set) finish(r *run, d Decision, next int, opts Options) Decision {
+	d.Cost = r.spent
+	variables := d.Trace.Variables
 	if opts.Explain {
-		for _, p := range s.policies[min(decidedAt+1, len(s.policies)):] {
-			if p.Mode == v1alpha1.PolicyModeEnforce {
-				if ok, err := r.matches(p); ok && err == nil {
-					trace.Shadowed = append(trace.Shadowed, p.Name)
-				}
+		for _, p := range s.policies[min(next, len(s.policies)):] {
+			if p.Mode != v1alpha1.PolicyModeEnforce {
+				continue
+			}
+			if ok, err := r.matches(p); ok && err == nil {
+				r.trace.Shadowed = append(r.trace.Shadowed, p.Name)
 			}
 		}
 	}
-	trace.Variables = d.Trace.Variables
-	d.Trace = trace
-	d.Cost = r.spent
+	d.Trace = r.trace
+	d.Trace.Variables = variables
 	return d
 }
 
@@ -116,11 +137,12 @@ func (d Decision) audit(policy string) AuditRecord {
 		Message: d.Message, Hotplug: d.Hotplug, Rule: d.Rule}
 }
 
-// errorDecision is the Decision of a policy that failed under failurePolicy Fail: skipped,
-// with the allocation unknown so that nothing existing is deleted.
-func errorDecision(p *Policy, err error) Decision {
+// failed is the Decision of a policy that failed under failurePolicy Fail: skipped, with the
+// allocation unknown so that nothing existing is deleted. variables are the values the
+// policy's variables had before it failed.
+func failed(p *Policy, err error, variables map[string]string) Decision {
 	return Decision{Allocation: AllocationUnknown, Skip: true, Reason: ReasonPolicyError,
-		Message: err.Error(), Policy: p.Name}
+		Message: err.Error(), Policy: p.Name, Trace: Trace{Variables: variables}}
 }
 
 // policyError is an evaluation error of one expression of one policy.
@@ -129,9 +151,12 @@ type policyError struct {
 	err          error
 }
 
+// Error renders "policy <name>: <field path>: <error>".
 func (e *policyError) Error() string {
 	return fmt.Sprintf("policy %s: %s: %v", e.policy, e.path, e.err)
 }
+
+// Unwrap returns the CEL error, so that errors.Is(err, context.DeadlineExceeded) works.
 func (e *policyError) Unwrap() error { return e.err }
 
 // matchesStatic checks the match block: selectors and networks, no CEL.

@@ -1,0 +1,175 @@
+package evaluator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+const suiteHeader = "apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1\nkind: PolicyTest\n"
+
+const testPolicy = `apiVersion: ipam.virtualization.deckhouse.io/v1alpha1
+kind: ClusterIPAMPolicy
+metadata: {name: only-web}
+spec:
+  priority: 1
+  match: {vmSelector: {matchLabels: {app: web}}}
+  allocation: {expression: "'None'"}
+  skipRules:
+  - {name: second, expression: "interface.index == 2", reason: SecondNIC, message: "no second NIC"}
+`
+
+func TestParseSuiteRejects(t *testing.T) {
+	cases := []struct {
+		name, suite, detail string
+	}{
+		{"a file of another kind", "apiVersion: v1\nkind: ConfigMap\ncases: []\n", "want cli.ipam"},
+		{"an unknown field", suiteHeader + "cases:\n- name: a\n  expected: {skip: true}\n", `unknown field "expected"`},
+		{"no cases", suiteHeader, "no cases"},
+		{"a case without a name", suiteHeader + "cases:\n- expect: {skip: true}\n", "cases[0]: a name is required"},
+		{"a case without expectations", suiteHeader + "cases:\n- name: a\n", `cases[0] "a": expect is empty`},
+		{"a misspelled input field", suiteHeader + "cases:\n- name: a\n  input: {vm: {nmae: x}}\n  expect: {skip: true}\n",
+			`unknown field "nmae"`},
+		{"a misspelled defaults field", suiteHeader + "defaults: {network: {ready: yes, pol: {}}}\ncases:\n- name: a\n  expect: {skip: true}\n",
+			`unknown field "pol"`},
+		{"a string where a number goes", suiteHeader + "cases:\n- name: a\n  input: {interface: {index: one}}\n  expect: {skip: true}\n",
+			"cannot unmarshal string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := evaluator.ParseSuite([]byte(tc.suite))
+			if err == nil || !strings.Contains(err.Error(), tc.detail) {
+				t.Errorf("ParseSuite error = %v, want one containing %q", err, tc.detail)
+			}
+		})
+	}
+}
+
+func TestCaseInputAppliesOverDefaults(t *testing.T) {
+	s, err := evaluator.ParseSuite([]byte(suiteHeader + `
+defaults:
+  vm: {name: a, labels: {app: web, tier: front}}
+  holders: {vms: [vm-x, vm-y]}
+  interface: {index: 1, name: corp}
+cases:
+- name: merged
+  input:
+    vm: {labels: {tier: back}}
+    holders: {vms: [vm-z]}
+    interface: {index: 2}
+  expect: {skip: false}
+- name: cleared
+  input: {vm: {labels: null}}
+  expect: {skip: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, _ := s.CaseInput(0)
+	if merged.VM.Name != "a" || merged.VM.Labels["app"] != "web" || merged.VM.Labels["tier"] != "back" ||
+		len(merged.Holders.VMs) != 1 || merged.Holders.VMs[0] != "vm-z" || merged.Interface.Index != 2 ||
+		merged.Interface.Name != "corp" {
+		t.Errorf("merged input = %+v, want objects and maps merged, lists and scalars replaced", merged)
+	}
+	if cleared, _ := s.CaseInput(1); cleared.VM.Labels != nil || cleared.VM.Name != "a" {
+		t.Errorf("cleared input = %+v, want labels cleared by null", cleared.VM)
+	}
+}
+
+func TestRunSuiteReportsEveryFailedExpectation(t *testing.T) {
+	fsys := fstest.MapFS{
+		"policies/web.yaml": {Data: []byte(testPolicy)},
+		"cases/web.yaml": {Data: []byte(suiteHeader + `
+policies: [../policies/*.yaml]
+defaults:
+  vm: {name: web-1, labels: {app: web}}
+  interface: {index: 2, type: ClusterNetwork, name: corp}
+cases:
+- name: passes
+  expect: {allocation: None, skip: true, reason: SecondNIC, rule: second, policy: only-web, hotplug: true, messageContains: second NIC}
+- name: fails
+  expect: {allocation: Auto, skip: false, reason: Other, policy: default, messageContains: third, audit: {watcher: {skip: true}}}
+`)},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(suite.Loaded) != 1 || suite.Loaded[0].File != "policies/web.yaml" {
+		t.Fatalf("Loaded = %+v, want only-web from policies/web.yaml", suite.Loaded)
+	}
+	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !results[0].Passed() || results[0].String() != "PASS passes" {
+		t.Errorf("first case: %s", results[0])
+	}
+	want := `FAIL fails
+    allocation: got "None", want "Auto"
+    skip: got "true", want "false"
+    reason: got "SecondNIC", want "Other"
+    policy: got "only-web", want "default"
+    message: got "no second NIC", want it to contain "third"
+    audit[watcher]: no record, want one`
+	if got := results[1].String(); got != want {
+		t.Errorf("second case:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRunSuiteChecksAuditRecords(t *testing.T) {
+	audit := strings.Replace(strings.Replace(testPolicy, "name: only-web", "name: watcher", 1),
+		"priority: 1", "priority: 1\n  mode: Audit", 1)
+	fsys := fstest.MapFS{
+		"watcher.yaml": {Data: []byte(audit)},
+		"suite.yaml": {Data: []byte(suiteHeader + `
+policies: [watcher.yaml]
+defaults: {vm: {labels: {app: web}}, interface: {index: 2}}
+cases:
+- name: recorded
+  expect: {policy: "builtin:default", audit: {watcher: {allocation: None, skip: true, reason: SecondNIC}}}
+- name: recorded differently
+  expect: {audit: {watcher: {skip: false}}}
+`)},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !results[0].Passed() {
+		t.Errorf("first case: %s", results[0])
+	}
+	if got, want := results[1].String(), "FAIL recorded differently\n    audit[watcher].skip: got \"true\", want \"false\""; got != want {
+		t.Errorf("second case: %s\nwant %s", got, want)
+	}
+}
+
+func TestRunSuiteNamesPoliciesThatDoNotCompile(t *testing.T) {
+	broken := strings.Replace(testPolicy, "interface.index == 2", "interface.indx == 2", 1)
+	fsys := fstest.MapFS{
+		"p.yaml":     {Data: []byte(broken)},
+		"suite.yaml": {Data: []byte(suiteHeader + "policies: [p.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	if err == nil || !strings.Contains(err.Error(), "p.yaml: policy only-web: spec.skipRules[0].expression") {
+		t.Errorf("RunSuite error = %v, want it to name the file, the policy and the field path", err)
+	}
+}
+
+func TestLoadSuiteRejectsMissingPolicyFiles(t *testing.T) {
+	fsys := fstest.MapFS{"suite.yaml": {Data: []byte(suiteHeader + "policies: [none/*.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")}}
+	if _, err := evaluator.LoadSuite(fsys, "suite.yaml"); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
+		t.Errorf("LoadSuite error = %v, want the missing pattern named", err)
+	}
+}

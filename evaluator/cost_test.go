@@ -1,0 +1,176 @@
+package evaluator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// compilerWith returns a compiler with the given limits (zero fields take the defaults).
+func compilerWith(t testing.TB, l evaluator.Limits) *evaluator.Compiler {
+	t.Helper()
+	c, err := evaluator.NewCompiler(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLimitsZeroFieldsTakeTheDefaults(t *testing.T) {
+	got := compilerWith(t, evaluator.Limits{PerCallCostLimit: 42}).Limits()
+	want := evaluator.DefaultLimits
+	want.PerCallCostLimit = 42
+	if got != want {
+		t.Errorf("Limits() = %+v, want %+v", got, want)
+	}
+}
+
+// The static estimate works from the declared bounds of the inputs (the maxSize tags of
+// input.go). vm.labels holds at most 64 entries, so a nested comprehension over it costs at
+// most ~152,000 units; the same over a list whose size the estimator cannot bound, such as
+// the result of split(), is estimated at the maximum uint64 and rejected. holders.vms is
+// bounded (256) but a nested comprehension over it is estimated at ~2,000,000: above the
+// default limit, under a raised one.
+func TestStaticCostEstimate(t *testing.T) {
+	nested := func(list string) string {
+		return fmt.Sprintf("%s.all(a, %s.exists(b, a == b))", list, list)
+	}
+	cases := []struct {
+		name   string
+		limit  uint64 // 0: the default, 1e6
+		expr   string
+		reject bool
+	}{
+		{"nested over a bounded map is accepted", 0, nested("vm.labels"), false},
+		{"nested over an unbounded list is rejected", 0, nested("vm.name.split(',')"), true},
+		{"nested over dyn is rejected", 0, nested("dyn(vm.labels)"), true},
+		{"nested over holders.vms exceeds the default limit", 0, nested("holders.vms"), true},
+		{"nested over holders.vms fits a raised limit", 3_000_000, nested("holders.vms"), false},
+		{"a single pass over holders.vms is accepted", 0, "holders.vms.exists(v, v == vm.name)", false},
+		{"nested over a variable list (bounded at 1024) is rejected", 0,
+			"variables.l.all(a, variables.l.exists(b, a == b))", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := compilerWith(t, evaluator.Limits{StaticCostLimit: tc.limit})
+			p := newPolicy("p", variable("l", "holders.vms"), skipRule("r", tc.expr, "Dup", "", ""))
+			_, errs := c.Compile(p, nil)
+			rejected := len(errs) == 1 && errs[0].Field == "spec.skipRules[0].expression" &&
+				strings.Contains(errs[0].Error(), "estimated worst-case cost")
+			if rejected != tc.reject || (!tc.reject && len(errs) > 0) {
+				t.Errorf("Compile errors = %v, want rejected = %v by the cost estimate", errs, tc.reject)
+			}
+		})
+	}
+}
+
+// lotsOfHolders is an input whose holders.vms is far larger than declared: the static
+// estimate cannot see it, so only the runtime limits guard the evaluation.
+func lotsOfHolders(n int) evaluator.Input {
+	in := pooledAuto()
+	for i := range n {
+		in.Holders.VMs = append(in.Holders.VMs, fmt.Sprintf("vm-%d", i))
+	}
+	return in
+}
+
+func TestRuntimeLimitsAreErrors(t *testing.T) {
+	unlimited := evaluator.Limits{StaticCostLimit: 1 << 62, PerCallCostLimit: 1 << 62,
+		InterfaceCostBudget: 1 << 62, Deadline: time.Hour}
+	perCall, budget, deadline := unlimited, unlimited, unlimited
+	perCall.PerCallCostLimit = 1000
+	budget.InterfaceCostBudget = 1000
+	deadline.Deadline = time.Millisecond
+	scan := "holders.vms.all(v, v != vm.name)"
+	cases := []struct {
+		name   string
+		limits evaluator.Limits
+		opts   []policyOption
+		in     evaluator.Input
+		detail string
+	}{
+		{"the per-call cost limit", perCall, []policyOption{matchCondition("m", scan)},
+			lotsOfHolders(1000), "actual cost limit exceeded"},
+		{"the interface cost budget, over several cheap expressions", budget,
+			[]policyOption{matchCondition("m1", scan), matchCondition("m2", scan), matchCondition("m3", scan)},
+			lotsOfHolders(200), "interface cost budget 1000 exceeded"},
+		{"the deadline, inside a long comprehension", deadline,
+			[]policyOption{matchCondition("m", "holders.vms.all(a, holders.vms.all(b, a != b || a == b))")},
+			lotsOfHolders(5000), "operation interrupted: context deadline exceeded"},
+	}
+	for _, tc := range cases {
+		for _, fp := range []v1alpha1.FailurePolicy{v1alpha1.FailurePolicyFail, v1alpha1.FailurePolicyIgnore} {
+			t.Run(tc.name+" under "+string(fp), func(t *testing.T) {
+				c := compilerWith(t, tc.limits)
+				p := newPolicy("heavy", append(tc.opts, priority(1), func(p *v1alpha1.ClusterIPAMPolicy) {
+					p.Spec.FailurePolicy = fp
+				})...)
+				d := decide(setOf(t, c, p, newPolicy("light", priority(2), allocation("'None'"))), tc.in)
+				checkLimitDecision(t, d, fp, tc.detail)
+			})
+		}
+	}
+}
+
+// checkLimitDecision checks that a limit hit by policy heavy is an error: a PolicyError skip
+// under Fail; under Ignore heavy is passed over with its error in the trace, and whatever
+// decides next is never a made-up false.
+func checkLimitDecision(t *testing.T, d evaluator.Decision, fp v1alpha1.FailurePolicy, detail string) {
+	t.Helper()
+	if len(d.Trace.Errors) == 0 || !strings.HasPrefix(d.Trace.Errors[0], "policy heavy: spec.matchConditions[") ||
+		!strings.Contains(d.Trace.Errors[0], detail) {
+		t.Fatalf("Trace.Errors = %q, want heavy's matchCondition to fail with %q", d.Trace.Errors, detail)
+	}
+	switch {
+	case fp == v1alpha1.FailurePolicyFail:
+		if d.Policy != "heavy" || d.Reason != evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationUnknown {
+			t.Errorf("decision = %+v, want heavy's PolicyError", d)
+		}
+	case d.Reason == evaluator.ReasonPolicyError:
+		// The budget and the deadline are per interface: once spent, the next policies
+		// fail too, and the interface still ends in an error, never in a decision.
+		if d.Allocation != evaluator.AllocationUnknown || len(d.Trace.Errors) < 2 {
+			t.Errorf("decision = %+v, want an error decision after heavy was passed over", d)
+		}
+	default:
+		if d.Policy != "light" || d.Allocation != evaluator.AllocationNone {
+			t.Errorf("decision = %+v, want light to decide after heavy was passed over", d)
+		}
+	}
+}
+
+func TestAnExpiredContextIsAnError(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	d := defaultSet(t, newCompiler(t)).Decide(ctx, pooledAuto(), evaluator.Options{})
+	if d.Allocation != evaluator.AllocationUnknown || d.Reason != evaluator.ReasonPolicyError ||
+		!strings.Contains(d.Message, "not evaluated: "+context.DeadlineExceeded.Error()) {
+		t.Errorf("decision = %+v, want a PolicyError naming the deadline", d)
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("test setup: the context should have expired")
+	}
+}
+
+func TestCostIsReported(t *testing.T) {
+	c := newCompiler(t)
+	cheap := decide(setOf(t, c, newPolicy("p", matchCondition("m", "true"))), lotsOfHolders(100))
+	scan := decide(setOf(t, c, newPolicy("p", matchCondition("m", "holders.vms.all(v, v != '')"))), lotsOfHolders(100))
+	if cheap.Cost < 0 || scan.Cost <= cheap.Cost+100 {
+		t.Errorf("cost = %d for a constant, %d for a scan of 100 names; want the scan to cost more than 100 more",
+			cheap.Cost, scan.Cost)
+	}
+	explained := setOf(t, c, newPolicy("p", matchCondition("m", "true")), newPolicy("q", priority(200),
+		matchCondition("m", "holders.vms.all(v, v != '')"))).Decide(context.Background(), lotsOfHolders(100),
+		evaluator.Options{Explain: true})
+	if explained.Cost != cheap.Cost || len(explained.Trace.Shadowed) != 1 {
+		t.Errorf("cost with Explain = %d shadowed = %v, want %d: listing shadowed policies is not part of the decision",
+			explained.Cost, explained.Trace.Shadowed, cheap.Cost)
+	}
+}

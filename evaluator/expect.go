@@ -1,0 +1,61 @@
+package evaluator
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// diff lists the expectations d does not meet, in a fixed order.
+func (e Expectation) diff(d Decision) []string {
+	var out []string
+	check := func(field string, got, want any, given bool) {
+		if given && got != want {
+			out = append(out, fmt.Sprintf("%s: got %q, want %q", field, fmt.Sprint(got), fmt.Sprint(want)))
+		}
+	}
+	check("allocation", d.Allocation, deref(e.Allocation), e.Allocation != nil)
+	check("skip", d.Skip, deref(e.Skip), e.Skip != nil)
+	check("reason", d.Reason, deref(e.Reason), e.Reason != nil)
+	check("rule", d.Rule, deref(e.Rule), e.Rule != nil)
+	check("policy", d.Policy, deref(e.Policy), e.Policy != nil)
+	check("hotplug", d.Hotplug, deref(e.Hotplug), e.Hotplug != nil)
+	if e.MessageContains != "" && !strings.Contains(d.Message, e.MessageContains) {
+		out = append(out, fmt.Sprintf("message: got %q, want it to contain %q", d.Message, e.MessageContains))
+	}
+	return append(out, e.auditDiff(d.Trace.Audit)...)
+}
+
+func (e Expectation) auditDiff(records []AuditRecord) []string {
+	var out []string
+	for _, policy := range slices.Sorted(maps.Keys(e.Audit)) {
+		i := slices.IndexFunc(records, func(r AuditRecord) bool { return r.Policy == policy })
+		if i < 0 {
+			out = append(out, fmt.Sprintf("audit[%s]: no record, want one", policy))
+			continue
+		}
+		for _, line := range e.Audit[policy].diff(records[i].decision()) {
+			out = append(out, fmt.Sprintf("audit[%s].%s", policy, line))
+		}
+	}
+	return out
+}
+
+// decision reads an audit record as the decision its policy would have made.
+func (r AuditRecord) decision() Decision {
+	if r.Error != "" {
+		return Decision{Allocation: AllocationUnknown, Skip: true, Reason: ReasonPolicyError,
+			Message: r.Error, Policy: r.Policy}
+	}
+	return Decision{Allocation: r.Allocation, Skip: r.Skip, Reason: r.Reason, Message: r.Message,
+		Hotplug: r.Hotplug, Rule: r.Rule, Policy: r.Policy}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

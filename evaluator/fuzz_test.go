@@ -1,0 +1,155 @@
+package evaluator_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// fuzzing is what every fuzzing process builds once.
+type fuzzing struct {
+	compiler *evaluator.Compiler
+	builtin  *v1alpha1.ClusterIPAMPolicy
+	fallback *evaluator.Policy
+}
+
+var fuzzEnv = sync.OnceValue(func() fuzzing {
+	c, err := evaluator.NewCompiler(evaluator.DefaultLimits)
+	if err != nil {
+		panic(err)
+	}
+	b, err := policies.Builtin()
+	if err != nil {
+		panic(err)
+	}
+	fallback, errs := c.Compile(b, b)
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
+	}
+	return fuzzing{c, b, fallback}
+})
+
+// fuzzSlots are the places of the default policy a fuzzed string goes into.
+var fuzzSlots = []func(p *v1alpha1.ClusterIPAMPolicy, i int, s string){
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.Variables[i%len(p.Spec.Variables)].Expression = s
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.Variables[i%len(p.Spec.Variables)].Name = s
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: "fuzz", Expression: s})
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) { p.Spec.Allocation.Expression = s },
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.SkipRules[i%len(p.Spec.SkipRules)].Expression = s
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.SkipRules[i%len(p.Spec.SkipRules)].MessageExpression = s
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
+		p.Spec.SkipRules[i%len(p.Spec.SkipRules)].Reason = s
+	},
+	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) { p.Spec.Hotplug.Expression = s },
+	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) {
+		p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{s: s}}
+	},
+}
+
+// FuzzCompileAndDecide puts a random string into one field of the default policy, compiles
+// it as new and as stored, and decides a random interface with it: nothing may panic, and a
+// decision must keep the evaluator's invariants.
+func FuzzCompileAndDecide(f *testing.F) {
+	for i, e := range fuzzSeeds(fuzzEnv().builtin) {
+		for _, slot := range []int{i, i + len(fuzzSlots)/2} {
+			f.Add(uint8(slot%len(fuzzSlots)), uint8(i), e, "vm-a", "app", "10.0.0.5", int64(i), uint8(i*37))
+		}
+	}
+	f.Fuzz(func(t *testing.T, slot, index uint8, expr, name, label, address string, ifIndex int64, flags uint8) {
+		env := fuzzEnv()
+		c, builtin := env.compiler, env.builtin
+		p := builtin.DeepCopy()
+		p.Name = "fuzz"
+		fuzzSlots[int(slot)%len(fuzzSlots)](p, int(index), expr)
+		compiled, errs := c.Compile(p, nil)
+		if _, storedErrs := c.Compile(p, builtin); len(storedErrs) > len(errs) {
+			t.Errorf("stored compile has more errors (%v) than new (%v)", storedErrs, errs)
+		}
+		if len(errs) > 0 {
+			for _, e := range errs {
+				if e.Field == "" {
+					t.Errorf("error without a field path: %v", e)
+				}
+			}
+			return
+		}
+		set := evaluator.NewSet([]*evaluator.Policy{compiled}, env.fallback)
+		in := fuzzInput(name, label, address, ifIndex, flags)
+		d := set.Decide(context.Background(), in, evaluator.Options{Explain: flags&1 == 1})
+		checkInvariants(t, d)
+	})
+}
+
+func checkInvariants(t *testing.T, d evaluator.Decision) {
+	t.Helper()
+	switch d.Allocation {
+	case evaluator.AllocationAuto, evaluator.AllocationStatic, evaluator.AllocationNone:
+		if d.Reason == evaluator.ReasonPolicyError && d.Rule == "" {
+			t.Errorf("an evaluation error yielded allocation %q: %+v", d.Allocation, d)
+		}
+	case evaluator.AllocationUnknown:
+		if !d.Skip || d.Reason != evaluator.ReasonPolicyError || len(d.Trace.Errors) == 0 {
+			t.Errorf("unknown allocation without a PolicyError skip: %+v", d)
+		}
+	default:
+		t.Errorf("allocation %q outside the enum", d.Allocation)
+	}
+	if d.Skip && d.Reason == "" {
+		t.Errorf("skip without a reason: %+v", d)
+	}
+}
+
+func fuzzInput(name, label, address string, index int64, flags uint8) evaluator.Input {
+	bit := func(n uint) bool { return flags&(1<<n) != 0 }
+	in := pooledAuto()
+	in.VM.Name, in.VM.Labels = name, map[string]string{label: name}
+	in.Interface.Index, in.Interface.Name = index, name
+	in.Network.Exists, in.Network.Ready, in.Network.IPAMEnabled = bit(1), bit(2), bit(3)
+	in.IPAddress.Address, in.IPAddress.Allocated = address, bit(4)
+	if bit(5) {
+		in.Interface.IPAddressName = label
+	}
+	if bit(6) {
+		in.Holders = evaluator.Holders{VMs: []string{name, label}, Holder: label}
+	}
+	in.Change.VMRunning = bit(7)
+	return in
+}
+
+// fuzzSeeds are the default policy's own expressions and a few that probe the edges.
+func fuzzSeeds(p *v1alpha1.ClusterIPAMPolicy) []string {
+	seeds := []string{
+		"", "true", "1/0", "dyn(1)", "dyn('Auto')", "variables", "variables.static", "variables.nope",
+		"namespaceObject.labels['env'] == 'prod'", "vm.labels[?'app'].orValue('') == 'web'",
+		"cidr('10.0.0.0/8').containsIP(ip(ipAddress.address))", "isIP(ipAddress.address)",
+		"holders.vms.all(a, holders.vms.exists(b, a == b))", "vm.name.split(',').all(a, true)",
+		"[1, 2, 3].map(x, x * interface.index).size() > 0", "interface.index * 9223372036854775807 > 0",
+		"'%s %d'.format([vm.name, interface.index])", "vm.creationTimestamp + duration('1h') > now",
+		"((((((((((true))))))))))", "vm.labels.map(k, k + vm.labels[k])", "{'a': 1}.all(k, v, v == 1)",
+		"string(interface.index) + vm.name", "ipAddress.address.matches('^10\\\\.')", "b'\\xff' == b''",
+	}
+	for _, v := range p.Spec.Variables {
+		seeds = append(seeds, v.Name, v.Expression)
+	}
+	seeds = append(seeds, p.Spec.Allocation.Expression)
+	for _, r := range p.Spec.SkipRules {
+		seeds = append(seeds, r.Expression, r.MessageExpression, r.Reason)
+	}
+	return seeds
+}

@@ -1,0 +1,60 @@
+package evaluator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types/ref"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// countingProgram counts the evaluations of the program it wraps.
+type countingProgram struct {
+	cel.Program
+	n *int
+}
+
+func (c countingProgram) ContextEval(ctx context.Context, in any) (ref.Val, *cel.EvalDetails, error) {
+	*c.n++
+	return c.Program.ContextEval(ctx, in)
+}
+
+func TestVariablesAreEvaluatedAtMostOncePerInterface(t *testing.T) {
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := "variables.v != ''"
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+		Variables:       []v1alpha1.NamedExpression{{Name: "v", Expression: "vm.name"}, {Name: "unused", Expression: "vm.uid"}},
+		MatchConditions: []v1alpha1.NamedExpression{{Name: "m", Expression: uses}},
+		Allocation:      v1alpha1.Expression{Expression: uses + " ? 'Auto' : 'None'"},
+		SkipRules: []v1alpha1.SkipRule{
+			{Name: "a", Expression: "!(" + uses + ")", Reason: "A"},
+			{Name: "b", Expression: uses, Reason: "B", MessageExpression: "variables.v + variables.v"},
+		},
+		Hotplug: &v1alpha1.Expression{Expression: uses},
+	}}
+	compiled, errs := c.Compile(p, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var used, unused int
+	compiled.variables[0].prog = countingProgram{compiled.variables[0].prog, &used}
+	compiled.variables[1].prog = countingProgram{compiled.variables[1].prog, &unused}
+	set := NewSet([]*Policy{compiled}, compiled)
+	in := Input{VM: VM{Name: "vm-a"}}
+
+	for i := 1; i <= 3; i++ {
+		d := set.Decide(context.Background(), in, Options{})
+		if d.Rule != "b" || d.Message != "vm-avm-a" {
+			t.Fatalf("decision = %+v, want rule b with message vm-avm-a", d)
+		}
+		if used != i || unused != 0 {
+			t.Errorf("after %d interfaces: v evaluated %d times, unused %d times; want %d and 0", i, used, unused, i)
+		}
+	}
+}
