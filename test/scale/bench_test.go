@@ -87,6 +87,8 @@ func renderReport(n int, rs []result, eval string) string {
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| evaluator: one interface decision, default policy | %s |\n", eval)
 	fmt.Fprintf(&b, "| convergence (all VMs NetworkReady, 2 addresses) | %s |\n", conv.fmt(" s", 1, 1))
+	fmt.Fprintf(&b, "| … every launcher pod created (VM-runtime stand-in) / every IPAddress allocated (SDN stand-in) | %s / %s |\n",
+		collect(rs, func(r result) float64 { return sec(r.PodsAt) }).fmt(" s", 1, 1), collect(rs, func(r result) float64 { return sec(r.AllocatedAt) }).fmt(" s", 1, 1))
 	fmt.Fprintf(&b, "| floor (bare client, minimal writes, same QPS/burst/concurrency) | %s |\n", floor.fmt(" s", 1, 1))
 	fmt.Fprintf(&b, "| **convergence / floor** | **%s** |\n", ratio.fmt("×", 1, 2))
 	fmt.Fprintf(&b, "| VM-object writes per VM (IPAddress creates, VM and pod networks-spec, status) | %s |\n", perVM.fmt("", 1, 2))

@@ -36,8 +36,11 @@ const (
 
 // result is one run's figures.
 type result struct {
-	N                      int
-	Converge, Floor        time.Duration
+	N               int
+	Converge, Floor time.Duration
+	// PodsAt and AllocatedAt are when the stand-ins had created every launcher pod and
+	// allocated every IPAddress, from the same start as Converge.
+	PodsAt, AllocatedAt    time.Duration
 	Writes                 writeCount
 	MinWrites              int
 	ResyncWrites           int
@@ -121,7 +124,15 @@ func run(t testing.TB, n, hp int) result {
 	mark := h.auditMark()
 	start := time.Now()
 	h.createVMs(ctx, n, netA, netB)
-	h.eventually(time.Duration(n)*time.Second+time.Minute, "convergence", func() bool { return h.ready(ctx, ns) == n })
+	h.eventually(time.Duration(n)*time.Second+time.Minute, "convergence", func() bool {
+		if r.PodsAt == 0 && h.runningPods(ctx, ns) == n {
+			r.PodsAt = time.Since(start)
+		}
+		if r.AllocatedAt == 0 && h.allocated(ctx, ns) == 2*n {
+			r.AllocatedAt = time.Since(start)
+		}
+		return h.ready(ctx, ns) == n
+	})
 	r.Converge = time.Since(start)
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
@@ -300,6 +311,21 @@ func (h *harness) hotplug(ctx context.Context, m int, net string) (time.Duration
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)], len(lat)
+}
+
+// allocated counts the namespace's IPAddresses with an address.
+func (h *harness) allocated(ctx context.Context, namespace string) int {
+	var list sdnv1.IPAddressList
+	if err := h.bench.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return -1
+	}
+	count := 0
+	for _, ip := range list.Items {
+		if ip.Status.Address != "" {
+			count++
+		}
+	}
+	return count
 }
 
 func (h *harness) runningPods(ctx context.Context, namespace string) int {

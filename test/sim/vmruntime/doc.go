@@ -19,6 +19,7 @@
 // reference to the VM, one container of image "stand-in") gets a copy of the VM's
 // networks-spec annotation when it is created. No kubelet runs, so launcher pods stay Pending.
 //
-// Both controllers are serialized by one mutex and read VMs, pods and operations uncached
-// (through Reader), so a lagging cache never makes them create a second pod.
+// Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
+// in parallel, Workers at a time), and VMs, pods and operations are read uncached (through
+// Reader), so a lagging cache never makes them create a second pod.
 package vmruntime

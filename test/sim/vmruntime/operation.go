@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,10 +51,12 @@ func (s *Simulator) setupOperation(mgr ctrl.Manager) error {
 // Failed operations are left alone. A Migrate takes two reconciles, MigrationDuration apart.
 // The VM's status is left to ReconcileVirtualMachine, which the pod changes trigger.
 func (s *Simulator) ReconcileOperation(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	op := &virtv1.VirtualMachineOperation{}
 	if err := s.reader().Get(ctx, req.NamespacedName, op); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer s.lockVM(types.NamespacedName{Namespace: op.Namespace, Name: op.Spec.VirtualMachineName})()
+	if err := s.reader().Get(ctx, req.NamespacedName, op); err != nil { // fresh under the lock
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if op.Status.Phase == virtv1.OperationPhaseCompleted || op.Status.Phase == virtv1.OperationPhaseFailed {

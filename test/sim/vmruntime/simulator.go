@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,20 @@ type Simulator struct {
 	// migration completes in one step when it is 0.
 	MigrationDuration time.Duration
 
-	mu sync.Mutex // serializes the controllers
+	// locks holds one *sync.Mutex per VM (namespace/name): the VM and operation controllers
+	// never work on the same VM at once, while different VMs proceed in parallel.
+	locks sync.Map
+}
+
+// Workers is how many VMs the stand-in works on at once.
+const Workers = 8
+
+// lockVM serializes work on one VM and returns the unlock function.
+func (s *Simulator) lockVM(key types.NamespacedName) func() {
+	m, _ := s.locks.LoadOrStore(key, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // New returns a Simulator that writes with c, uses the real clock and

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -21,14 +22,14 @@ func (s *Simulator) setupVM(mgr ctrl.Manager) error {
 		Named("vmruntime-sim-vm").
 		For(&virtv1.VirtualMachine{}).
 		Owns(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(reconcile.Func(s.ReconcileVirtualMachine))
 }
 
 // ReconcileVirtualMachine converges the launcher pods of the VM req names to its run intent and
 // writes its status.phase and status.networks. A VM that is gone loses its pods.
 func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockVM(req.NamespacedName)()
 	vm := &virtv1.VirtualMachine{}
 	if err := s.reader().Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
