@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,6 +26,7 @@ func (s *Simulator) setupIPAddress(mgr ctrl.Manager) error {
 		Named("sdn-sim-ipaddress").
 		For(&sdnv1.IPAddress{}).
 		Watches(&sdnv1.IPAddress{}, handler.Funcs{DeleteFunc: s.onIPAddressDeleted}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(reconcile.Func(s.ReconcileIPAddress))
 }
 
@@ -32,39 +34,54 @@ func (s *Simulator) setupIPAddress(mgr ctrl.Manager) error {
 // it cannot. An Allocated IPAddress keeps its address. Pending ones are retried after
 // RetryInterval; a status write that loses an optimistic-locking race is retried soon.
 func (s *Simulator) ReconcileIPAddress(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	o, ip, pool, res, err := s.decide(ctx, req)
+	if o == nil || err != nil {
+		return res, err
+	}
+	return s.answer(ctx, ip, pool, *o)
+}
+
+// decide chooses, under the simulator's lock, what to answer the IPAddress: a chosen address is
+// reserved in the ledger at once, so the status write can happen outside the lock (in
+// parallel with other allocations) without another IPAddress getting the same address. A nil
+// outcome means there is nothing to write.
+func (s *Simulator) decide(ctx context.Context, req ctrl.Request) (*outcome, *sdnv1.IPAddress, poolInfo, ctrl.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ip := &sdnv1.IPAddress{}
 	if err := s.Client.Get(ctx, req.NamespacedName, ip); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.ledger.release(req.NamespacedName, "", s.now())
-			return ctrl.Result{}, nil
+			return nil, nil, poolInfo{}, ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
+		return nil, nil, poolInfo{}, ctrl.Result{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
 	}
 	if ip.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		return nil, nil, poolInfo{}, ctrl.Result{}, nil
 	}
 	s.ledger.releaseOther(req.NamespacedName, ip.UID, s.now())
 	pool, fail, err := s.resolve(ctx, ip)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, nil, pool, ctrl.Result{}, err
 	}
 	if addr, ok := allocatedAddr(ip); ok {
 		if fail == nil { // remember it, so the ledger survives a restart of the simulator
 			s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: addr, ttl: pool.ttl})
 		}
-		return ctrl.Result{}, nil
+		return nil, nil, pool, ctrl.Result{}, nil
 	}
 	o := fail
 	if o == nil {
 		chosen, err := s.allocate(ctx, ip, pool)
 		if err != nil {
-			return ctrl.Result{}, err
+			return nil, nil, pool, ctrl.Result{}, err
 		}
 		o = &chosen
 	}
-	return s.answer(ctx, ip, pool, *o)
+	if o.ok() {
+		s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: o.addr, ttl: pool.ttl})
+	}
+	return o, ip, pool, ctrl.Result{}, nil
 }
 
 // allocate chooses an address for ip from pool: not held by any other IPAddress of the pool as
@@ -101,9 +118,15 @@ func (s *Simulator) takenInCache(ctx context.Context, pool poolKey, key client.O
 	return nil
 }
 
-// answer writes o into ip's status and, once the write succeeded, records the allocation.
+// answer writes o into ip's status. When the write fails, the reservation decide made is
+// dropped (without a lease: the address was never handed out).
 func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo, o outcome) (ctrl.Result, error) {
 	err := s.writeStatus(ctx, ip, o)
+	if err != nil && o.ok() {
+		s.mu.Lock()
+		s.ledger.drop(client.ObjectKeyFromObject(ip), ip.UID)
+		s.mu.Unlock()
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -112,7 +135,6 @@ func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, pool poolIn
 	case !o.ok():
 		return ctrl.Result{RequeueAfter: s.retryInterval()}, nil
 	}
-	s.ledger.hold(client.ObjectKeyFromObject(ip), holding{uid: ip.UID, pool: pool.key, addr: o.addr, ttl: pool.ttl})
 	return ctrl.Result{}, nil
 }
 

@@ -44,6 +44,13 @@ func (l *ledger) hold(key types.NamespacedName, h holding) {
 	delete(l.leases, key)
 }
 
+// drop forgets key's holding of uid without a lease: a reservation whose status write failed.
+func (l *ledger) drop(key types.NamespacedName, uid types.UID) {
+	if h, ok := l.holdings[key]; ok && h.uid == uid {
+		delete(l.holdings, key)
+	}
+}
+
 // release forgets key's holding when it belongs to uid (any uid when empty) and, when the pool
 // has a leaseTTL, keeps the address for key until now+ttl.
 func (l *ledger) release(key types.NamespacedName, uid types.UID, now time.Time) {
