@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/vmipam/vmipam/controller/dryrun"
+	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/controller/vm"
@@ -81,4 +83,22 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
 	}
 	return registry, nil
+}
+
+// SetupDryRun adds the dry-run endpoint (DESIGN.md §5) to mgr: it answers from mgr's cache
+// and registry's snapshot with registry's compiler, writes nothing, and is a readiness check
+// ("dryrun"). It returns the server, whose address and certificate tests and the sandbox use.
+func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts endpoint.Options) (*endpoint.Server, error) {
+	engine, err := dryrun.NewEngine(registry.Compiler(), mgr.GetScheme())
+	if err != nil {
+		return nil, fmt.Errorf("dry-run engine: %w", err)
+	}
+	srv, err := endpoint.New(mgr.GetConfig(), mgr.GetCache(), registry, engine, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(srv); err != nil {
+		return nil, err
+	}
+	return srv, mgr.AddReadyzCheck("dryrun", srv.ReadyCheck)
 }

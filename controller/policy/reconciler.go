@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -72,6 +73,7 @@ func (r *Reconciler) compile(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy)
 		return out, p
 	}
 	out.errs = errs
+	metrics.Controller.CompileFailed()
 	if src := r.Registry.servingSource(p); src != nil {
 		out.serving = src.Generation
 		return out, src

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/vmipam/vmipam/controller/metrics"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -81,6 +82,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	decide(ctx, s, evaluator.Options{})
 	p := plan(s)
+	for _, it := range p.Interfaces {
+		metrics.Controller.Decided(it.Decision)
+	}
 	if err := r.execute(ctx, s, p); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer (the virtualization controller) got in first; the watch event of

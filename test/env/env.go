@@ -88,6 +88,8 @@ func Start(opts Options) (*Environment, error) {
 			return nil, err
 		}
 		ownDir = true
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
 	}
 	e := &Environment{Dir: dir, removeDir: ownDir, Env: &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -16,6 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/samples"
 	"github.com/vmipam/vmipam/test/env"
@@ -99,7 +101,11 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits); err != nil {
+	registry, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	if err := startDryRun(mgr, registry, e); err != nil {
 		return nil, err
 	}
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
@@ -115,6 +121,22 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	}()
 	return client.New(e.Config, client.Options{Scheme: scheme})
 }
+
+// startDryRun serves the dry-run endpoint on a free local port with a self-signed certificate
+// (written to dryrun-ca.crt) and accepts the admin kubeconfig's client certificate, so that
+// `ipamctl dry-run --kubeconfig` works against the sandbox as it is.
+func startDryRun(mgr ctrl.Manager, registry *policy.Registry, e *env.Environment) error {
+	srv, err := controller.SetupDryRun(mgr, registry, endpoint.Options{BindAddress: "127.0.0.1:0",
+		ClientCAFile: filepath.Join(e.Env.ControlPlane.GetAPIServer().CertDir, "client-cert-auth-ca.crt")})
+	if err != nil {
+		return err
+	}
+	dryRunAddr = srv.Addr()
+	return os.WriteFile(filepath.Join(e.Dir, "dryrun-ca.crt"), srv.ServingCertPEM(), 0o600)
+}
+
+// dryRunAddr is where the sandbox's dry-run endpoint listens.
+var dryRunAddr string
 
 // showConverged waits until two snapshots a second apart are equal and nothing is pending,
 // then prints the table.
@@ -167,6 +189,10 @@ func printAccess(out io.Writer, e *env.Environment) {
 		"  kubectl get vm,ipaddresses.network.deckhouse.io -n %s\n"+
 		"  kubectl get events -n %s\n"+
 		"  kubectl get clusteripampolicy default -o yaml\n"+
-		"Logs: %s/controller.log, %s/kube-controller-manager.log\n",
-		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir)
+		"Logs: %s/controller.log, %s/kube-controller-manager.log\n"+
+		"Ask what would happen to a VM before applying it (dry-run endpoint, nothing is written):\n"+
+		"  kubectl get vm web -n %s -o yaml > /tmp/web.yaml   # edit it, e.g. add ipAddressName\n"+
+		"  go run ./cmd/ipamctl dry-run -f /tmp/web.yaml --kubeconfig %s --server https://%s --certificate-authority %s/dryrun-ca.crt\n"+
+		"  go run ./cmd/ipamctl evaluate -f /tmp/web.yaml        # offline, same evaluator\n",
+		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, Namespace, e.Kubeconfig, dryRunAddr, e.Dir)
 }

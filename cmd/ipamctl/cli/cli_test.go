@@ -1,0 +1,196 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
+	"github.com/vmipam/vmipam/controller/dryrun"
+)
+
+// run runs ipamctl in-process and returns its exit code, output and error output.
+func run(t *testing.T, name string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), name, args, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestEvaluateOffline(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-O", "testdata/world.yaml", "--assume-ready")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"VirtualMachine demo/web (does not exist yet); policies (installed): default",
+		"ClusterNetwork/corp         Auto",
+		"ClusterNetwork/corp-static  Static      yes       web-ip",
+		"create IPAddress web-cn-corp-",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestEvaluateJSONWithCandidatePolicies(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-O", "testdata/world.yaml",
+		"-p", "testdata/static-not-allowed.yaml", "--assume-ready", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	res := &dryrun.Result{}
+	if err := json.Unmarshal([]byte(out), res); err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Interfaces[1].Decision; d.Policy != "static-not-allowed" || d.Reason != "StaticNotAllowed" || res.Policies.Source != dryrun.PoliciesRequest {
+		t.Errorf("second interface decided %+v, want StaticNotAllowed by the candidate policy", d)
+	}
+}
+
+func TestEvaluateNamesTheFileOfAProblem(t *testing.T) {
+	code, _, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-p", "testdata/broken.yaml")
+	if code != 1 || !strings.Contains(errOut, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value") ||
+		!strings.Contains(errOut, "undeclared reference to 'ipAdress'") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 1 and the policy file with the field path", code, errOut)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad-vm.yaml")
+	if err := os.WriteFile(bad, []byte("kind: VirtualMachine\napiVersion: virtualization.deckhouse.io/v1alpha2\nmetadata: {name: x}\nspec: {networks: [{type: Bogus}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "ipamctl", "evaluate", "-f", bad)
+	if code != 1 || !strings.Contains(errOut, bad+`: spec.networks[0].type: Unsupported value: "Bogus"`) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestUsageErrorsExitWith2(t *testing.T) {
+	for _, args := range [][]string{{"evaluate"}, {"evaluate", "-f", "testdata/vm.yaml", "-o", "wide"}, {"lint"}, {"evaluate", "--nope"}} {
+		if code, _, errOut := run(t, "ipamctl", args...); code != 2 || !strings.Contains(errOut, "Run 'ipamctl --help' for usage.") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a usage hint", args, code, errOut)
+		}
+	}
+}
+
+func TestAsKubectlPluginItCallsItselfKubectlIpam(t *testing.T) {
+	code, out, _ := run(t, "kubectl-ipam", "--help")
+	if code != 0 || !strings.Contains(out, "kubectl ipam [command]") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestLint(t *testing.T) {
+	code, out, _ := run(t, "ipamctl", "lint", "../../../policies/default.yaml", "../../../samples/policies", "testdata/static-not-allowed.yaml")
+	if code != 0 || strings.Count(out, ": ok\n") != 5 {
+		t.Errorf("lint of good policies: exit %d\n%s", code, out)
+	}
+	code, out, errOut := run(t, "ipamctl", "lint", "testdata/static-not-allowed.yaml", "testdata/broken.yaml")
+	if code != 1 || !strings.Contains(out, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value: \"ipAdress.exists\"") ||
+		!strings.Contains(errOut, "1 of 2 policies have errors") {
+		t.Errorf("lint of a broken policy: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+var summary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed\n\z`)
+
+func TestTestRunsTheShippedSuites(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "test", "../../../samples/cases")
+	m := summary.FindStringSubmatch(out)
+	if code != 0 || m == nil || m[1] == "0" || m[2] != "0" {
+		t.Errorf("exit %d, output:\n%s%s\nwant every case to pass and the summary last", code, out, errOut)
+	}
+}
+
+func TestTestShowsAWrongExpectationReadably(t *testing.T) {
+	code, out, _ := run(t, "ipamctl", "test", "testdata/wrong-expectation.yaml")
+	want := `FAIL testdata/wrong-expectation.yaml (2 cases)
+  FAIL a static address is accepted (wrong on purpose)
+      skip: got "true", want "false"
+      reason: got "StaticNotAllowed", want ""
+1 passed, 1 failed
+`
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant 1 and:\n%s", code, out, want)
+	}
+}
+
+// endpoint is a fake dry-run endpoint: it checks the token and answers with answer.
+func endpoint(t *testing.T, code int, answer any) (*httptest.Server, *[]byte) {
+	t.Helper()
+	var got []byte
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != dryrun.Path || r.Header.Get("Authorization") != "Bearer s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		got, _ = io.ReadAll(r.Body)
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+// kubeconfig writes a kubeconfig for an API server at apiServer with a token and namespace.
+func kubeconfig(t *testing.T, apiServer string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	data := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + apiServer + `", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: s3cret}}]
+contexts: [{name: ctx, context: {cluster: c, user: u, namespace: team}}]
+current-context: ctx
+`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDryRunUsesTheKubeconfigCredentialsAndServerOverride(t *testing.T) {
+	res := &dryrun.Result{APIVersion: dryrun.APIVersion, Kind: dryrun.KindResult,
+		VM: dryrun.VMSummary{Namespace: "team", Name: "web", Exists: true}, Policies: dryrun.PolicySummary{Source: dryrun.PoliciesInstalled}}
+	srv, sent := endpoint(t, http.StatusOK, res)
+	vm := filepath.Join(t.TempDir(), "vm.yaml")
+	if err := os.WriteFile(vm, []byte("apiVersion: virtualization.deckhouse.io/v1alpha2\nkind: VirtualMachine\nmetadata: {name: web}\nspec: {networks: [{type: Network, name: lan}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, "https://api.invalid:6443"),
+		"--server", srv.URL, "--insecure-skip-tls-verify", "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "kind: Evaluation") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	var body struct {
+		VM struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"vm"`
+	}
+	if err := json.Unmarshal(*sent, &body); err != nil || body.VM.Metadata.Namespace != "team" {
+		t.Errorf("sent %s: want the VM in the kubeconfig context's namespace", *sent)
+	}
+}
+
+func TestDryRunShowsAnErrorAnswerAgainstTheFiles(t *testing.T) {
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 400,
+		Reason: metav1.StatusReasonBadRequest, Message: "invalid", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+			{Field: "policies[0].spec.skipRules[0].expression", Message: "Invalid value: undeclared reference to 'ipAdress'"}}}}
+	srv, _ := endpoint(t, http.StatusBadRequest, st)
+	code, _, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "-p", "testdata/broken.yaml",
+		"--kubeconfig", kubeconfig(t, srv.URL))
+	if code != 1 || !strings.Contains(errOut, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value: undeclared reference") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmipam/vmipam/controller/dryrun"
+)
+
+// input is what evaluate and dry-run ask about: the VMs of -f, each with the same policies
+// and objects.
+type input struct {
+	vms []document
+	// policies are nil when no -p was given: then the installed (online) or the shipped
+	// default (offline) policies decide.
+	policies []document
+	objects  []document
+}
+
+// requestFlags are the file flags evaluate and dry-run share.
+type requestFlags struct {
+	files, policies, objects []string
+	output                   string
+}
+
+func (f *requestFlags) load(stdin io.Reader) (*input, error) {
+	if len(f.files) == 0 {
+		return nil, usageError{errors.New("-f/--filename is required: the VirtualMachine manifest to evaluate")}
+	}
+	if err := checkOutput(f.output); err != nil {
+		return nil, err
+	}
+	docs, err := readDocuments(f.files, stdin)
+	if err != nil {
+		return nil, err
+	}
+	in := &input{}
+	var rest []document
+	if in.vms, rest = ofKind(docs, "VirtualMachine"); len(rest) > 0 {
+		return nil, fmt.Errorf("%s: -f takes VirtualMachines, not %s; pass other objects with -O/--objects", rest[0].source, kinds(rest))
+	}
+	if len(in.vms) == 0 {
+		return nil, errors.New("no VirtualMachine in the -f files")
+	}
+	if in.objects, err = readDocuments(f.objects, stdin); err != nil {
+		return nil, err
+	}
+	if len(f.policies) == 0 {
+		return in, nil
+	}
+	docs, err = readDocuments(f.policies, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if in.policies, rest = ofKind(docs, "ClusterIPAMPolicy"); len(rest) > 0 {
+		return nil, fmt.Errorf("%s: -p takes ClusterIPAMPolicies, not %s", rest[0].source, kinds(rest))
+	}
+	if len(in.policies) == 0 {
+		return nil, errors.New("no ClusterIPAMPolicy in the -p files")
+	}
+	return in, nil
+}
+
+// body is the request body for one VM, and where its parts came from.
+func (in *input) body(vm document) ([]byte, sources, error) {
+	b := dryrun.Body{VM: vm.json, Objects: raws(in.objects)}
+	if in.policies != nil {
+		b.Policies = raws(in.policies)
+	}
+	data, err := json.Marshal(b)
+	return data, sources{vm: vm.source, policies: sourcesOf(in.policies), objects: sourcesOf(in.objects)}, err
+}

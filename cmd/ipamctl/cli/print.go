@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/controller/dryrun"
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+)
+
+// Output formats of evaluate and dry-run.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+func checkOutput(format string) error {
+	switch format {
+	case outputTable, outputJSON, outputYAML:
+		return nil
+	}
+	return usageError{fmt.Errorf("--output %q: must be table, json or yaml", format)}
+}
+
+// printResults prints one result as itself and several as a List (json, yaml), or one table
+// per result.
+func printResults(w io.Writer, format string, results []*dryrun.Result) error {
+	if format == outputTable {
+		for i, r := range results {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			printTable(w, r)
+		}
+		return nil
+	}
+	var v any = results[0]
+	if len(results) > 1 {
+		v = map[string]any{"apiVersion": "v1", "kind": "List", "items": results}
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == outputYAML {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return err
+		}
+	} else {
+		data = append(data, '\n')
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func printTable(w io.Writer, r *dryrun.Result) {
+	exists := "does not exist yet"
+	if r.VM.Exists {
+		exists = "exists"
+	}
+	fmt.Fprintf(w, "VirtualMachine %s/%s (%s); policies (%s): %s, then the built-in default\n\n",
+		r.VM.Namespace, r.VM.Name, exists, strings.ToLower(r.Policies.Source), orNone(strings.Join(r.Policies.Order, ", ")))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tPOLICY\tRULE\tREASON")
+	for _, it := range r.Interfaces {
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, orDash(string(it.Decision.Allocation)),
+			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Decision.Policy),
+			orDash(it.Decision.Rule), orDash(it.Reason))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "\nActions:")
+	for _, line := range actionLines(r.Actions) {
+		fmt.Fprintln(w, "  "+line)
+	}
+	written := "unchanged"
+	if r.Status.Changed {
+		written = "would be written"
+	}
+	fmt.Fprintf(w, "\nStatus (%s):\n", written)
+	for _, c := range r.Status.Conditions {
+		fmt.Fprintf(w, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+}
+
+func actionLines(a dryrun.Actions) []string {
+	var out []string
+	for _, ip := range a.CreateIPAddresses {
+		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, ip.Annotations[vmctrl.AnnotationInterface]))
+	}
+	for _, name := range a.DeleteIPAddresses {
+		out = append(out, "delete IPAddress "+name)
+	}
+	if a.VMNetworksSpec.Changed {
+		out = append(out, "set networks-spec on the VM: "+entries(a.VMNetworksSpec.Entries))
+	}
+	for _, p := range a.Pods {
+		if p.Changed {
+			out = append(out, fmt.Sprintf("set networks-spec on launcher pod %s (live): %s", p.Name, entries(p.Entries)))
+		}
+	}
+	if len(a.PendingRestart) > 0 {
+		out = append(out, "pending a restart (hotplug not allowed): "+strings.Join(a.PendingRestart, ", "))
+	}
+	if a.Deferred {
+		out = append(out, "then wait a few seconds for SDN to allocate the new IPAddresses before writing networks-spec and status")
+	}
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out
+}
+
+func entries(list []sdnv1.NetworksSpecEntry) string {
+	if len(list) == 0 {
+		return "no additional interface"
+	}
+	parts := make([]string, len(list))
+	for i, e := range list {
+		parts[i] = e.Type + "/" + e.Name
+		if len(e.IPAddressNames) > 0 {
+			parts[i] += " (" + strings.Join(e.IPAddressNames, ", ") + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+type testOptions struct {
+	verbose bool
+}
+
+func newTestCommand(s Streams) *cobra.Command {
+	o := &testOptions{}
+	cmd := &cobra.Command{
+		Use:   "test DIR|SUITE.yaml...",
+		Short: "Run policy test suites: inputs and the decisions expected for them",
+		Long: "test runs every policy test suite (apiVersion " + evaluator.SuiteAPIVersion + ", kind " + evaluator.SuiteKind + ")\n" +
+			"in the files and directories (searched recursively; other YAML files there are skipped): each case's\n" +
+			"input is decided by the suite's policies, with the shipped default as the built-in fallback, and\n" +
+			"compared with its expectations. Failed cases are printed with one line per difference; the last\n" +
+			"line is `N passed, N failed`. The exit code is 1 when a case fails or a suite cannot be run.",
+		Example: "  ipamctl test samples/cases\n  kubectl ipam test ci/policy-tests/ -v",
+		Args:    minArgs(1, "suite file or directory"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), s, args) },
+	}
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "also list the cases that pass")
+	return cmd
+}
+
+// tally counts cases.
+type tally struct{ passed, failed, broken int }
+
+func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
+	files, err := suiteFiles(args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no policy test suite (kind %s) in %s", evaluator.SuiteKind, strings.Join(args, ", "))
+	}
+	compiler, err := evaluator.NewCompiler(evaluator.DefaultLimits)
+	if err != nil {
+		return err
+	}
+	var t tally
+	for _, f := range files {
+		o.runSuite(ctx, s.Out, compiler, f, &t)
+	}
+	fmt.Fprintf(s.Out, "%d passed, %d failed\n", t.passed, t.failed)
+	if t.failed > 0 || t.broken > 0 {
+		return errReported
+	}
+	return nil
+}
+
+// runSuite runs one suite file and prints what failed (or everything with -v).
+func (o *testOptions) runSuite(ctx context.Context, w io.Writer, c *evaluator.Compiler, file string, t *tally) {
+	results, err := runSuiteFile(ctx, c, file)
+	if err != nil {
+		t.broken++
+		fmt.Fprintf(w, "ERROR %s: %v\n", file, err)
+		return
+	}
+	failed := 0
+	for _, r := range results {
+		if !r.Passed() {
+			failed++
+		}
+	}
+	t.passed += len(results) - failed
+	t.failed += failed
+	status := "ok  "
+	if failed > 0 {
+		status = "FAIL"
+	}
+	fmt.Fprintf(w, "%s %s (%d cases)\n", status, file, len(results))
+	for _, r := range results {
+		if o.verbose || !r.Passed() {
+			fmt.Fprintln(w, "  "+strings.ReplaceAll(r.String(), "\n", "\n  "))
+		}
+	}
+}
+
+// runSuiteFile loads a suite (policy paths relative to its file) and runs it.
+func runSuiteFile(ctx context.Context, c *evaluator.Compiler, file string) ([]evaluator.CaseResult, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.VolumeName(abs) + string(filepath.Separator)
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return nil, err
+	}
+	suite, err := evaluator.LoadSuite(os.DirFS(root), filepath.ToSlash(rel))
+	if err != nil {
+		return nil, unrooted(err, filepath.ToSlash(rel), file)
+	}
+	return evaluator.RunSuite(ctx, c, suite)
+}
+
+// unrooted shows the file as the user named it in an error that names it from the root.
+func unrooted(err error, rel, file string) error {
+	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), rel, file))
+}
+
+// suiteFiles expands the arguments: files as given, directories searched recursively for
+// YAML files that are suites.
+func suiteFiles(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		info, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !isYAML(p) {
+				return err
+			}
+			if ok, err := isSuite(p); ok || err != nil {
+				out = append(out, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func isYAML(p string) bool {
+	ext := filepath.Ext(p)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// isSuite reads only the identification of a YAML file; an unreadable file is reported as
+// a suite so that its error shows.
+func isSuite(p string) (bool, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return true, err
+	}
+	first, _, _ := bytes.Cut(data, []byte("\n---"))
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(first, &head); err != nil {
+		return false, nil
+	}
+	return head.APIVersion == evaluator.SuiteAPIVersion && head.Kind == evaluator.SuiteKind, nil
+}

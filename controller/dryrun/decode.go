@@ -1,0 +1,369 @@
+package dryrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// DecodeOptions tune Decode.
+type DecodeOptions struct {
+	// DefaultNamespace is the namespace of a VM manifest that names none (ipamctl's
+	// --namespace). The endpoint leaves it empty: a VM without a namespace is invalid there.
+	DefaultNamespace string
+}
+
+// Decode parses and validates a request body (JSON or YAML). Every problem is reported in
+// one *InvalidError with its JSON path: invalid YAML (with its line), an unknown top-level
+// field, a VM or object failing its CRD schema or metadata validation, a VM without additional
+// networks, an object outside the VM's namespace or of a kind a request may not carry, a
+// candidate policy with unknown fields. Candidate policies are compiled by Evaluate.
+func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
+	body, errs := parseBody(data)
+	if body == nil {
+		return nil, invalid(errs)
+	}
+	vm, verrs := e.decodeVM(field.NewPath("vm"), body.VM, opts)
+	policies, perrs := e.decodePolicies(field.NewPath("policies"), body.Policies)
+	errs = append(append(errs, verrs...), perrs...)
+	if vm == nil {
+		return nil, invalid(errs) // objects are checked against the VM's namespace
+	}
+	objects, oerrs := e.decodeObjects(field.NewPath("objects"), body.Objects, vm.Namespace)
+	errs = append(errs, oerrs...)
+	if len(errs) > 0 {
+		return nil, invalid(errs)
+	}
+	return &Request{VM: vm, Policies: policies, Objects: objects}, nil
+}
+
+// parseBody converts YAML to JSON and decodes the envelope strictly. It returns a nil body
+// when the rest of the request cannot be read.
+func parseBody(data []byte) (*Body, field.ErrorList) {
+	root := field.NewPath("body")
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, field.ErrorList{field.Required(root, "a JSON or YAML object with vm, and optionally policies and objects")}
+	}
+	data, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(root, field.OmitValueType{}, "not valid JSON or YAML: "+err.Error())}
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, field.ErrorList{field.Invalid(root, field.OmitValueType{}, "must be an object with vm, and optionally policies and objects")}
+	}
+	body := &Body{}
+	strict, err := sigsjson.UnmarshalStrict(data, body)
+	if err != nil {
+		return nil, field.ErrorList{typeError(nil, err)}
+	}
+	errs := strictErrors(nil, strict)
+	if body.APIVersion != "" && body.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), body.APIVersion, []string{APIVersion}))
+	}
+	if body.Kind != "" && body.Kind != KindRequest {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), body.Kind, []string{KindRequest}))
+	}
+	return body, errs
+}
+
+// decodeVM validates the VM manifest and returns it typed; nil when it is unusable.
+func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOptions) (*vmv1.VirtualMachine, field.ErrorList) {
+	if isNull(raw) {
+		return nil, field.ErrorList{field.Required(path, "the VirtualMachine to evaluate")}
+	}
+	gvk := vmv1.GroupVersion.WithKind("VirtualMachine")
+	obj, errs := e.decodeManifest(path, raw, &gvk)
+	if obj == nil || len(errs) > 0 {
+		return nil, errs
+	}
+	vm := &vmv1.VirtualMachine{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, vm); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
+	}
+	if vm.Namespace == "" {
+		vm.Namespace = opts.DefaultNamespace
+	}
+	errs = append(validateMeta(path, vm, true), validateNetworks(path.Child("spec", "networks"), vm)...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return vm, nil
+}
+
+// validateNetworks requires at least one additional network: without one there is nothing
+// to decide.
+func validateNetworks(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
+	for _, n := range vm.Spec.Networks {
+		if n.Type != vmv1.NetworkTypeMain {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Required(path,
+		"the VM has no additional network (type Network or ClusterNetwork): there is nothing to evaluate, vmipam does not manage the Main network")}
+}
+
+func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]v1alpha1.ClusterIPAMPolicy, field.ErrorList) {
+	if raws == nil {
+		return nil, nil
+	}
+	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(raws))
+	seen := map[string]bool{}
+	var errs field.ErrorList
+	for i, raw := range raws {
+		p, perrs := e.decodePolicy(path.Index(i), raw)
+		errs = append(errs, perrs...)
+		if p == nil || len(perrs) > 0 {
+			continue
+		}
+		if seen[p.Name] {
+			errs = append(errs, field.Duplicate(path.Index(i).Child("metadata", "name"), p.Name))
+		}
+		seen[p.Name] = true
+		out = append(out, *p)
+	}
+	return out, errs
+}
+
+// CheckPolicy validates one ClusterIPAMPolicy manifest (JSON) as a request's candidate
+// policy is validated — CRD schema, strictly (an unknown field is an error), metadata — and
+// compiles it as a new policy. It returns the policy, when it could be read, and every
+// problem with its path below path, each once. ipamctl lint uses it.
+func (e *Engine) CheckPolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.ClusterIPAMPolicy, field.ErrorList) {
+	p, errs := e.decodePolicy(path, raw)
+	if p == nil {
+		return nil, errs
+	}
+	if _, cerrs := e.compiler.Compile(p, nil); len(cerrs) > 0 {
+		errs = appendNew(errs, under(path, cerrs))
+	}
+	return p, errs
+}
+
+// decodePolicy validates a policy manifest and decodes it strictly. It returns the policy
+// whenever it could be decoded (also with errors, so that CheckPolicy can compile it too).
+func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.ClusterIPAMPolicy, field.ErrorList) {
+	gvk := v1alpha1.GroupVersion.WithKind("ClusterIPAMPolicy")
+	obj, errs := e.decodeManifest(path, raw, &gvk)
+	if obj == nil {
+		return nil, errs
+	}
+	p := &v1alpha1.ClusterIPAMPolicy{}
+	strict, err := sigsjson.UnmarshalStrict(raw, p)
+	if err != nil {
+		if len(errs) == 0 { // the schema reports wrong types better
+			errs = append(errs, typeError(path, err))
+		}
+		return nil, errs
+	}
+	p.APIVersion, p.Kind = gvk.GroupVersion().String(), gvk.Kind
+	errs = append(errs, strictErrors(path, strict)...)
+	return p, append(errs, validateMeta(path, p, false)...)
+}
+
+// appendNew appends the errors of more whose field and type are not in errs yet (the
+// compiler checks some enums and patterns the schema checks too).
+func appendNew(errs, more field.ErrorList) field.ErrorList {
+	for _, m := range more {
+		dup := false
+		for _, e := range errs {
+			dup = dup || e.Field == m.Field && e.Type == m.Type
+		}
+		if !dup {
+			errs = append(errs, m)
+		}
+	}
+	return errs
+}
+
+func (e *Engine) decodeObjects(path *field.Path, raws []json.RawMessage, namespace string) ([]client.Object, field.ErrorList) {
+	var (
+		out  []client.Object
+		errs field.ErrorList
+	)
+	seen := map[string]int{}
+	for i, raw := range raws {
+		obj, oerrs := e.decodeObject(path.Index(i), raw, namespace)
+		errs = append(errs, oerrs...)
+		if obj == nil {
+			continue
+		}
+		key := fmt.Sprintf("%s %s/%s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+		if j, dup := seen[key]; dup {
+			errs = append(errs, field.Duplicate(path.Index(i), fmt.Sprintf("%s, as objects[%d]", key, j)))
+			continue
+		}
+		seen[key] = i
+		out = append(out, obj)
+	}
+	return out, errs
+}
+
+// decodeObject validates one overlay object and returns it typed: a kind a request may
+// carry, in the VM's namespace (the default) or cluster-scoped, valid against its schema.
+func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace string) (client.Object, field.ErrorList) {
+	obj, errs := e.decodeManifest(path, raw, nil)
+	if obj == nil || len(errs) > 0 {
+		return nil, errs
+	}
+	gvk := gvkOf(obj)
+	kind, ok := allowedKinds[gvk]
+	if !ok {
+		return nil, append(errs, field.NotSupported(path.Child("kind"), gvk.Kind+" "+gvk.GroupVersion().String(), allowedKindNames()))
+	}
+	typed, err := e.scheme.New(gvk)
+	if err != nil {
+		return nil, append(errs, field.InternalError(path, err))
+	}
+	out, ok := typed.(client.Object)
+	if !ok {
+		return nil, append(errs, field.InternalError(path, fmt.Errorf("%s is not an object with metadata", gvk.Kind)))
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, out); err != nil {
+		return nil, append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	errs = append(errs, kind.place(path.Child("metadata"), out, namespace)...)
+	errs = append(errs, withoutOwnerUIDs(out, validateMeta(path, out, kind.namespaced))...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// decodeManifest decodes raw into a JSON object, checks apiVersion and kind — defaulted to
+// *want when absent and then required to equal it; required when want is nil — and
+// validates it against its CRD schema. It returns the object (nil when it is not an object
+// of the expected kind) and the problems found.
+func (e *Engine) decodeManifest(path *field.Path, raw json.RawMessage, want *schema.GroupVersionKind) (map[string]any, field.ErrorList) {
+	var obj map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil || obj == nil {
+		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, "must be a Kubernetes object (a JSON or YAML mapping)")}
+	}
+	if errs := checkKind(path, obj, want); len(errs) > 0 {
+		return nil, errs
+	}
+	return obj, e.schemas.validate(path, gvkOf(obj), obj)
+}
+
+func checkKind(path *field.Path, obj map[string]any, want *schema.GroupVersionKind) field.ErrorList {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if want == nil {
+		var errs field.ErrorList
+		if apiVersion == "" {
+			errs = append(errs, field.Required(path.Child("apiVersion"), ""))
+		}
+		if kind == "" {
+			errs = append(errs, field.Required(path.Child("kind"), ""))
+		}
+		return errs
+	}
+	if apiVersion == "" && kind == "" {
+		obj["apiVersion"], obj["kind"] = want.GroupVersion().String(), want.Kind
+		return nil
+	}
+	if apiVersion != want.GroupVersion().String() || kind != want.Kind {
+		return field.ErrorList{field.NotSupported(path.Child("kind"), kind+" "+apiVersion,
+			[]string{want.Kind + " " + want.GroupVersion().String()})}
+	}
+	return nil
+}
+
+func gvkOf(obj map[string]any) schema.GroupVersionKind {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	return schema.FromAPIVersionAndKind(apiVersion, kind)
+}
+
+// validateMeta checks metadata as the API server does on create (name, namespace, labels,
+// annotations, ownerReferences, …), and that a name is given.
+func validateMeta(path *field.Path, obj client.Object, namespaced bool) field.ErrorList {
+	mpath := path.Child("metadata")
+	if obj.GetName() == "" {
+		return field.ErrorList{field.Required(mpath.Child("name"), "")}
+	}
+	return apivalidation.ValidateObjectMetaAccessor(obj, namespaced, apivalidation.NameIsDNSSubdomain, mpath)
+}
+
+// strictErrors turns the unknown and duplicate fields sigs.k8s.io/json reports into field
+// errors below path.
+func strictErrors(path *field.Path, errs []error) field.ErrorList {
+	var out field.ErrorList
+	for _, err := range errs {
+		var fe interface{ FieldPath() string }
+		if !errors.As(err, &fe) {
+			out = append(out, field.Invalid(path, field.OmitValueType{}, err.Error()))
+			continue
+		}
+		detail, _, _ := strings.Cut(err.Error(), ` "`)
+		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: join(pathString(path), fe.FieldPath()),
+			BadValue: field.OmitValueType{}, Detail: detail})
+	}
+	return out
+}
+
+// typeError reports a JSON value of the wrong type, below path when the decoder names the
+// field.
+func typeError(path *field.Path, err error) *field.Error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return field.Invalid(path, field.OmitValueType{}, err.Error())
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Slice:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	return &field.Error{Type: field.ErrorTypeTypeInvalid, Field: join(pathString(path), te.Field),
+		BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("must be %s, not %s", want, te.Value)}
+}
+
+func pathString(p *field.Path) string {
+	if p == nil {
+		return ""
+	}
+	return p.String()
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// withoutOwnerUIDs drops the errors about VirtualMachine ownerReferences without a UID: an
+// overlay object may refer to its VM by name; Evaluate fills the UID in.
+func withoutOwnerUIDs(obj client.Object, errs field.ErrorList) field.ErrorList {
+	out := errs[:0]
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeRequired && strings.HasSuffix(e.Field, ".uid") && vmOwnerRefWithoutUID(obj, e.Field) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func vmOwnerRefWithoutUID(obj client.Object, fieldPath string) bool {
+	for i, ref := range obj.GetOwnerReferences() {
+		if ref.UID == "" && ref.Kind == "VirtualMachine" && strings.HasSuffix(fieldPath, fmt.Sprintf("ownerReferences[%d].uid", i)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,27 @@
+// Package dryrun answers "what would the controller do to this VM?" without writing anything
+// (DESIGN.md §5). Its Engine is shared by the controller's HTTPS endpoint
+// (controller/dryrun/endpoint) and by `ipamctl evaluate` (offline), so that both give the
+// same answer for the same input — and the same as a reconcile, because the evaluation is
+// controller/vm's own Evaluate: the reconciler's observation, decisions and plan, over a
+// reader instead of the cache.
+//
+// A request is a JSON or YAML object:
+//
+//	vm:        a VirtualMachine manifest (it may or may not exist)
+//	policies:  optional ClusterIPAMPolicy manifests that replace the installed policies for
+//	           this request (present but empty: only the built-in default decides)
+//	objects:   optional objects laid over the cluster's state for this request: IPAddress,
+//	           Network, IPAddressPool, VirtualMachine and Pod in the VM's namespace;
+//	           ClusterNetwork and ClusterIPAddressPool; the VM's Namespace
+//
+// Engine.Decode validates it as the API server would validate the manifests on create (CRD
+// schemas, metadata) and reports every problem with its JSON path in an *InvalidError:
+// vm.spec.networks[1].type: Unsupported value: "Bogus": …; policies[0].spec.nmae: Invalid
+// value: unknown field; a VM without an additional network is invalid, since there is nothing
+// to evaluate. Engine.Evaluate compiles the candidate policies (a compile error is an
+// *InvalidError at policies[i].spec…), lays the objects over the base reader (restricted to
+// the VM's namespace and cluster-scoped networks and pools), merges the VM with its live
+// copy and returns a Result: per interface the decision with its trace, the actions (Auto
+// IPAddresses to create and delete, networks-spec for the VM and for each running launcher
+// pod, interfaces pending a restart) and vmipam's part of the resulting status.
+package dryrun

@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// Sources of decisions and evaluations (the source label).
+const (
+	SourceController = "controller"
+	SourceDryRun     = "dryrun"
+)
+
+// Outcomes of a decision besides the allocation of an attached interface (the outcome label).
+const (
+	OutcomeSkipped = "Skipped"
+	OutcomeError   = "Error"
+)
+
+var (
+	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_decisions_total",
+		Help: "Interface decisions by source (controller, dryrun), outcome (Auto, Static, None, Skipped, Error) and skip reason.",
+	}, []string{"source", "outcome", "reason"})
+	evaluationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vmipam_evaluation_duration_seconds",
+		Help:    "Wall time of one evaluation (observe and decide every interface of a VM), by source.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"source"})
+	compileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_policy_compile_errors_total",
+		Help: "Policies that did not compile, by source (controller: installed policies; dryrun: candidate policies of requests).",
+	}, []string{"source"})
+	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_dryrun_requests_total",
+		Help: "Dry-run evaluation requests by HTTP status code.",
+	}, []string{"code"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, dryRunRequests)
+}
+
+// Recorder records metrics under one source label. The zero value is not useful; use
+// Controller or DryRun.
+type Recorder struct {
+	source string
+}
+
+// Recorders for the two sources.
+var (
+	// Controller records for the reconcilers.
+	Controller = Recorder{source: SourceController}
+	// DryRun records for the dry-run endpoint.
+	DryRun = Recorder{source: SourceDryRun}
+)
+
+// Decided counts one interface decision.
+func (r Recorder) Decided(d evaluator.Decision) {
+	decisions.WithLabelValues(r.source, Outcome(d), string(d.Reason)).Inc()
+}
+
+// Evaluated observes the duration of one evaluation that started at start.
+func (r Recorder) Evaluated(start time.Time) {
+	evaluationSeconds.WithLabelValues(r.source).Observe(time.Since(start).Seconds())
+}
+
+// CompileFailed counts one policy that did not compile.
+func (r Recorder) CompileFailed() {
+	compileErrors.WithLabelValues(r.source).Inc()
+}
+
+// Request counts one dry-run request answered with the HTTP status code.
+func Request(code int) {
+	dryRunRequests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+// Outcome is the outcome label of d: Error for a failed evaluation, Skipped for another skip,
+// else the allocation.
+func Outcome(d evaluator.Decision) string {
+	switch {
+	case d.Reason == evaluator.ReasonPolicyError:
+		return OutcomeError
+	case d.Skip:
+		return OutcomeSkipped
+	case d.Allocation == evaluator.AllocationUnknown:
+		return OutcomeError
+	}
+	return string(d.Allocation)
+}

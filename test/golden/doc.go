@@ -1,0 +1,7 @@
+// Package golden checks that the four ways vmipam decides agree: the evaluator directly (on
+// policy test suites), `ipamctl evaluate` (offline, run in-process on a snapshot of the
+// world), the dry-run endpoint (on the live cluster) and a real reconcile (what the
+// controller wrote on the VM), for the cases in testdata/ (see testdata/README.md). It runs
+// its own control plane (envtest) with vmipam, its dry-run endpoint and the SDN and VM-runtime
+// stand-ins.
+package golden

@@ -1,0 +1,313 @@
+package golden
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
+	"github.com/vmipam/vmipam/controller/dryrun"
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// repoRoot is the repository root, relative to this package.
+const repoRoot = "../.."
+
+// convergeTimeout bounds how long a case's world may take to settle.
+const convergeTimeout = 60 * time.Second
+
+func TestGoldenCasesDecideAlikeEverywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane (envtest)")
+	}
+	h := startHarness(t)
+	suites, err := filepath.Glob("testdata/*/suite.yaml")
+	if err != nil || len(suites) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, suite := range suites {
+		dir := filepath.Dir(suite)
+		t.Run(filepath.Base(dir), func(t *testing.T) { h.runCase(t, dir) })
+	}
+}
+
+// runCase builds the case's world, lets it converge and compares the four answers.
+func (h *harness) runCase(t *testing.T, dir string) {
+	ctx := t.Context()
+	ns := "golden-" + filepath.Base(dir)
+	h.setUp(t, ctx, dir, ns)
+	vm := h.subject(t, ctx, dir, ns)
+
+	expected := evaluatorDecisions(t, ctx, h, dir)
+	live, world := h.settled(t, ctx, ns, vm, expected)
+	offline := h.ipamctl(t, ctx, dir, vm, world)
+
+	t.Run("the evaluator, the endpoint and ipamctl decide alike", func(t *testing.T) {
+		for i := range expected {
+			if got := verdictOf(live.Interfaces[i].Decision); got != expected[i] {
+				t.Errorf("interface %d: endpoint %+v, evaluator %+v", i, got, expected[i])
+			}
+			if got := verdictOf(offline.Interfaces[i].Decision); got != expected[i] {
+				t.Errorf("interface %d: ipamctl %+v, evaluator %+v", i, got, expected[i])
+			}
+		}
+	})
+	t.Run("the endpoint and ipamctl answer byte for byte alike", func(t *testing.T) {
+		for _, part := range []struct {
+			name          string
+			online, offln any
+		}{{"interfaces", live.Interfaces, offline.Interfaces}, {"actions", live.Actions, offline.Actions},
+			{"status", live.Status, offline.Status}} {
+			a, b := mustJSON(t, part.online), mustJSON(t, part.offln)
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s differ:\nendpoint %s\nipamctl  %s", part.name, a, b)
+			}
+		}
+	})
+	t.Run("the reconcile wrote what the evaluator decided", func(t *testing.T) {
+		h.checkReconcile(t, ctx, ns, vm, expected)
+	})
+}
+
+// verdict is what a decision says, without its trace and cost (which depend on every byte of
+// the input, and the evaluator's input is written by hand).
+type verdict struct {
+	Allocation            evaluator.Allocation
+	Skip, Hotplug         bool
+	Reason                evaluator.Reason
+	Message, Policy, Rule string
+}
+
+func verdictOf(d evaluator.Decision) verdict {
+	return verdict{Allocation: d.Allocation, Skip: d.Skip, Hotplug: d.Hotplug, Reason: d.Reason, Message: d.Message,
+		Policy: d.Policy, Rule: d.Rule}
+}
+
+// evaluatorDecisions runs the case's suite through the evaluator: every expectation must
+// hold; the decisions are what the other paths must match.
+func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) []verdict {
+	t.Helper()
+	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := evaluator.RunSuite(ctx, h.compiler, suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]verdict, len(results))
+	for i, r := range results {
+		if !r.Passed() {
+			t.Errorf("evaluator: %s", r)
+		}
+		out[i] = verdictOf(r.Decision)
+	}
+	return out
+}
+
+// settled returns the endpoint's answer for the converged VM and the world it was given for:
+// the namespace's objects and the case's cluster-scoped ones, unchanged (resourceVersion for
+// resourceVersion) from a second before the question until after the answer, so that the
+// cache the endpoint reads had caught up with them. (The stand-ins may still write once the
+// controller has nothing left to do, e.g. MAC addresses into the VM status.)
+func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrun.Result, []client.Object) {
+	t.Helper()
+	deadline := time.Now().Add(convergeTimeout)
+	for {
+		before := h.world(t, ctx, ns)
+		time.Sleep(time.Second)
+		res := h.converged(t, ctx, ns, vm, expected)
+		after := h.world(t, ctx, ns)
+		if versions(before) == versions(after) {
+			return res, after
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the world of %s does not settle", ns)
+		}
+	}
+}
+
+// versions fingerprints objects by kind, name and resourceVersion.
+func versions(objs []client.Object) string {
+	var b strings.Builder
+	for _, o := range objs {
+		fmt.Fprintf(&b, "%T/%s/%s@%s;", o, o.GetNamespace(), o.GetName(), o.GetResourceVersion())
+	}
+	return b.String()
+}
+
+// converged asks the endpoint about the live VM until the controller has nothing left to do
+// and the endpoint's decisions are the evaluator's, and returns that answer.
+func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrun.Result {
+	t.Helper()
+	var res *dryrun.Result
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, convergeTimeout, true, func(ctx context.Context) (bool, error) {
+		live := &vmv1.VirtualMachine{}
+		if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: vm}, live); err != nil {
+			return false, err
+		}
+		var err error
+		if res, err = h.ask(ctx, live); err != nil {
+			return false, err
+		}
+		why = pending(res, expected)
+		return why == "", nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s did not converge to the evaluator's decisions: %v; last: %s", ns, vm, err, why)
+	}
+	return res
+}
+
+// pending says what the controller still has to do, or how the decisions differ, or "".
+func pending(res *dryrun.Result, expected []verdict) string {
+	a := res.Actions
+	podChanges := slices.ContainsFunc(a.Pods, func(p vmctrl.PodWrite) bool { return p.Changed })
+	switch {
+	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.VMNetworksSpec.Changed || podChanges || a.Deferred:
+		return fmt.Sprintf("writes pending: %s", mustJSONString(a))
+	case res.Status.Changed:
+		return "a status write pending"
+	case len(res.Interfaces) != len(expected):
+		return fmt.Sprintf("%d interfaces, want %d", len(res.Interfaces), len(expected))
+	}
+	for i := range expected {
+		if got := verdictOf(res.Interfaces[i].Decision); got != expected[i] {
+			return fmt.Sprintf("interface %d: %+v, want %+v", i, got, expected[i])
+		}
+	}
+	return ""
+}
+
+// checkReconcile reads back what the reconciles wrote: attached interfaces in the VM's and
+// the launcher pods' networks-spec with the decided allocation, skipped ones in NetworkReady
+// with the decided reason and message.
+func (h *harness) checkReconcile(t *testing.T, ctx context.Context, ns, name string, expected []verdict) {
+	vm := &vmv1.VirtualMachine{}
+	if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
+		t.Fatal(err)
+	}
+	entries := parseSpec(t, vm.Annotations[sdnv1.AnnotationNetworksSpec])
+	for _, pod := range h.launcherPods(t, ctx, ns, name) {
+		if got := pod.Annotations[sdnv1.AnnotationNetworksSpec]; got != vm.Annotations[sdnv1.AnnotationNetworksSpec] {
+			t.Errorf("launcher pod %s carries networks-spec %s, the VM %s", pod.Name, got, vm.Annotations[sdnv1.AnnotationNetworksSpec])
+		}
+	}
+	items := problemItems(meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady))
+	i := 0
+	for _, spec := range vm.Spec.Networks {
+		if spec.Type == vmv1.NetworkTypeMain {
+			continue
+		}
+		key := string(spec.Type) + "/" + spec.Name
+		want := expected[i]
+		i++
+		entry, attached := entries[key]
+		switch {
+		case attached == want.Skip:
+			t.Errorf("%s: attached %v, but the decision skips: %v", key, attached, want.Skip)
+		case attached && allocationOf(entry, spec) != want.Allocation:
+			t.Errorf("%s: networks-spec %+v reads as %s, decided %s", key, entry, allocationOf(entry, spec), want.Allocation)
+		case !attached && items[key] != fmt.Sprintf("%s: %s", want.Reason, want.Message):
+			t.Errorf("%s: NetworkReady says %q, decided %s: %s", key, items[key], want.Reason, want.Message)
+		}
+	}
+}
+
+// allocationOf reads the allocation an attached networks-spec entry applies.
+func allocationOf(e sdnv1.NetworksSpecEntry, spec vmv1.NetworksSpec) evaluator.Allocation {
+	switch {
+	case len(e.IPAddressNames) == 0:
+		return evaluator.AllocationNone
+	case spec.IPAddressName != "" && e.IPAddressNames[0] == spec.IPAddressName:
+		return evaluator.AllocationStatic
+	}
+	return evaluator.AllocationAuto
+}
+
+func parseSpec(t *testing.T, annotation string) map[string]sdnv1.NetworksSpecEntry {
+	t.Helper()
+	out := map[string]sdnv1.NetworksSpecEntry{}
+	if annotation == "" {
+		return out
+	}
+	var entries []sdnv1.NetworksSpecEntry
+	if err := json.Unmarshal([]byte(annotation), &entries); err != nil {
+		t.Fatalf("networks-spec %q: %v", annotation, err)
+	}
+	for _, e := range entries {
+		out[e.Type+"/"+e.Name] = e
+	}
+	return out
+}
+
+// problemItems splits a NetworkReady=False message into "Reason: message" by interface key.
+func problemItems(c *metav1.Condition) map[string]string {
+	out := map[string]string{}
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return out
+	}
+	for _, item := range strings.Split(c.Message, "; ") {
+		if key, rest, ok := strings.Cut(item, ": "); ok {
+			out[key] = rest
+		}
+	}
+	return out
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func mustJSONString(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// ipamctl writes the VM and its world into files and runs `ipamctl evaluate` on them
+// in-process, with the same policies as installed.
+func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, world []client.Object) *dryrun.Result {
+	t.Helper()
+	tmp := t.TempDir()
+	vmFile, worldFile := filepath.Join(tmp, "vm.yaml"), filepath.Join(tmp, "world.yaml")
+	for _, o := range world {
+		if _, ok := o.(*vmv1.VirtualMachine); ok && o.GetName() == vm {
+			h.writeManifests(t, vmFile, o)
+		}
+	}
+	h.writeManifests(t, worldFile, world...)
+	args := []string{"evaluate", "-f", vmFile, "-O", worldFile, "-p", filepath.Join(repoRoot, "policies", "default.yaml"), "-o", "json"}
+	if _, err := os.Stat(filepath.Join(dir, "policy.yaml")); err == nil {
+		args = append(args, "-p", filepath.Join(dir, "policy.yaml"))
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(ctx, "ipamctl", args, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != 0 {
+		t.Fatalf("ipamctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	res := &dryrun.Result{}
+	if err := json.Unmarshal(out.Bytes(), res); err != nil {
+		t.Fatalf("ipamctl output: %v\n%s", err, out.String())
+	}
+	return res
+}

@@ -1,0 +1,363 @@
+package golden
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/dryrun"
+	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/crds/rbac"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim/sdn"
+	"github.com/vmipam/vmipam/test/sim/vmruntime"
+)
+
+// harness is a control plane with vmipam (production wiring, dry-run endpoint included) and
+// the stand-ins, and a ServiceAccount token allowed to dry-run VMs anywhere.
+type harness struct {
+	k8s      client.Client
+	scheme   *runtime.Scheme
+	compiler *evaluator.Compiler
+	srv      *endpoint.Server
+	http     *http.Client
+	token    string
+}
+
+func startHarness(t *testing.T) *harness {
+	t.Helper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	e, err := env.Start(env.Options{})
+	t.Cleanup(func() {
+		if e != nil {
+			_ = e.Stop()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{}
+	if h.scheme, err = controller.NewScheme(); err != nil {
+		t.Fatal(err)
+	}
+	if h.k8s, err = client.New(e.Config, client.Options{Scheme: h.scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if h.compiler, err = evaluator.NewCompiler(evaluator.DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	h.startManager(t, e)
+	h.token = h.caller(t, e)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.srv.ServingCertPEM())
+	h.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, convergeTimeout, true,
+		func(context.Context) (bool, error) { return h.srv.ReadyCheck(nil) == nil, nil }); err != nil {
+		t.Fatalf("dry-run endpoint not ready: %v", err)
+	}
+	return h
+}
+
+// startManager runs vmipam with its dry-run endpoint and the stand-ins on one manager.
+func (h *harness) startManager(t *testing.T, e *env.Environment) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: h.scheme, Cache: controller.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	registry, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.srv, err = controller.SetupDryRun(mgr, registry, endpoint.Options{BindAddress: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// caller creates a ServiceAccount allowed (by the shipped ClusterRole, bound cluster-wide) to
+// dry-run VMs, and returns a token for it.
+func (h *harness) caller(t *testing.T, e *env.Environment) string {
+	t.Helper()
+	ctx := t.Context()
+	roles, err := rbac.ClusterRoles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "golden-callers"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "golden-callers", Name: "golden"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-dryrun"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleVirtualMachines},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}
+	for _, r := range roles {
+		objs = append(objs, r)
+	}
+	for _, o := range objs {
+		if err := h.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("golden-callers").CreateToken(ctx, "golden",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// setUp creates the case's namespace, world and policies, and waits for the policies to serve.
+func (h *harness) setUp(t *testing.T, ctx context.Context, dir, ns string) {
+	t.Helper()
+	if err := h.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.createAll(t, ctx, filepath.Join(dir, "world.yaml"), ns)
+	if _, err := os.Stat(filepath.Join(dir, "policy.yaml")); err != nil {
+		return
+	}
+	for _, p := range h.createAll(t, ctx, filepath.Join(dir, "policy.yaml"), ns) {
+		t.Cleanup(func() { _ = h.k8s.Delete(context.Background(), p) })
+		h.waitPolicyReady(t, ctx, p.GetName())
+	}
+}
+
+func (h *harness) waitPolicyReady(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, convergeTimeout, true, func(ctx context.Context) (bool, error) {
+		p := &v1alpha1.ClusterIPAMPolicy{}
+		if err := h.k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) && p.Status.ObservedGeneration == p.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("policy %s not Ready: %v", name, err)
+	}
+}
+
+// subject creates the case's VMs in order, each once the previous one has been reconciled,
+// and returns the last one's name.
+func (h *harness) subject(t *testing.T, ctx context.Context, dir, ns string) string {
+	t.Helper()
+	vms := h.createAll(t, ctx, filepath.Join(dir, "vm.yaml"), ns, h.waitReconciled)
+	if len(vms) == 0 {
+		t.Fatalf("%s/vm.yaml has no VirtualMachine", dir)
+	}
+	return vms[len(vms)-1].GetName()
+}
+
+// waitReconciled waits until the VM has a NetworkReady condition for its generation.
+func (h *harness) waitReconciled(t *testing.T, ctx context.Context, obj client.Object) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, convergeTimeout, true, func(ctx context.Context) (bool, error) {
+		vm := &vmv1.VirtualMachine{}
+		if err := h.k8s.Get(ctx, client.ObjectKeyFromObject(obj), vm); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+		return c != nil && c.ObservedGeneration == vm.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("%s not reconciled: %v", obj.GetName(), err)
+	}
+}
+
+// createAll creates every object of a YAML file, namespaced ones in ns, calling after (if
+// given) once each is created; it returns them.
+func (h *harness) createAll(t *testing.T, ctx context.Context, file, ns string,
+	after ...func(*testing.T, context.Context, client.Object)) []client.Object {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []client.Object
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil || len(u.Object) == 0 {
+			continue
+		}
+		if namespaced, err := apiutil.IsObjectNamespaced(u, h.scheme, h.k8s.RESTMapper()); err != nil {
+			t.Fatal(err)
+		} else if namespaced {
+			u.SetNamespace(ns)
+		}
+		if err := h.k8s.Create(ctx, u); err != nil {
+			t.Fatalf("%s: create %s %s: %v", file, u.GetKind(), u.GetName(), err)
+		}
+		for _, f := range after {
+			f(t, ctx, u)
+		}
+		out = append(out, u)
+	}
+}
+
+// ask sends the live VM to the dry-run endpoint.
+func (h *harness) ask(ctx context.Context, vm *vmv1.VirtualMachine) (*dryrun.Result, error) {
+	vm = vm.DeepCopy()
+	vm.APIVersion, vm.Kind, vm.ManagedFields = vmv1.GroupVersion.String(), "VirtualMachine", nil
+	body, err := json.Marshal(map[string]any{"vm": vm})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+h.srv.Addr()+dryrun.Path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("dry-run answered %d: %s", resp.StatusCode, data)
+	}
+	res := &dryrun.Result{}
+	return res, json.Unmarshal(data, res)
+}
+
+// launcherPods returns the VM's launcher pods.
+func (h *harness) launcherPods(t *testing.T, ctx context.Context, ns, vm string) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := h.k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{vmv1.LabelLauncherVMName: vm}); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// world reads everything the controller reads about the case's VMs, as the API server has
+// it: the namespace's VMs, IPAddresses, networks, pools and launcher pods, the Namespace, and
+// the case's cluster-scoped networks and pools (named after the namespace).
+func (h *harness) world(t *testing.T, ctx context.Context, ns string) []client.Object {
+	t.Helper()
+	var objs []client.Object
+	for _, list := range []client.ObjectList{&vmv1.VirtualMachineList{}, &sdnv1.IPAddressList{}, &sdnv1.NetworkList{},
+		&sdnv1.IPAddressPoolList{}, &corev1.PodList{}} {
+		if err := h.k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, items(t, list)...)
+	}
+	for _, list := range []client.ObjectList{&sdnv1.ClusterNetworkList{}, &sdnv1.ClusterIPAddressPoolList{}} {
+		if err := h.k8s.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items(t, list) {
+			if strings.HasPrefix(o.GetName(), ns+"-") {
+				objs = append(objs, o)
+			}
+		}
+	}
+	namespace := &corev1.Namespace{}
+	if err := h.k8s.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	return append(objs, namespace)
+}
+
+func items(t *testing.T, list client.ObjectList) []client.Object {
+	t.Helper()
+	all, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]client.Object, 0, len(all))
+	for _, o := range all {
+		out = append(out, o.(client.Object))
+	}
+	return out
+}
+
+// writeManifests writes objs as YAML documents with apiVersion and kind, without managedFields.
+func (h *harness) writeManifests(t *testing.T, file string, objs ...client.Object) {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, h.scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o = o.DeepCopyObject().(client.Object)
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		o.SetManagedFields(nil)
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
