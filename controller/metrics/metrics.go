@@ -36,6 +36,10 @@ var (
 		Name: "vmipam_policy_compile_errors_total",
 		Help: "Policies that did not compile, by source (controller: installed policies; dryrun: candidate policies of requests).",
 	}, []string{"source"})
+	auditDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_audit_decisions_total",
+		Help: "Would-be decisions of Audit-mode policies, by source, policy, outcome and skip reason: what an Enforce version of the policy would change.",
+	}, []string{"source", "policy", "outcome", "reason"})
 	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmipam_dryrun_requests_total",
 		Help: "Dry-run evaluation requests by HTTP status code.",
@@ -43,7 +47,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, dryRunRequests)
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use
@@ -63,6 +67,17 @@ var (
 // Decided counts one interface decision.
 func (r Recorder) Decided(d evaluator.Decision) {
 	decisions.WithLabelValues(r.source, Outcome(d), string(d.Reason)).Inc()
+	for _, a := range d.Trace.Audit {
+		auditDecisions.WithLabelValues(r.source, a.Policy, auditOutcome(a), string(a.Reason)).Inc()
+	}
+}
+
+// auditOutcome is Outcome for an Audit-mode policy's would-be decision.
+func auditOutcome(a evaluator.AuditRecord) string {
+	if a.Error != "" {
+		return OutcomeError
+	}
+	return Outcome(evaluator.Decision{Allocation: a.Allocation, Skip: a.Skip, Reason: a.Reason})
 }
 
 // Evaluated observes the duration of one evaluation that started at start.

@@ -76,12 +76,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if vm.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
+	start := time.Now()
 	s, err := observer{reader: r.Client, now: r.now()}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	decide(ctx, s, evaluator.Options{})
 	p := plan(s)
+	metrics.Controller.Evaluated(start)
 	for _, it := range p.Interfaces {
 		metrics.Controller.Decided(it.Decision)
 	}
