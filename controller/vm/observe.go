@@ -51,6 +51,9 @@ type iface struct {
 	decision evaluator.Decision
 	// problem, when set, is why the interface is not attached (from the decision or act).
 	problem *problem
+	// kept: the problem is transient and the VM or a running pod keeps the interface
+	// attached as it was (set by plan).
+	kept bool
 }
 
 // problem is one NetworkReady item.

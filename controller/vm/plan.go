@@ -163,7 +163,7 @@ func results(s *scope) []InterfaceResult {
 	out := make([]InterfaceResult, 0, len(s.interfaces))
 	for _, it := range s.interfaces {
 		r := InterfaceResult{Index: it.index, Type: string(it.spec.Type), Name: it.spec.Name,
-			Decision: it.decision, Attached: attachedEntry(it) != nil, Address: address(it)}
+			Decision: it.decision, Attached: attachedEntry(it) != nil || it.kept, Address: address(it)}
 		switch {
 		case it.spec.IPAddressName != "":
 			r.IPAddressName = it.spec.IPAddressName
@@ -299,7 +299,7 @@ func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEnt
 		switch {
 		case entryEqual(want, old, had):
 		case want == nil && had && sticky(it):
-			want = &old
+			want, it.kept = &old, true
 		case live && !it.decision.Hotplug:
 			pending = append(pending, it.key)
 			want = nil

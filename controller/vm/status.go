@@ -96,16 +96,17 @@ func findStatus(list []vmv1.NetworksStatus, typ vmv1.NetworkType, name string, n
 	return nil
 }
 
-// address is the allocated address of an attached interface, or "".
+// address is the allocated address of an attached interface — also of one a transient problem
+// leaves attached as it was — or "".
 func address(it *iface) string {
-	if it.problem != nil {
+	if it.problem != nil && !it.kept {
 		return ""
 	}
 	ip := it.auto
-	switch it.decision.Allocation {
-	case evaluator.AllocationStatic:
+	switch {
+	case it.decision.Allocation == evaluator.AllocationStatic, it.kept && it.spec.IPAddressName != "":
 		ip = it.static
-	case evaluator.AllocationAuto:
+	case it.decision.Allocation == evaluator.AllocationAuto, it.kept:
 	default:
 		return ""
 	}

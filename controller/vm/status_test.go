@@ -91,3 +91,19 @@ func TestNetworkReadyMessageIsCappedAtTheCRDLimit(t *testing.T) {
 		t.Errorf("message length %d, want %d", len(c.Message), maxConditionMessage)
 	}
 }
+
+// TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached: a policy error (or a network
+// flap) does not unplug an interface a pod carries, so status keeps showing its address.
+func TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached(t *testing.T) {
+	s := statusScope()
+	it := s.interfaces[0]
+	it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError}
+	it.problem = &problem{string(evaluator.ReasonPolicyError), "policy p: spec.skipRules[0].expression: no such key: nope"}
+	if got := address(it); got != "" {
+		t.Fatalf("address of a skipped, not kept interface = %q", got)
+	}
+	it.kept = true
+	if got := address(it); got != "10.0.0.7" {
+		t.Errorf("address of a kept interface = %q, want 10.0.0.7", got)
+	}
+}

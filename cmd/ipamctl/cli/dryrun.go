@@ -154,7 +154,11 @@ func (o *dryRunOptions) ask(ctx context.Context, errOut io.Writer, client *http.
 func reportStatus(w io.Writer, src sources, code int, data []byte) error {
 	st := &metav1.Status{}
 	if err := json.Unmarshal(data, st); err != nil || st.Kind != "Status" {
-		return fmt.Errorf("the endpoint answered %d %s: %.200s", code, http.StatusText(code), data)
+		hint := ""
+		if code == http.StatusNotFound {
+			hint = " (the dry-run endpoint is served by the controller, not by the API server: pass --server https://<controller address>:8443)"
+		}
+		return fmt.Errorf("the endpoint answered %d %s: %.200s%s", code, http.StatusText(code), data, hint)
 	}
 	fmt.Fprintf(w, "%s: the dry-run endpoint answered %d %s: ", src.vm, code, st.Reason)
 	if st.Details == nil || len(st.Details.Causes) == 0 {
