@@ -194,3 +194,24 @@ func TestDryRunShowsAnErrorAnswerAgainstTheFiles(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }
+
+// TestDryRunRefusesImpersonation: the endpoint ignores impersonation headers, so the CLI says
+// so instead of silently asking as the kubeconfig's own user.
+func TestDryRunRefusesImpersonation(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := dir + "/kubeconfig"
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: demo}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "--kubeconfig", kubeconfig,
+		"--server", "https://127.0.0.1:1", "--as", "someone")
+	if code == 0 || !strings.Contains(out+errOut, "impersonation") {
+		t.Errorf("exit %d, output %q %q: want a refusal naming impersonation", code, out, errOut)
+	}
+}

@@ -87,6 +87,12 @@ func (o *dryRunOptions) clientConfig() (*rest.Config, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
+	// The endpoint authenticates the caller by TokenReview or client certificate and does not
+	// honour impersonation headers; accepting --as would make an operator believe they tested
+	// someone else's permissions.
+	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 || imp.UID != "" {
+		return nil, "", fmt.Errorf("impersonation (--as, --as-group, --as-uid or the kubeconfig's 'as' fields) is not supported by the dry-run endpoint: ask with the other user's own credentials (--token)")
+	}
 	namespace, _, err := cc.Namespace()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
