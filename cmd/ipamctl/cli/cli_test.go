@@ -215,3 +215,15 @@ current-context: x
 		t.Errorf("exit %d, output %q %q: want a refusal naming impersonation", code, out, errOut)
 	}
 }
+
+// TestLintFailsOnNothingToLint: an empty file must not pass an admin's CI by accident.
+func TestLintFailsOnNothingToLint(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "ipamctl", "lint", empty)
+	if code == 0 || !strings.Contains(out+errOut, "no policy documents found") {
+		t.Errorf("exit %d, output %q %q", code, out, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,6 +28,10 @@ func lint(s Streams, paths []string) error {
 	docs, err := readDocuments(paths, s.In)
 	if err != nil {
 		return err
+	}
+	if len(docs) == 0 {
+		// An empty file or folder passing would hide a wrong path in an admin's CI.
+		return fmt.Errorf("no policy documents found in %s", strings.Join(paths, ", "))
 	}
 	engine, err := newEngine()
 	if err != nil {
