@@ -48,8 +48,19 @@ type Plan struct {
 }
 
 // FreshPendingGrace is how long a VM's networks-spec and status may wait for SDN to allocate
-// its newly created Auto IPAddresses.
-const FreshPendingGrace = 5 * time.Second
+// its newly created Auto IPAddresses. UnansweredGrace applies instead while SDN has not
+// written any status on the IPAddress yet (its queue is long, e.g. when a thousand VMs start
+// at once): waiting for its first answer costs nothing, and a VM still shows IPAddressPending
+// if SDN stays silent longer.
+const (
+	FreshPendingGrace = 5 * time.Second
+	UnansweredGrace   = 30 * time.Second
+)
+
+// unanswered: SDN has not written any status on the IPAddress yet.
+func unanswered(ip *sdnv1.IPAddress) bool {
+	return ip.Status.Phase == "" && len(ip.Status.Conditions) == 0 && ip.Status.Address == ""
+}
 
 // InterfaceResult is the outcome for one additional interface.
 type InterfaceResult struct {
@@ -126,8 +137,8 @@ func plan(s *scope) *Plan {
 }
 
 // freshPending reports whether every problem is IPAddressPending of an Auto IPAddress created
-// by this plan or less than FreshPendingGrace before s.now, and how long until the youngest
-// such IPAddress is out of grace.
+// by this plan or within its grace (FreshPendingGrace, or UnansweredGrace while SDN has not
+// answered) before s.now, and how long until the last such IPAddress is out of grace.
 func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.PendingRestart) > 0 {
 		return 0, false
@@ -149,7 +160,11 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 			if it.auto == nil {
 				return 0, false
 			}
-			left = FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
+			grace := FreshPendingGrace
+			if unanswered(it.auto) {
+				grace = UnansweredGrace
+			}
+			left = grace - s.now.Sub(it.auto.CreationTimestamp.Time)
 		}
 		if left <= 0 {
 			return 0, false

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,5 +106,30 @@ func TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached(t *testing.T
 	it.kept = true
 	if got := address(it); got != "10.0.0.7" {
 		t.Errorf("address of a kept interface = %q, want 10.0.0.7", got)
+	}
+}
+
+// TestFreshPendingWaitsLongerForSDNsFirstAnswer: while SDN has not answered an IPAddress at
+// all, networks-spec and status wait up to UnansweredGrace; once it answered Pending, only
+// FreshPendingGrace.
+func TestFreshPendingWaitsLongerForSDNsFirstAnswer(t *testing.T) {
+	s := statusScope()
+	s.interfaces = s.interfaces[:1]
+	it := s.interfaces[0]
+	it.auto = &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "v-cn-x", CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))}}
+	it.autoName = it.auto.Name
+	it.problem = &problem{string(evaluator.ReasonIPAddressPending), "waiting"}
+	s.now = time.Unix(1010, 0) // 10 s after creation
+	if _, deferred := freshPending(s, &Plan{}); !deferred {
+		t.Error("an IPAddress SDN has not answered for 10 s should still defer the writes")
+	}
+	it.auto.Status.Phase = sdnv1.IPAddressPhasePending
+	if _, deferred := freshPending(s, &Plan{}); deferred {
+		t.Error("an IPAddress SDN answered Pending 10 s ago should be reported")
+	}
+	s.now = time.Unix(1031, 0)
+	it.auto.Status.Phase = ""
+	if _, deferred := freshPending(s, &Plan{}); deferred {
+		t.Error("past UnansweredGrace the pending state should be reported")
 	}
 }
