@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -199,6 +201,15 @@ func (s *Server) ServingCertPEM() []byte { return s.certPEM }
 // Handler returns the dry-run handler (for tests and for mounting elsewhere).
 func (s *Server) Handler() *Handler { return s.handler }
 
+// httpErrorLog routes net/http's own messages (TLS handshake errors, …) into the
+// controller's log instead of the process's standard error.
+type httpErrorLog struct{}
+
+func (httpErrorLog) Write(p []byte) (int, error) {
+	log.V(1).Info("HTTP server", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 // Start serves until ctx ends, then shuts down gracefully.
 func (s *Server) Start(ctx context.Context) error {
 	if s.watcher != nil {
@@ -213,7 +224,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	srv := &http.Server{Handler: s.mux(), TLSConfig: s.tls, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: s.opts.Timeout + 20*time.Second, WriteTimeout: s.opts.Timeout + 10*time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20, ErrorLog: stdlog.New(httpErrorLog{}, "", 0),
 		BaseContext: func(net.Listener) context.Context { return ctrl.LoggerInto(context.Background(), log) }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(s.listener, "", "") }()
