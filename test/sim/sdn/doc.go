@@ -16,8 +16,9 @@
 //   - sdn-sim-network and sdn-sim-clusternetwork set Ready=True on networks that have no Ready
 //     condition yet, unless they carry the annotation AnnotationHoldNotReady: "true".
 //
-// Allocation is serialized by a mutex in the Simulator and remembered in memory (a ledger), so
-// a cache that lags behind the simulator's own writes cannot hand out an address twice; status
-// writes use optimistic locking. The memory is rebuilt from Allocated IPAddresses after a
+// Choosing an address is serialized by a mutex in the Simulator and the choice is reserved at
+// once in memory (a ledger), so a cache that lags behind the simulator's own writes cannot hand
+// out an address twice; the status writes then run outside the lock, several at a time, with
+// optimistic locking, and a failed write gives its reservation back. The memory is rebuilt from Allocated IPAddresses after a
 // restart, except for leases, which a restart forgets.
 package sdn
