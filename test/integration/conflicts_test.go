@@ -16,18 +16,12 @@ import (
 
 var _ = Describe("Skip reasons and contested addresses", func() {
 	var (
-		ctx  context.Context
-		ns   string
-		corp string
+		ctx      context.Context
+		ns, corp string
 	)
 	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		corp = pooledClusterNetwork(ctx, ns, "10.3.0.0/24", "10.3.0.10-10.3.0.12")
+		ctx, ns, corp = pooledWorld("10.3.0.0/24", "10.3.0.10-10.3.0.12")
 	})
-	ready := func(vm string) func() string {
-		return func() string { return describe(networkReady(ctx, ns, vm)) }
-	}
 	address := func(vm string) func() string {
 		return func() string { return statusAddress(ctx, ns, vm, vmv1.NetworkTypeClusterNetwork, corp) }
 	}
@@ -35,7 +29,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 	It("skips ipAddressName on a pool-less network with NoIPAMPool", func() {
 		create(ctx, build.ClusterNetwork(ns+"-l2", ""))
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(ns+"-l2", "x")))
-		Eventually(ready("v"), timeout, interval).Should(Equal("False/NetworkNotReady: ClusterNetwork/" + ns +
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(Equal("False/NetworkNotReady: ClusterNetwork/" + ns +
 			"-l2: NoIPAMPool: ipAddressName x is set, but ClusterNetwork " + ns + "-l2 has no IPAM pool"))
 	})
 
@@ -43,7 +37,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		other := pooledClusterNetworkNamed(ctx, ns+"-other", "10.4.0.0/24")
 		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", other, "10.4.0.5"))
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "s")))
-		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(
 			"ClusterNetwork/" + corp + ": IPAddressNetworkMismatch: IPAddress s belongs to ClusterNetwork " + other))
 	})
 
@@ -53,16 +47,16 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
 
 		create(ctx, build.VM(ns, "newcomer", build.OnClusterNetwork(corp, "s")))
-		Eventually(ready("newcomer"), timeout, interval).Should(Equal("False/NetworkNotReady: ClusterNetwork/" + corp +
+		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(Equal("False/NetworkNotReady: ClusterNetwork/" + corp +
 			": IPAddressInUse: IPAddress s is in use by VM holder"))
 		Consistently(address("holder"), "2s", interval).Should(Equal("10.3.0.12"), "the holder is not disturbed")
-		Expect(ready("holder")()).To(HavePrefix("True/"))
+		Expect(readyOf(ctx, ns, "holder")()).To(HavePrefix("True/"))
 		Expect(address("newcomer")()).To(BeEmpty())
 
 		By("the holder releases it")
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
-		Eventually(ready("newcomer"), timeout, interval).Should(HavePrefix("True/"))
+		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(HavePrefix("True/"))
 		Expect(networksSpec(getVM(ctx, ns, "holder"))).To(BeEmpty())
 	})
 
@@ -71,7 +65,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Eventually(address("owner"), timeout, interval).ShouldNot(BeEmpty())
 		auto := naming.AutoIPAddress("owner", "ClusterNetwork", corp)
 		create(ctx, build.VM(ns, "thief", build.OnClusterNetwork(corp, auto)))
-		Eventually(ready("thief"), timeout, interval).Should(ContainSubstring(
+		Eventually(readyOf(ctx, ns, "thief"), timeout, interval).Should(ContainSubstring(
 			"IPAddressOwnedByAnotherVM: IPAddress " + auto + " is the automatic address of VM owner"))
 		Expect(names(ipAddresses(ctx, ns))).To(ConsistOf(auto))
 	})
@@ -129,7 +123,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		squat := build.StaticIPAddress(ns, naming.AutoIPAddress("v", "ClusterNetwork", corp), "ClusterNetwork", corp, "10.3.0.12")
 		create(ctx, squat)
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
-		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(": IPAddressConflict: IPAddress " + squat.Name +
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(": IPAddressConflict: IPAddress " + squat.Name +
 			" already exists and is controlled by no VirtualMachine"))
 		Expect(getIPAddress(ctx, ns, squat.Name).OwnerReferences).To(BeEmpty())
 	})

@@ -26,20 +26,17 @@ var _ = Describe("Convergence under late objects and churn", func() {
 		ctx = context.Background()
 		ns = newNamespace(ctx)
 	})
-	ready := func(vm string) func() string {
-		return func() string { return describe(networkReady(ctx, ns, vm)) }
-	}
 
 	It("converges when the network is created after the VM, without touching the VM", func() {
 		net := ns + "-late"
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(net, "")))
-		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(": NetworkNotFound: ClusterNetwork " + net + " does not exist"))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(": NetworkNotFound: ClusterNetwork " + net + " does not exist"))
 		generation := getVM(ctx, ns, "v").Generation
 
 		pooledClusterNetworkNamed(ctx, net, "10.5.0.0/24")
 		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, net) },
 			timeout, interval).ShouldNot(BeEmpty())
-		Eventually(ready("v"), timeout, interval).Should(HavePrefix("True/"))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
 		Expect(getVM(ctx, ns, "v").Generation).To(Equal(generation))
 	})
 
@@ -50,11 +47,11 @@ var _ = Describe("Convergence under late objects and churn", func() {
 		n.Annotations = map[string]string{sdn.AnnotationHoldNotReady: "true"}
 		create(ctx, n)
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(net, "")))
-		Eventually(ready("v"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: ClusterNetwork " + net + " is not Ready"))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: ClusterNetwork " + net + " is not Ready"))
 
 		Expect(k8s.Patch(ctx, n, client.RawPatch("application/merge-patch+json",
 			[]byte(`{"metadata":{"annotations":{"`+sdn.AnnotationHoldNotReady+`":null}}}`)))).To(Succeed())
-		Eventually(ready("v"), timeout, interval).Should(HavePrefix("True/"))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
 		Expect(statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, net)).NotTo(BeEmpty())
 	})
 
@@ -110,12 +107,12 @@ var _ = Describe("Convergence under late objects and churn", func() {
 		create(ctx, build.VM(ns, "same-name", build.OnClusterNetwork(corp, ""), build.OnNetwork(corp, "")))
 		create(ctx, build.VM(ns, "long", build.OnClusterNetwork(long, ""), build.OnClusterNetwork(corp, "")))
 
-		Eventually(ready("dup"), timeout, interval).Should(Equal(fmt.Sprintf(
+		Eventually(readyOf(ctx, ns, "dup"), timeout, interval).Should(Equal(fmt.Sprintf(
 			"False/NetworkNotReady: ClusterNetwork/%s: DuplicateInterface: spec.networks[2] repeats spec.networks[1]", corp)))
-		Eventually(ready("same-name"), timeout, interval).Should(HavePrefix("True/"), "Network x and ClusterNetwork x do not collide")
+		Eventually(readyOf(ctx, ns, "same-name"), timeout, interval).Should(HavePrefix("True/"), "Network x and ClusterNetwork x do not collide")
 		Expect(statusAddress(ctx, ns, "same-name", vmv1.NetworkTypeClusterNetwork, corp)).NotTo(BeEmpty())
 		Expect(statusAddress(ctx, ns, "same-name", vmv1.NetworkTypeNetwork, corp)).To(BeEmpty(), "that Network has no pool")
-		Eventually(ready("long"), timeout, interval).Should(ContainSubstring("ClusterNetwork/" + long + ": NetworkNotFound"))
+		Eventually(readyOf(ctx, ns, "long"), timeout, interval).Should(ContainSubstring("ClusterNetwork/" + long + ": NetworkNotFound"))
 		Expect(statusAddress(ctx, ns, "long", vmv1.NetworkTypeClusterNetwork, corp)).NotTo(BeEmpty(), "the other interface works")
 		Expect(names(ipAddresses(ctx, ns))).To(ConsistOf(
 			naming.AutoIPAddress("dup", "ClusterNetwork", corp),

@@ -87,7 +87,7 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 
 	It("answers a ServiceAccount with the shipped RBAC, as the controller decided and as a change would go, and never writes", func() {
 		rvs := drSettled(ctx, counter, ns, network)
-		writes, reviews := counter.writes(), counter.reviews()
+		writes, reviews := counter.writesFor(ns), counter.reviews()
 		Expect(writes).To(ContainElement(ContainSubstring("/ipaddresses")), "the counter sees the controller's writes")
 
 		By("the live VM: what the controller did, nothing left to do")
@@ -128,7 +128,8 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 		Expect(res.Interfaces[0].Decision).To(And(HaveField("Policy", "hold-all"), HaveField("Reason", evaluator.Reason("HeldByCandidate"))))
 
 		By("nothing was written")
-		Consistently(counter.writes, 2*time.Second, interval).Should(Equal(writes), "requests other than reads and reviews")
+		Consistently(func() []string { return counter.writesFor(ns) }, 2*time.Second, interval).Should(Equal(writes),
+			"requests other than reads and reviews")
 		Expect(counter.reviews()).To(BeNumerically(">", reviews), "callers were reviewed by the API server")
 		Expect(drResourceVersions(ctx, ns, network)).To(Equal(rvs))
 	})
@@ -277,6 +278,20 @@ func (c *drCounter) record(r *http.Request) {
 	}
 	c.written = append(c.written, r.Method+" "+r.URL.Path)
 	c.lastWrite = time.Now()
+}
+
+// writesFor returns the writes so far that a dry run about a VM in ns could have made: in ns,
+// or to cluster-scoped objects. Other namespaces are left out: specs that ran before share the
+// API server, and their cleanup (namespace deletion, policy deletion) keeps the manager busy
+// there for a while.
+func (c *drCounter) writesFor(ns string) []string {
+	var out []string
+	for _, w := range c.writes() {
+		if strings.Contains(w, "/namespaces/"+ns+"/") || !strings.Contains(w, "/namespaces/") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // writes returns the writes so far.

@@ -45,6 +45,15 @@ func create(ctx context.Context, objs ...client.Object) {
 	}
 }
 
+// pooledWorld is the usual start of a spec: a context, a namespace of its own and a
+// ClusterNetwork named after it with a pool over cidr (restricted to ranges if given).
+func pooledWorld(cidr string, ranges ...string) (context.Context, string, string) {
+	GinkgoHelper()
+	ctx := context.Background()
+	ns := newNamespace(ctx)
+	return ctx, ns, pooledClusterNetwork(ctx, ns, cidr, ranges...)
+}
+
 // pooledClusterNetwork creates a ClusterNetwork named after the spec's namespace with a
 // ClusterIPAddressPool over cidr, and returns the network's name.
 func pooledClusterNetwork(ctx context.Context, ns, cidr string, ranges ...string) string {
@@ -75,6 +84,11 @@ func updateVM(ctx context.Context, ns, name string, change func(*vmv1.VirtualMac
 		change(vm)
 		return k8s.Update(ctx, vm)
 	})).To(Succeed())
+}
+
+// readyOf polls the VM's NetworkReady as "Status/Reason: message".
+func readyOf(ctx context.Context, ns, vm string) func() string {
+	return func() string { return describe(networkReady(ctx, ns, vm)) }
 }
 
 // statusAddress returns status.networks[].ipAddress of the VM's interface on typ/network.

@@ -26,14 +26,11 @@ func setNetworkReady(ctx context.Context, name string, status metav1.ConditionSt
 
 var _ = Describe("Addresses stay with the guest that uses them", func() {
 	var (
-		ctx  context.Context
-		ns   string
-		corp string
+		ctx      context.Context
+		ns, corp string
 	)
 	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		corp = pooledClusterNetwork(ctx, ns, "10.40.0.0/24", "10.40.0.10-10.40.0.20")
+		ctx, ns, corp = pooledWorld("10.40.0.0/24", "10.40.0.10-10.40.0.20")
 	})
 	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry {
 		return func() *sdnv1.NetworksSpecEntry {
@@ -44,27 +41,24 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 			return podSpecFor(ctx, ns, pods[0].Name, "ClusterNetwork", corp)
 		}
 	}
-	ready := func(vm string) func() string {
-		return func() string { return describe(networkReady(ctx, ns, vm)) }
-	}
 
 	It("keeps NICs attached and the holder holding through a network Ready flap", func() {
 		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.40.0.15"))
 		create(ctx, build.VM(ns, "older", build.OnClusterNetwork(corp, "")))
-		Eventually(ready("older"), timeout, interval).Should(HavePrefix("True/"))
+		Eventually(readyOf(ctx, ns, "older"), timeout, interval).Should(HavePrefix("True/"))
 		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))
 		Eventually(podEntry("holder"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf("s")))
 		updateVM(ctx, ns, "older", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "s" })
-		Eventually(ready("older"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
+		Eventually(readyOf(ctx, ns, "older"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
 
 		setNetworkReady(ctx, corp, metav1.ConditionFalse)
-		Eventually(ready("holder"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: "))
+		Eventually(readyOf(ctx, ns, "holder"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: "))
 		Consistently(podEntry("holder"), "1s", interval).Should(HaveField("IPAddressNames", ConsistOf("s")),
 			"a transient problem does not unplug the NIC")
 		setNetworkReady(ctx, corp, metav1.ConditionTrue)
 
-		Eventually(ready("holder"), timeout, interval).Should(HavePrefix("True/"))
-		Eventually(ready("older"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
+		Eventually(readyOf(ctx, ns, "holder"), timeout, interval).Should(HavePrefix("True/"))
+		Eventually(readyOf(ctx, ns, "older"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
 		Expect(podEntry("older")()).To(BeNil())
 	})
 
@@ -80,7 +74,7 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 		Eventually(func() *metav1.Condition { return condition(ctx, ns, "a", vmctrl.ConditionAwaitingRestart) },
 			timeout, interval).ShouldNot(BeNil())
 		create(ctx, build.VM(ns, "b", build.OnClusterNetwork(corp, "s")))
-		Eventually(ready("b"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM a"))
+		Eventually(readyOf(ctx, ns, "b"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM a"))
 		Consistently(podEntry("b"), "1s", interval).Should(BeNil(), "no second guest gets the address")
 	})
 
@@ -111,7 +105,7 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 
 		updateVM(ctx, ns, "a", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = auto })
 		Consistently(func() []string { return names(ipAddresses(ctx, ns)) }, "2s", interval).Should(ConsistOf(auto))
-		Expect(ready("a")()).To(HavePrefix("True/"))
+		Expect(readyOf(ctx, ns, "a")()).To(HavePrefix("True/"))
 		Expect(statusAddress(ctx, ns, "a", vmv1.NetworkTypeClusterNetwork, corp)).To(Equal(address))
 	})
 })

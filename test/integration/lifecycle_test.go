@@ -17,14 +17,11 @@ import (
 
 var _ = Describe("VM lifecycle", func() {
 	var (
-		ctx  context.Context
-		ns   string
-		corp string
+		ctx      context.Context
+		ns, corp string
 	)
 	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		corp = pooledClusterNetwork(ctx, ns, "10.2.0.0/24", "10.2.0.10-10.2.0.11")
+		ctx, ns, corp = pooledWorld("10.2.0.0/24", "10.2.0.10-10.2.0.11")
 	})
 	address := func(vm string) func() string {
 		return func() string { return statusAddress(ctx, ns, vm, vmv1.NetworkTypeClusterNetwork, corp) }

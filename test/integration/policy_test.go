@@ -25,14 +25,11 @@ import (
 // as it is while the controller serving it is unavailable.
 var _ = Describe("ClusterIPAMPolicy controller", func() {
 	var (
-		ctx  context.Context
-		ns   string
-		corp string
+		ctx      context.Context
+		ns, corp string
 	)
 	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		corp = pooledClusterNetwork(ctx, ns, "10.41.0.0/24")
+		ctx, ns, corp = pooledWorld("10.41.0.0/24")
 		webhookOff(ctx)
 	})
 	skipMessage := func(vm string) func() string {

@@ -18,14 +18,11 @@ import (
 
 var _ = Describe("Auto, Static and L2-only interfaces", func() {
 	var (
-		ctx  context.Context
-		ns   string
-		corp string
+		ctx      context.Context
+		ns, corp string
 	)
 	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		corp = pooledClusterNetwork(ctx, ns, "10.1.0.0/24", "10.1.0.10-10.1.0.20")
+		ctx, ns, corp = pooledWorld("10.1.0.0/24", "10.1.0.10-10.1.0.20")
 	})
 
 	It("gives an Auto interface one IPAddress of its own and shows the address in status", func() {
