@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -377,10 +378,25 @@ func (h *harness) floor(ctx context.Context, n int) time.Duration {
 	start := time.Now()
 	h.parallel(n, workers, func(i int) error { return floorWrites(ctx, c, fns, vmName(i)) })
 	elapsed := time.Since(start)
-	for _, o := range []client.Object{&vmv1.VirtualMachine{}, &corev1.Pod{}, &sdnv1.IPAddress{}} {
-		must(h.t, h.bench.DeleteAllOf(ctx, o, client.InNamespace(fns), client.GracePeriodSeconds(0)))
-	}
+	h.deleteAll(ctx, fns)
 	return elapsed
+}
+
+// deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
+// API server's request timeout while it goes on deleting, so a timeout is waited out.
+func (h *harness) deleteAll(ctx context.Context, namespace string) {
+	lists := map[client.Object]client.ObjectList{
+		&vmv1.VirtualMachine{}: &vmv1.VirtualMachineList{}, &corev1.Pod{}: &corev1.PodList{}, &sdnv1.IPAddress{}: &sdnv1.IPAddressList{},
+	}
+	for obj, list := range lists {
+		err := h.bench.DeleteAllOf(ctx, obj, client.InNamespace(namespace), client.GracePeriodSeconds(0))
+		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+			h.t.Fatal(err)
+		}
+		h.eventually(10*time.Minute, "floor cleanup", func() bool {
+			return h.bench.List(ctx, list, client.InNamespace(namespace), client.Limit(1)) == nil && meta.LenList(list) == 0
+		})
+	}
 }
 
 // floorWrites are the five writes one converged VM needs: two IPAddresses, the status, the
