@@ -19,6 +19,9 @@
 // Choosing an address is serialized by a mutex in the Simulator and the choice is reserved at
 // once in memory (a ledger), so a cache that lags behind the simulator's own writes cannot hand
 // out an address twice; the status writes then run outside the lock, several at a time, with
-// optimistic locking, and a failed write gives its reservation back. The memory is rebuilt from Allocated IPAddresses after a
-// restart, except for leases, which a restart forgets.
+// optimistic locking, and a failed write gives its reservation back. The ledger is indexed by
+// pool and address, so an allocation costs one lookup per address of the pool it steps over and
+// never lists the cluster's IPAddresses (that made 10,000 VMs quadratic). It is seeded from the
+// Allocated IPAddresses of the cache before the first allocation, so it survives a restart,
+// except for leases, which a restart forgets.
 package sdn

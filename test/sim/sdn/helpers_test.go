@@ -21,7 +21,7 @@ import (
 const ns = "default"
 
 // newScheme knows core/v1 and the SDN kinds.
-func newScheme(t *testing.T) *runtime.Scheme {
+func newScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, sdnv1.AddToScheme} {
@@ -33,7 +33,7 @@ func newScheme(t *testing.T) *runtime.Scheme {
 }
 
 // newSim returns a simulator on a fake client holding objs, with a fake clock.
-func newSim(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
+func newSim(t testing.TB, funcs *interceptor.Funcs, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objs...).
 		WithStatusSubresource(&sdnv1.IPAddress{}, &sdnv1.Network{}, &sdnv1.ClusterNetwork{})

@@ -3,7 +3,6 @@ package sdn
 import (
 	"context"
 	"fmt"
-	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,37 +83,42 @@ func (s *Simulator) decide(ctx context.Context, req ctrl.Request) (*outcome, *sd
 	return o, ip, pool, ctrl.Result{}, nil
 }
 
-// allocate chooses an address for ip from pool: not held by any other IPAddress of the pool as
-// the cache or the ledger sees them, nor leased to another name.
+// allocate chooses an address for ip from pool: not held by any other IPAddress of the pool,
+// nor leased to another name. The ledger answers; it is seeded from the cache first.
 func (s *Simulator) allocate(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo) (outcome, error) {
-	key := client.ObjectKeyFromObject(ip)
-	used := map[netip.Addr]bool{}
-	if err := s.takenInCache(ctx, pool.key, key, used); err != nil {
+	if err := s.seed(ctx); err != nil {
 		return outcome{}, err
 	}
-	s.ledger.taken(pool.key, key, s.now(), used)
+	key := client.ObjectKeyFromObject(ip)
 	leased, _ := s.ledger.leased(pool.key, key, s.now())
-	return choose(ip.Spec, pool.space, func(a netip.Addr) bool { return used[a] }, leased), nil
+	return choose(ip.Spec, pool.space, s.ledger.taken(pool.key, key, s.now()), leased), nil
 }
 
-// takenInCache adds to used the addresses of pool that Allocated IPAddresses other than key
-// hold, as the cache sees them.
-func (s *Simulator) takenInCache(ctx context.Context, pool poolKey, key client.ObjectKey, used map[netip.Addr]bool) error {
+// seed records, once, every Allocated IPAddress the cache holds in the ledger: the addresses
+// handed out before this simulator started (or before it reconciled them). Afterwards the
+// ledger learns of every allocation from the simulator's own reservations and of allocations
+// it did not make when it reconciles the IPAddress.
+func (s *Simulator) seed(ctx context.Context) error {
+	if s.ledger.seeded {
+		return nil
+	}
 	list := &sdnv1.IPAddressList{}
 	if err := s.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read-only: no copies
 		return fmt.Errorf("listing IPAddresses: %w", err)
 	}
-	poolOf := s.poolResolver(ctx)
+	poolOf, ttlOf := s.poolResolver(ctx), s.ttlResolver(ctx)
 	for i := range list.Items {
 		ip := &list.Items[i]
+		key := client.ObjectKeyFromObject(ip)
 		a, ok := allocatedAddr(ip)
-		if !ok || client.ObjectKeyFromObject(ip) == key {
+		if _, known := s.ledger.holdings[key]; !ok || known {
 			continue
 		}
-		if p, ok := poolOf(networkOf(ip)); ok && p == pool {
-			used[a] = true
+		if p, ok := poolOf(networkOf(ip)); ok {
+			s.ledger.hold(key, holding{uid: ip.UID, pool: p, addr: a, ttl: ttlOf(p)})
 		}
 	}
+	s.ledger.seeded = true
 	return nil
 }
 

@@ -27,27 +27,51 @@ type lease struct {
 	expires time.Time
 }
 
-// ledger is the simulator's memory of handed-out and leased addresses. The cache alone can lag
-// behind the simulator's own status writes; the ledger closes that gap, so two IPAddresses never
-// get the same address. Its zero value is ready to use; callers serialize access.
+// ledger is the simulator's memory of handed-out and leased addresses: the allocation state
+// SDN keeps, so choosing an address costs a lookup per address tried instead of a scan of every
+// IPAddress in the cluster. It is filled from the cache once (seeded) and then kept by the
+// simulator's own reservations and releases; the cache can lag behind the simulator's status
+// writes, the ledger cannot. Its zero value is ready to use; callers serialize access.
 type ledger struct {
 	holdings map[types.NamespacedName]holding
-	leases   map[types.NamespacedName]lease
+	// byPool indexes holdings by pool and address: which IPAddress holds an address.
+	byPool map[poolKey]map[netip.Addr]types.NamespacedName
+	leases map[types.NamespacedName]lease
+	// seeded is true once every Allocated IPAddress of the cache has been recorded.
+	seeded bool
 }
 
 // hold records that key holds h.addr; a lease of key ends, as the address is now held.
 func (l *ledger) hold(key types.NamespacedName, h holding) {
+	l.forget(key)
 	if l.holdings == nil {
 		l.holdings = map[types.NamespacedName]holding{}
+		l.byPool = map[poolKey]map[netip.Addr]types.NamespacedName{}
 	}
 	l.holdings[key] = h
+	if l.byPool[h.pool] == nil {
+		l.byPool[h.pool] = map[netip.Addr]types.NamespacedName{}
+	}
+	l.byPool[h.pool][h.addr] = key
 	delete(l.leases, key)
+}
+
+// forget removes key's holding, if any, from holdings and the pool index.
+func (l *ledger) forget(key types.NamespacedName) {
+	h, ok := l.holdings[key]
+	if !ok {
+		return
+	}
+	delete(l.holdings, key)
+	if l.byPool[h.pool][h.addr] == key {
+		delete(l.byPool[h.pool], h.addr)
+	}
 }
 
 // drop forgets key's holding of uid without a lease: a reservation whose status write failed.
 func (l *ledger) drop(key types.NamespacedName, uid types.UID) {
 	if h, ok := l.holdings[key]; ok && h.uid == uid {
-		delete(l.holdings, key)
+		l.forget(key)
 	}
 }
 
@@ -58,7 +82,7 @@ func (l *ledger) release(key types.NamespacedName, uid types.UID, now time.Time)
 	if !ok || (uid != "" && h.uid != uid) {
 		return
 	}
-	delete(l.holdings, key)
+	l.forget(key)
 	if h.ttl <= 0 {
 		return
 	}
@@ -76,21 +100,25 @@ func (l *ledger) releaseOther(key types.NamespacedName, uid types.UID, now time.
 	}
 }
 
-// taken adds to used the addresses of pool that the ledger keeps from anyone but key: held
-// ones and unexpired leases. Expired leases are dropped.
-func (l *ledger) taken(pool poolKey, key types.NamespacedName, now time.Time, used map[netip.Addr]bool) {
-	for k, h := range l.holdings {
-		if k != key && h.pool == pool {
-			used[h.addr] = true
-		}
-	}
+// taken returns a test for the addresses of pool that the ledger keeps from anyone but key: held
+// ones and unexpired leases. Expired leases are dropped. The test is valid until the ledger
+// changes.
+func (l *ledger) taken(pool poolKey, key types.NamespacedName, now time.Time) func(netip.Addr) bool {
+	leased := map[netip.Addr]bool{}
 	for k, ls := range l.leases {
 		switch {
 		case !now.Before(ls.expires):
 			delete(l.leases, k)
 		case k != key && ls.pool == pool:
-			used[ls.addr] = true
+			leased[ls.addr] = true
 		}
+	}
+	held := l.byPool[pool]
+	return func(a netip.Addr) bool {
+		if k, ok := held[a]; ok && k != key {
+			return true
+		}
+		return leased[a]
 	}
 }
 

@@ -150,3 +150,18 @@ func allocatedAddr(ip *sdnv1.IPAddress) (netip.Addr, bool) {
 	a, err := netip.ParseAddr(ip.Status.Address)
 	return a, err == nil
 }
+
+// ttlResolver returns a function that maps pools to their leaseTTL, reading each pool once; 0
+// for a pool that cannot be read.
+func (s *Simulator) ttlResolver(ctx context.Context) func(poolKey) time.Duration {
+	seen := map[poolKey]time.Duration{}
+	return func(key poolKey) time.Duration {
+		ttl, done := seen[key]
+		if !done {
+			info, _, _ := s.loadPool(ctx, key)
+			ttl = info.ttl
+			seen[key] = ttl
+		}
+		return ttl
+	}
+}
