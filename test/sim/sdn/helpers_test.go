@@ -36,7 +36,8 @@ func newScheme(t testing.TB) *runtime.Scheme {
 func newSim(t testing.TB, funcs *interceptor.Funcs, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&sdnv1.IPAddress{}, &sdnv1.Network{}, &sdnv1.ClusterNetwork{})
+		WithStatusSubresource(&sdnv1.IPAddress{}, &sdnv1.Network{}, &sdnv1.ClusterNetwork{}).
+		WithIndex(&corev1.Pod{}, indexIPAddressNames, ipAddressNamesOf)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

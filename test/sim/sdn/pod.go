@@ -28,14 +28,41 @@ const (
 	ConditionNegotiated = "Negotiated"
 )
 
+// indexIPAddressNames is the cache index of launcher pods by the IPAddress names their
+// networks-spec annotation carries (SDN's own bookkeeping of which pod uses which address).
+const indexIPAddressNames = "sdn.vmipam.test/ipAddressNames"
+
 // setupPod registers sdn-sim-pod: launcher pods, and IPAddresses mapped to the launcher pods
-// whose networks-spec names them.
+// whose networks-spec names them (through indexIPAddressNames, so an IPAddress event costs a
+// lookup, not a parse of every launcher pod's annotation).
 func (s *Simulator) setupPod(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexIPAddressNames, ipAddressNamesOf); err != nil {
+		return fmt.Errorf("indexing launcher pods by IPAddress name: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sdn-sim-pod").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(isLauncher))).
 		Watches(&sdnv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(s.podsUsing)).
 		Complete(reconcile.Func(s.ReconcilePod))
+}
+
+// ipAddressNamesOf is the index function of indexIPAddressNames: the IPAddress names in a
+// launcher pod's networks-spec; none for other pods or an annotation that is not valid JSON.
+func ipAddressNamesOf(o client.Object) []string {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || !isLauncher(pod) {
+		return nil
+	}
+	spec, _, _ := networksSpec(pod)
+	var names []string
+	for _, e := range spec {
+		for _, n := range e.IPAddressNames {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // isLauncher reports whether o is a VM's launcher pod.
@@ -157,19 +184,14 @@ func networksStatus(namespace, vm string, spec []sdnv1.NetworksSpecEntry, config
 // podsUsing maps an IPAddress to the launcher pods of its namespace whose networks-spec names it.
 func (s *Simulator) podsUsing(ctx context.Context, ip client.Object) []reconcile.Request {
 	pods := &corev1.PodList{}
-	err := s.Client.List(ctx, pods, client.InNamespace(ip.GetNamespace()), client.HasLabels{virtv1.LabelLauncherVMName})
+	err := s.Client.List(ctx, pods, client.InNamespace(ip.GetNamespace()), client.MatchingFields{indexIPAddressNames: ip.GetName()})
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing launcher pods", "ipAddress", klog.KObj(ip))
 		return nil
 	}
-	var reqs []reconcile.Request
+	reqs := make([]reconcile.Request, 0, len(pods.Items))
 	for i := range pods.Items {
-		spec, _, _ := networksSpec(&pods.Items[i])
-		if slices.ContainsFunc(spec, func(e sdnv1.NetworksSpecEntry) bool {
-			return slices.Contains(e.IPAddressNames, ip.GetName())
-		}) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
 	}
 	return reqs
 }
