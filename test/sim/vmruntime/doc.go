@@ -20,6 +20,9 @@
 // networks-spec annotation when it is created. No kubelet runs, so launcher pods stay Pending.
 //
 // Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
-// in parallel, Workers at a time), and VMs, pods and operations are read uncached (through
-// Reader), so a lagging cache never makes them create a second pod.
+// in parallel, Workers at a time). VMs and operations are read uncached (through Reader);
+// launcher pods are read from the cache through an index by VM name and corrected by
+// expectations — the pods the stand-in created or deleted that the cache does not show yet, as
+// KubeVirt keeps them — so a lagging cache never makes it create a second pod, and a VM's
+// reconcile does not list every pod of the namespace on the API server (quadratic at 10,000).
 package vmruntime

@@ -31,7 +31,8 @@ func newSim(t *testing.T, objs ...client.Object) (*Simulator, *clocktesting.Fake
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&virtv1.VirtualMachine{}, &virtv1.VirtualMachineOperation{}).Build()
+		WithStatusSubresource(&virtv1.VirtualMachine{}, &virtv1.VirtualMachineOperation{}).
+		WithIndex(&corev1.Pod{}, indexVMName, vmNameOf).Build()
 	s := New(c)
 	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	s.Clock, s.MigrationDuration = clk, 0

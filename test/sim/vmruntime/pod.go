@@ -61,6 +61,7 @@ func (s *Simulator) createLauncher(ctx context.Context, vm *virtv1.VirtualMachin
 	if err := s.Client.Create(ctx, pod); err != nil {
 		return nil, fmt.Errorf("creating launcher pod of VM %s: %w", klog.KObj(vm), err)
 	}
+	s.expect.expectCreated(client.ObjectKeyFromObject(vm), *pod, s.now())
 	return pod, nil
 }
 
@@ -83,15 +84,28 @@ func (s *Simulator) observePods(ctx context.Context, vm *virtv1.VirtualMachine) 
 	return own, stale, nil
 }
 
+// indexVMName is the cache index of launcher pods by the VM name in their
+// vm.kubevirt.io/name label.
+const indexVMName = "vmruntime.vmipam.test/vm"
+
+// vmNameOf is the index function of indexVMName.
+func vmNameOf(o client.Object) []string {
+	if name := o.GetLabels()[virtv1.LabelLauncherVMName]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
 // labelledPods lists the pods labelled as launchers of VM name that are not being deleted,
-// oldest first.
+// oldest first: from the cache, through indexVMName, corrected by the stand-in's expectations.
 func (s *Simulator) labelledPods(ctx context.Context, namespace, name string) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
-	err := s.reader().List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{virtv1.LabelLauncherVMName: name})
+	err := s.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexVMName: name})
 	if err != nil {
 		return nil, fmt.Errorf("listing launcher pods of VM %s/%s: %w", namespace, name, err)
 	}
-	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+	pods := s.expect.apply(types.NamespacedName{Namespace: namespace, Name: name}, list.Items, s.now())
+	pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	slices.SortFunc(pods, func(a, b corev1.Pod) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
@@ -113,6 +127,8 @@ func (s *Simulator) deletePods(ctx context.Context, pods []corev1.Pod) error {
 		if err := client.IgnoreNotFound(s.Client.Delete(ctx, &pods[i])); err != nil {
 			return fmt.Errorf("deleting launcher pod %s: %w", klog.KObj(&pods[i]), err)
 		}
+		vm := types.NamespacedName{Namespace: pods[i].Namespace, Name: pods[i].Labels[virtv1.LabelLauncherVMName]}
+		s.expect.expectDeleted(vm, pods[i], s.now())
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package vmruntime
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -45,8 +47,9 @@ const conflictRetry = 100 * time.Millisecond
 type Simulator struct {
 	// Client writes. SetupWithManager sets the manager's client when it is nil.
 	Client client.Client
-	// Reader reads VMs, pods and operations; it should not be a cache. SetupWithManager sets
-	// the manager's API reader when it is nil; Client is used when it stays nil.
+	// Reader reads VMs and operations; it should not be a cache. SetupWithManager sets the
+	// manager's API reader when it is nil; Client is used when it stays nil. Launcher pods
+	// are read from Client (the cache, index indexVMName), corrected by the expectations.
 	Reader client.Reader
 	// Clock times migrations.
 	Clock clock.PassiveClock
@@ -57,6 +60,8 @@ type Simulator struct {
 	// locks holds one *sync.Mutex per VM (namespace/name): the VM and operation controllers
 	// never work on the same VM at once, while different VMs proceed in parallel.
 	locks sync.Map
+	// expect holds the pods created and deleted that the cache may not show yet.
+	expect expectations
 }
 
 // Workers is how many VMs the stand-in works on at once.
@@ -85,6 +90,9 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if s.Reader == nil {
 		s.Reader = mgr.GetAPIReader()
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexVMName, vmNameOf); err != nil {
+		return fmt.Errorf("setting up the VM runtime stand-in: indexing launcher pods: %w", err)
 	}
 	if err := s.setupVM(mgr); err != nil {
 		return fmt.Errorf("setting up the VM runtime stand-in: %w", err)
