@@ -2,10 +2,13 @@ package dryrun
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -17,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -25,30 +29,93 @@ type DecodeOptions struct {
 	// DefaultNamespace is the namespace of a VM manifest that names none (ipamctl's
 	// --namespace). The endpoint leaves it empty: a VM without a namespace is invalid there.
 	DefaultNamespace string
+	// Authorize, when set, is asked whether the caller may have this request answered, once
+	// the VM's namespace is known and before the candidate policies are compiled (the costly
+	// part of validation, done only for callers that may ask): namespace is the VM's, and
+	// withPolicies says whether the request carries candidate policies. Decode returns an
+	// error of Authorize as it is. When the namespace cannot be read, Authorize is not called
+	// and the candidate policies are not compiled; the other problems are still reported.
+	Authorize func(namespace string, withPolicies bool) error
 }
 
-// Decode parses and validates a request body (JSON or YAML). Every problem is reported in
-// one *InvalidError with its JSON path: invalid YAML (with its line), an unknown top-level
-// field, a VM or object failing its CRD schema or metadata validation, a VM without additional
-// networks, an object outside the VM's namespace or of a kind a request may not carry, a
-// candidate policy with unknown fields. Candidate policies are compiled by Evaluate.
+// Decode parses and validates a request body (JSON or YAML) and compiles its candidate
+// policies. Every problem it can find is reported at once in one *InvalidError, each with its
+// JSON path: invalid YAML (with its line), an unknown top-level field, a VM or object failing
+// its CRD schema or metadata validation, a VM without additional networks, an object outside
+// the VM's namespace or of a kind a request may not carry, a candidate policy with unknown
+// fields or that does not compile. Only a body that cannot be read at all (not YAML, not an
+// object) stops it early; the parts of a request are checked independently of each other.
 func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
 	body, errs := parseBody(data)
 	if body == nil {
 		return nil, invalid(errs)
 	}
 	vm, verrs := e.decodeVM(field.NewPath("vm"), body.VM, opts)
-	policies, perrs := e.decodePolicies(field.NewPath("policies"), body.Policies)
-	errs = append(append(errs, verrs...), perrs...)
-	if vm == nil {
-		return nil, invalid(errs) // objects are checked against the VM's namespace
+	errs = append(errs, verrs...)
+	namespace := ""
+	if vm != nil && !hasErrorAt(verrs, "vm.metadata.namespace") {
+		namespace = vm.Namespace
 	}
-	objects, oerrs := e.decodeObjects(field.NewPath("objects"), body.Objects, vm.Namespace)
+	candidates, perrs := e.decodePolicies(field.NewPath("policies"), body.Policies)
+	errs = append(errs, perrs...)
+	objects, oerrs := e.decodeObjects(field.NewPath("objects"), body.Objects, namespace)
 	errs = append(errs, oerrs...)
-	if len(errs) > 0 {
-		return nil, invalid(errs)
+	if opts.Authorize != nil {
+		if namespace == "" {
+			return nil, invalid(inBodyOrder(errs)) // nobody to ask whether compiling is allowed
+		}
+		if err := opts.Authorize(namespace, body.Policies != nil); err != nil {
+			return nil, err
+		}
 	}
-	return &Request{VM: vm, Policies: policies, Objects: objects}, nil
+	set, cerrs := e.compileCandidates(field.NewPath("policies"), candidates)
+	errs = appendNew(errs, cerrs)
+	if len(errs) > 0 {
+		return nil, invalid(inBodyOrder(errs))
+	}
+	req := &Request{VM: vm, Objects: objects, compiled: set}
+	if body.Policies != nil {
+		req.Policies = make([]v1alpha1.ClusterIPAMPolicy, len(candidates))
+		for i, c := range candidates {
+			req.Policies[i] = *c.policy
+		}
+	}
+	return req, nil
+}
+
+// inBodyOrder sorts errs by the part of the body they are in — the envelope, vm, then each
+// policy and each object by index — keeping their order within a part.
+func inBodyOrder(errs field.ErrorList) field.ErrorList {
+	type place struct{ part, index int }
+	of := func(e *field.Error) place {
+		for i, part := range []string{"vm", "policies", "objects"} {
+			rest, ok := strings.CutPrefix(e.Field, part)
+			if !ok || rest != "" && rest[0] != '.' && rest[0] != '[' {
+				continue
+			}
+			index := -1
+			if digits, _, found := strings.Cut(strings.TrimPrefix(rest, "["), "]"); found && strings.HasPrefix(rest, "[") {
+				index, _ = strconv.Atoi(digits)
+			}
+			return place{i + 1, index}
+		}
+		return place{}
+	}
+	slices.SortStableFunc(errs, func(a, b *field.Error) int {
+		pa, pb := of(a), of(b)
+		return cmp.Or(cmp.Compare(pa.part, pb.part), cmp.Compare(pa.index, pb.index))
+	})
+	return errs
+}
+
+// hasErrorAt says whether errs has an error at the field path fieldPath.
+func hasErrorAt(errs field.ErrorList, fieldPath string) bool {
+	for _, e := range errs {
+		if e.Field == fieldPath {
+			return true
+		}
+	}
+	return false
 }
 
 // parseBody converts YAML to JSON and decodes the envelope strictly. It returns a nil body
@@ -80,28 +147,29 @@ func parseBody(data []byte) (*Body, field.ErrorList) {
 	return body, errs
 }
 
-// decodeVM validates the VM manifest and returns it typed; nil when it is unusable.
+// decodeVM validates the VM manifest and returns it typed, also when it has problems (its
+// namespace is needed to check the objects); nil when it is not a VirtualMachine object.
 func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOptions) (*vmv1.VirtualMachine, field.ErrorList) {
 	if isNull(raw) {
 		return nil, field.ErrorList{field.Required(path, "the VirtualMachine to evaluate")}
 	}
 	gvk := vmv1.GroupVersion.WithKind("VirtualMachine")
 	obj, errs := e.decodeManifest(path, raw, &gvk)
-	if obj == nil || len(errs) > 0 {
+	if obj == nil {
 		return nil, errs
 	}
 	vm := &vmv1.VirtualMachine{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, vm); err != nil {
-		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
+		if len(errs) == 0 { // the schema reports wrong types better
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+		}
+		return nil, errs
 	}
 	if vm.Namespace == "" {
 		vm.Namespace = opts.DefaultNamespace
 	}
-	errs = append(validateMeta(path, vm, true), validateNetworks(path.Child("spec", "networks"), vm)...)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return vm, nil
+	errs = appendNew(errs, validateMeta(path, vm, true))
+	return vm, appendNew(errs, validateNetworks(path.Child("spec", "networks"), vm))
 }
 
 // validateNetworks requires at least one additional network: without one there is nothing
@@ -116,26 +184,60 @@ func validateNetworks(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList
 		"the VM has no additional network (type Network or ClusterNetwork): there is nothing to evaluate, vmipam does not manage the Main network")}
 }
 
-func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]v1alpha1.ClusterIPAMPolicy, field.ErrorList) {
+// candidate is a policy of a request that could be decoded (it may still have problems), and
+// its index in the request.
+type candidate struct {
+	index  int
+	policy *v1alpha1.ClusterIPAMPolicy
+}
+
+// decodePolicies validates the candidate policies and returns those that could be decoded.
+func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]candidate, field.ErrorList) {
 	if raws == nil {
 		return nil, nil
 	}
-	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(raws))
-	seen := map[string]bool{}
+	out := make([]candidate, 0, len(raws))
 	var errs field.ErrorList
+	seen := map[string]bool{}
 	for i, raw := range raws {
 		p, perrs := e.decodePolicy(path.Index(i), raw)
 		errs = append(errs, perrs...)
-		if p == nil || len(perrs) > 0 {
+		if p == nil {
 			continue
 		}
-		if seen[p.Name] {
+		if seen[p.Name] && p.Name != "" {
 			errs = append(errs, field.Duplicate(path.Index(i).Child("metadata", "name"), p.Name))
 		}
 		seen[p.Name] = true
-		out = append(out, *p)
+		out = append(out, candidate{index: i, policy: p})
 	}
 	return out, errs
+}
+
+// compileCandidates compiles the candidate policies as new ones (as the admission webhook
+// does on create) into a Set with the built-in default; nil when there are none. Errors carry
+// the policy's index (policies[i].spec…).
+func (e *Engine) compileCandidates(path *field.Path, candidates []candidate) (*evaluator.Set, field.ErrorList) {
+	if candidates == nil {
+		return nil, nil
+	}
+	compiled := make([]*evaluator.Policy, 0, len(candidates))
+	var errs field.ErrorList
+	for _, c := range candidates {
+		p, cerrs := e.compiler.Compile(c.policy, nil)
+		if len(cerrs) > 0 {
+			errs = append(errs, under(path.Index(c.index), cerrs)...)
+			if e.OnCompileError != nil {
+				e.OnCompileError()
+			}
+			continue
+		}
+		compiled = append(compiled, p)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return evaluator.NewSet(compiled, e.builtin), nil
 }
 
 // CheckPolicy validates one ClusterIPAMPolicy manifest (JSON) as a request's candidate
@@ -213,10 +315,12 @@ func (e *Engine) decodeObjects(path *field.Path, raws []json.RawMessage, namespa
 }
 
 // decodeObject validates one overlay object and returns it typed: a kind a request may
-// carry, in the VM's namespace (the default) or cluster-scoped, valid against its schema.
+// carry, in the VM's namespace (the default) or cluster-scoped, valid against its schema. An
+// empty namespace means the VM's is not known (the VM is invalid): the object's namespace is
+// then not checked against it.
 func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace string) (client.Object, field.ErrorList) {
 	obj, errs := e.decodeManifest(path, raw, nil)
-	if obj == nil || len(errs) > 0 {
+	if obj == nil {
 		return nil, errs
 	}
 	gvk := gvkOf(obj)
@@ -233,11 +337,19 @@ func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace s
 		return nil, append(errs, field.InternalError(path, fmt.Errorf("%s is not an object with metadata", gvk.Kind)))
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, out); err != nil {
-		return nil, append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+		if len(errs) == 0 { // the schema reports wrong types better
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+		}
+		return nil, errs
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)
-	errs = append(errs, kind.place(path.Child("metadata"), out, namespace)...)
-	errs = append(errs, withoutOwnerUIDs(out, validateMeta(path, out, kind.namespaced))...)
+	namespaced := kind.namespaced
+	if namespace != "" {
+		errs = appendNew(errs, kind.place(path.Child("metadata"), out, namespace))
+	} else if out.GetNamespace() == "" {
+		namespaced = false // it would get the VM's namespace, which is not known
+	}
+	errs = appendNew(errs, withoutOwnerUIDs(out, validateMeta(path, out, namespaced)))
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -106,3 +106,84 @@ func TestCheckPolicyReportsSchemaStrictAndCompileErrorsOnce(t *testing.T) {
 		t.Errorf("fields = %v, want %v (%v)", got, want, errs)
 	}
 }
+
+func TestDecodeReportsEveryProblemAtOnce(t *testing.T) {
+	e := newEngine(t)
+	body := `vm: {metadata: {name: Web_1, namespace: demo}, spec: {networks: [{type: Main}, {type: Bogus, name: x}]}}
+policies:
+- {metadata: {name: p}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}
+- {metadata: {name: q}, spec: {failurePolicy: Sometimes, allocation: {expression: "vm.nmae"}}}
+objects:
+- {apiVersion: network.deckhouse.io/v1alpha1, kind: IPAddress, metadata: {name: x, namespace: other}, spec: {type: Sometimes, networkRef: {kind: ClusterNetwork, name: corp}}}
+`
+	_, err := e.Decode([]byte(body), dryrun.DecodeOptions{})
+	var inv *dryrun.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Decode error = %v, want an *InvalidError", err)
+	}
+	got := map[string]bool{}
+	for _, e := range inv.Errs {
+		got[e.Field] = true
+	}
+	for _, want := range []string{
+		"vm.metadata.name", "vm.spec.networks[1].type", // the VM: metadata and schema
+		"policies[0].spec.skipRules[0].expression",                                 // a compile error
+		"policies[1].spec.failurePolicy", "policies[1].spec.allocation.expression", // schema and compile errors of another policy
+		"objects[0].spec.type", "objects[0].metadata.namespace", // an object: schema and placement
+	} {
+		if !got[want] {
+			t.Errorf("no error at %s; got %v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "policies[1].spec.failurePolicy"); n != 1 {
+		t.Errorf("policies[1].spec.failurePolicy reported %d times, want once (schema and compiler both check it): %v", n, err)
+	}
+}
+
+func TestDecodeChecksObjectsWhenTheVMIsUnusable(t *testing.T) {
+	e := newEngine(t)
+	_, err := e.Decode([]byte(`vm: {apiVersion: v1, kind: Pod, metadata: {name: web}}
+objects: [{apiVersion: v1, kind: Secret, metadata: {name: s}}, {apiVersion: network.deckhouse.io/v1alpha1, kind: Network, metadata: {name: lan}}]
+`), dryrun.DecodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "vm.kind: Unsupported value") || !strings.Contains(err.Error(), `objects[0].kind: Unsupported value: "Secret v1"`) {
+		t.Errorf("Decode error = %v, want the VM's kind and objects[0]'s kind reported together", err)
+	}
+	if strings.Contains(err.Error(), "objects[1]") {
+		t.Errorf("Decode error = %v, want no error for a Network without a namespace (it would get the VM's)", err)
+	}
+}
+
+func TestDecodeAsksAuthorizeBeforeCompiling(t *testing.T) {
+	e := newEngine(t)
+	broken := `policies: [{metadata: {name: p}, spec: {allocation: {expression: "ipAdress.exists"}}}]` + "\n"
+	type call struct {
+		namespace    string
+		withPolicies bool
+	}
+	var calls []call
+	refuse := errors.New("refused")
+	deny := func(namespace string, withPolicies bool) error {
+		calls = append(calls, call{namespace, withPolicies})
+		return refuse
+	}
+	if _, err := e.Decode([]byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: deny}); !errors.Is(err, refuse) {
+		t.Errorf("Decode with a refusing Authorize = %v, want its error (before compiling)", err)
+	}
+	if len(calls) != 1 || calls[0] != (call{"demo", true}) {
+		t.Errorf("Authorize calls = %+v, want one for namespace demo with policies", calls)
+	}
+
+	calls = nil
+	noNamespace := `vm: {metadata: {name: web}, spec: {networks: [{type: ClusterNetwork, name: corp}]}}` + "\n"
+	_, err := e.Decode([]byte(noNamespace+broken), dryrun.DecodeOptions{Authorize: deny})
+	if len(calls) != 0 || err == nil || !strings.Contains(err.Error(), "vm.metadata.namespace: Required value") ||
+		strings.Contains(err.Error(), "policies[0].spec.allocation.expression") {
+		t.Errorf("without a namespace: Authorize calls %+v, error %v; want no call, the namespace reported and nothing compiled", calls, err)
+	}
+
+	allow := func(string, bool) error { return nil }
+	_, err = e.Decode([]byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: allow})
+	if err == nil || !strings.Contains(err.Error(), "policies[0].spec.allocation.expression") {
+		t.Errorf("Decode with an allowing Authorize = %v, want the compile error", err)
+	}
+}

@@ -15,13 +15,17 @@
 //	           ClusterNetwork and ClusterIPAddressPool; the VM's Namespace
 //
 // Engine.Decode validates it as the API server would validate the manifests on create (CRD
-// schemas, metadata) and reports every problem with its JSON path in an *InvalidError:
+// schemas, metadata), compiles the candidate policies as the admission webhook would, and
+// reports every problem it finds at once, each with its JSON path, in an *InvalidError:
 // vm.spec.networks[1].type: Unsupported value: "Bogus": …; policies[0].spec.nmae: Invalid
-// value: unknown field; a VM without an additional network is invalid, since there is nothing
-// to evaluate. Engine.Evaluate compiles the candidate policies (a compile error is an
-// *InvalidError at policies[i].spec…), lays the objects over the base reader (restricted to
-// the VM's namespace and cluster-scoped networks and pools), merges the VM with its live
-// copy and returns a Result: per interface the decision with its trace, the actions (Auto
-// IPAddresses to create and delete, networks-spec for the VM and for each running launcher
-// pod, interfaces pending a restart) and vmipam's part of the resulting status.
+// value: unknown field; policies[1].spec.skipRules[0].expression: … undeclared reference …;
+// objects[0].metadata.namespace: …. The VM, each policy and each object are checked on their
+// own, so fixing one problem does not reveal the next. A VM without an additional network is
+// invalid, since there is nothing to evaluate. With DecodeOptions.Authorize (the endpoint),
+// the caller is authorized once the VM's namespace is known, before anything is compiled.
+// Engine.Evaluate lays the objects over the base reader (restricted to the VM's namespace and
+// cluster-scoped networks and pools), merges the VM with its live copy and returns a Result:
+// per interface the decision with its trace, the actions (Auto IPAddresses to create and
+// delete, networks-spec for the VM and for each running launcher pod, interfaces pending a
+// restart) and vmipam's part of the resulting status.
 package dryrun

@@ -18,7 +18,6 @@ import (
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Engine decodes and evaluates dry-run requests. The endpoint and ipamctl share one, so the
@@ -86,8 +85,9 @@ func (e *Engine) Defaults() (*evaluator.Set, error) {
 // object without a UID gets a stand-in too, and a VirtualMachine ownerReference without a UID
 // refers to the VM of that name.
 //
-// A candidate policy that does not compile is an *InvalidError; other errors are failures to
-// read from base.
+// The candidate policies of a Request from Decode are already compiled; those of a Request
+// built otherwise are compiled here, and one that does not compile is an *InvalidError. Other
+// errors are failures to read from base.
 func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *evaluator.Set, req *Request) (*Result, error) {
 	set, source, err := e.policySet(req, installed)
 	if err != nil {
@@ -104,39 +104,23 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 	return newResult(vm, exists, PolicySummary{Source: source, Order: set.Policies()}, plan), nil
 }
 
-// policySet compiles req's candidate policies, or falls back to installed (nil: Defaults).
+// policySet is req's compiled candidate policies, or installed (nil: Defaults).
 func (e *Engine) policySet(req *Request, installed *evaluator.Set) (*evaluator.Set, string, error) {
-	if req.Policies != nil {
-		set, err := e.compile(req.Policies)
-		return set, PoliciesRequest, err
-	}
-	if installed != nil {
+	switch {
+	case req.compiled != nil:
+		return req.compiled, PoliciesRequest, nil
+	case req.Policies != nil:
+		candidates := make([]candidate, len(req.Policies))
+		for i := range req.Policies {
+			candidates[i] = candidate{index: i, policy: &req.Policies[i]}
+		}
+		set, errs := e.compileCandidates(field.NewPath("policies"), candidates)
+		return set, PoliciesRequest, invalid(errs)
+	case installed != nil:
 		return installed, PoliciesInstalled, nil
 	}
 	set, err := e.Defaults()
 	return set, PoliciesInstalled, err
-}
-
-// compile compiles candidate policies as new ones (as the admission webhook does on create)
-// into a Set with the built-in default; errors carry the policy's index (policies[i].spec…).
-func (e *Engine) compile(candidates []v1alpha1.ClusterIPAMPolicy) (*evaluator.Set, error) {
-	compiled := make([]*evaluator.Policy, 0, len(candidates))
-	var errs field.ErrorList
-	for i := range candidates {
-		p, perrs := e.compiler.Compile(&candidates[i], nil)
-		if len(perrs) > 0 {
-			errs = append(errs, under(field.NewPath("policies").Index(i), perrs)...)
-			if e.OnCompileError != nil {
-				e.OnCompileError()
-			}
-			continue
-		}
-		compiled = append(compiled, p)
-	}
-	if len(errs) > 0 {
-		return nil, invalid(errs)
-	}
-	return evaluator.NewSet(compiled, e.builtin), nil
 }
 
 // world builds the reader the evaluation observes and the VM as it would be after applying

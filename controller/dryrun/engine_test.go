@@ -133,11 +133,19 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	if res.Interfaces[0].Decision.Policy != evaluator.BuiltinPolicy || res.Policies.Source != dryrun.PoliciesRequest {
 		t.Errorf("policies []: decided by %q (%s), want the built-in default alone", res.Interfaces[0].Decision.Policy, res.Policies.Source)
 	}
-	_, err := e.Evaluate(context.Background(), nil, installed, decode(t, e, body+
-		`policies: [{metadata: {name: broken}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}]`))
+	broken := `policies: [{metadata: {name: broken}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}]`
+	_, err := e.Decode([]byte(body+broken), dryrun.DecodeOptions{})
 	var inv *dryrun.InvalidError
 	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {
-		t.Errorf("a policy that does not compile: %v, want an *InvalidError at policies[0].spec.skipRules[0].expression", err)
+		t.Errorf("Decode of a policy that does not compile: %v, want an *InvalidError at policies[0].spec.skipRules[0].expression", err)
+	}
+	req := decode(t, e, body)
+	req.Policies = []v1alpha1.ClusterIPAMPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+		Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		SkipRules:  []v1alpha1.SkipRule{{Name: "a", Reason: "R", Expression: "ipAdress.exists"}}}}}
+	_, err = e.Evaluate(context.Background(), nil, installed, req)
+	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {
+		t.Errorf("Evaluate of a built Request with a policy that does not compile: %v, want an *InvalidError at policies[0].spec.skipRules[0].expression", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -44,11 +45,15 @@ type Body struct {
 // Request is a decoded, validated request.
 type Request struct {
 	VM *vmv1.VirtualMachine
-	// Policies are the candidate policies, validated against the CRD but not yet compiled;
-	// nil means the installed ones decide.
+	// Policies are the candidate policies, validated against the CRD; nil means the installed
+	// ones decide.
 	Policies []v1alpha1.ClusterIPAMPolicy
 	// Objects are typed, in the VM's namespace or cluster-scoped.
 	Objects []client.Object
+
+	// compiled are Policies as Decode compiled them, with the built-in default; nil for a
+	// Request built otherwise (Evaluate compiles Policies then).
+	compiled *evaluator.Set
 }
 
 // Result is the answer to a request: what one reconcile of the VM would do.

@@ -76,6 +76,23 @@ func TestEvaluateNamesTheFileOfAProblem(t *testing.T) {
 	}
 }
 
+func TestEvaluateReportsTheVMsAndThePoliciesProblemsTogether(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad-vm.yaml")
+	if err := os.WriteFile(bad, []byte("kind: VirtualMachine\napiVersion: virtualization.deckhouse.io/v1alpha2\nmetadata: {name: Web_1}\nspec: {networks: [{type: Bogus}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "ipamctl", "evaluate", "-f", bad, "-p", "testdata/broken.yaml", "-O", "testdata/world.yaml")
+	for _, want := range []string{
+		bad + `: metadata.name: Invalid value: "Web_1"`,
+		bad + `: spec.networks[0].type: Unsupported value: "Bogus"`,
+		"testdata/broken.yaml: spec.skipRules[0].expression: Invalid value",
+	} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, errOut, want)
+		}
+	}
+}
+
 func TestUsageErrorsExitWith2(t *testing.T) {
 	for _, args := range [][]string{{"evaluate"}, {"evaluate", "-f", "testdata/vm.yaml", "-o", "wide"}, {"lint"}, {"evaluate", "--nope"}} {
 		if code, _, errOut := run(t, "ipamctl", args...); code != 2 || !strings.Contains(errOut, "Run 'ipamctl --help' for usage.") {

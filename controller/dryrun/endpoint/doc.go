@@ -13,14 +13,17 @@
 //     it when Content-Length says so; Options.Timeout (10 s) bounds the whole answer, and a
 //     request that runs out of it is 504.
 //   - decoded and validated (dryrun.Engine.Decode): malformed input is 400 with a
-//     metav1.Status whose message and details.causes name the JSON path of every problem.
-//   - authorized by the API server (SubjectAccessReview, delegating authorizer): the caller
+//     metav1.Status whose message and details.causes name the JSON path of every problem
+//     — of the VM, of every candidate policy (schema and compile errors) and of every
+//     object, all at once.
+//   - authorized by the API server (SubjectAccessReview, delegating authorizer), as soon as
+//     Decode knows the VM's namespace and before it compiles candidate policies: the caller
 //     must be allowed to create virtualmachines (virtualization.deckhouse.io) in the VM's
 //     namespace, and, when the request carries candidate policies, to create
-//     clusteripampolicies (ipam.virtualization.deckhouse.io). Otherwise 403. The ClusterRoles
-//     in crds/rbac grant exactly these.
-//   - evaluated (dryrun.Engine.Evaluate): 200 with a dryrun.Result; a candidate policy that
-//     does not compile is 400 naming policies[i].spec….
+//     clusteripampolicies (ipam.virtualization.deckhouse.io). Otherwise 403 (also for a
+//     request with other problems, as the API server authorizes before it validates). The
+//     ClusterRoles in crds/rbac grant exactly these.
+//   - evaluated (dryrun.Engine.Evaluate): 200 with a dryrun.Result.
 //
 // Errors are metav1.Status bodies, as the API server's. Answers are JSON, or YAML when the
 // Accept header asks for it. /healthz and /readyz on the same port are unauthenticated; the

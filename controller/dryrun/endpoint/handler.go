@@ -90,11 +90,15 @@ func (h *Handler) serve(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	req, err := h.Engine.Decode(data, dryrun.DecodeOptions{})
-	if err != nil {
-		return nil, &failure{code: http.StatusBadRequest, message: err.Error(), causes: err}
+	authorize := func(namespace string, withPolicies bool) error {
+		return h.authorize(ctx, caller, namespace, withPolicies)
 	}
-	if err := h.authorize(ctx, caller, req); err != nil {
+	req, err := h.Engine.Decode(data, dryrun.DecodeOptions{Authorize: authorize})
+	var inv *dryrun.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		return nil, &failure{code: http.StatusBadRequest, message: err.Error(), causes: err}
+	case err != nil:
 		return nil, err
 	}
 	return h.evaluate(ctx, req)
@@ -141,13 +145,13 @@ var supportedMediaTypes = map[string]bool{
 	"application/json": true, "application/yaml": true, "application/x-yaml": true, "text/yaml": true,
 }
 
-// authorize asks the API server whether the caller may create the VM in its namespace and,
-// for candidate policies, ClusterIPAMPolicies.
-func (h *Handler) authorize(ctx context.Context, caller user.Info, req *dryrun.Request) error {
-	checks := []authorizer.AttributesRecord{{User: caller, Verb: "create", Namespace: req.VM.Namespace,
+// authorize asks the API server whether the caller may create VMs in namespace and, for
+// candidate policies, ClusterIPAMPolicies. Decode calls it as soon as it knows the namespace.
+func (h *Handler) authorize(ctx context.Context, caller user.Info, namespace string, withPolicies bool) error {
+	checks := []authorizer.AttributesRecord{{User: caller, Verb: "create", Namespace: namespace,
 		APIGroup: vmv1.GroupVersion.Group, APIVersion: vmv1.GroupVersion.Version, Resource: "virtualmachines",
 		ResourceRequest: true}}
-	if req.Policies != nil {
+	if withPolicies {
 		checks = append(checks, authorizer.AttributesRecord{User: caller, Verb: "create",
 			APIGroup: v1alpha1.GroupVersion.Group, APIVersion: v1alpha1.GroupVersion.Version,
 			Resource: "clusteripampolicies", ResourceRequest: true})
@@ -194,12 +198,8 @@ func (h *Handler) evaluate(ctx context.Context, req *dryrun.Request) (*dryrun.Re
 	}
 	start := time.Now()
 	res, err := h.Engine.Evaluate(ctx, h.Reader, installed, req)
-	var inv *dryrun.InvalidError
-	switch {
-	case errors.As(err, &inv):
-		return nil, &failure{code: http.StatusBadRequest, message: err.Error(), causes: err}
-	case err != nil:
-		return nil, err
+	if err != nil {
+		return nil, err // Decode compiled the candidate policies: no *InvalidError here
 	}
 	metrics.DryRun.Evaluated(start)
 	for _, it := range res.Interfaces {

@@ -171,6 +171,46 @@ func TestInvalidInputListsEveryCauseWithItsPath(t *testing.T) {
 	}
 }
 
+func TestInvalidInputListsTheProblemsOfEveryPartAtOnce(t *testing.T) {
+	h := newHandler(t, true)
+	code, data := call(t, h, "t-author", strings.NewReader(`{"vm": {"metadata": {"name": "web", "namespace": "demo"},
+		"spec": {"networks": [{"type": "Bogus", "name": "corp"}]}},
+		"policies": [{"metadata": {"name": "p"}, "spec": {"allocation": {"expression": "'Auto'"},
+		  "skipRules": [{"name": "a", "reason": "R", "expression": "ipAdress.exists"}]}},
+		  {"metadata": {"name": "q"}, "spec": {"allocation": {"expression": "vm.nmae"}}}],
+		"objects": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]}`))
+	if code != http.StatusBadRequest {
+		t.Fatalf("code %d: %s", code, data)
+	}
+	var fields []string
+	if s := status(t, data); s.Details != nil {
+		for _, c := range s.Details.Causes {
+			fields = append(fields, c.Field)
+		}
+	}
+	want := []string{"vm.spec.networks[0].type", "policies[0].spec.skipRules[0].expression",
+		"policies[1].spec.allocation.expression", "objects[0].kind"}
+	if strings.Join(fields, " ") != strings.Join(want, " ") {
+		t.Errorf("causes at %v, want %v", fields, want)
+	}
+}
+
+func TestCandidatePoliciesAreCompiledOnlyForCallersAllowedToTryThem(t *testing.T) {
+	h := newHandler(t, true)
+	compiled := 0
+	h.Engine.OnCompileError = func() { compiled++ }
+	broken := `{"vm": {"metadata": {"name": "web", "namespace": "demo"},
+		"spec": {"networks": [{"type": "ClusterNetwork", "name": "corp"}]}},
+		"policies": [{"metadata": {"name": "p"}, "spec": {"allocation": {"expression": "ipAdress.exists"}}}]}`
+	code, data := call(t, h, "t-vm-user", strings.NewReader(broken))
+	if code != http.StatusForbidden || !strings.Contains(status(t, data).Message, "clusteripampolicies") || compiled != 0 {
+		t.Errorf("without the policy RBAC: code %d, %d compile errors: %s; want 403 for clusteripampolicies, nothing compiled", code, compiled, data)
+	}
+	if code, _ := call(t, h, "t-author", strings.NewReader(broken)); code != http.StatusBadRequest || compiled != 1 {
+		t.Errorf("with the policy RBAC: code %d, %d compile errors; want 400 after compiling the policy once", code, compiled)
+	}
+}
+
 // chunked hides the length of a reader, as a streamed body does.
 type chunked struct{ io.Reader }
 
