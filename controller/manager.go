@@ -16,6 +16,7 @@ import (
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -93,6 +94,7 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts endpoint.O
 	if err != nil {
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
+	engine.OnCompileError = metrics.DryRun.CompileFailed
 	srv, err := endpoint.New(mgr.GetConfig(), mgr.GetCache(), registry, engine, opts)
 	if err != nil {
 		return nil, err

@@ -159,6 +159,7 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 	})
 
 	It("answers malformed input with 400 naming the place", func() {
+		compileErrors := drMetric("vmipam_policy_compile_errors_total", "source", "dryrun")
 		for _, tc := range []struct{ body, field, message string }{
 			{"vm:\n  metadata: {name: web\n  spec: [", "body", "yaml: line"},
 			{fmt.Sprintf(`{"vm": {"metadata": {"name": "web", "namespace": %q}, "spec": {}}}`, ns),
@@ -172,6 +173,8 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 			Expect(st.Details.Causes).To(ContainElement(And(HaveField("Field", tc.field), HaveField("Message", ContainSubstring(tc.message)))))
 			Expect(st.Message).To(ContainSubstring(tc.field))
 		}
+		Expect(drMetric("vmipam_policy_compile_errors_total", "source", "dryrun")-compileErrors).To(Equal(1.0),
+			"the candidate policy that did not compile is counted")
 	})
 
 	It("serves `ipamctl dry-run` with a kubeconfig holding a ServiceAccount token and --server", func() {
