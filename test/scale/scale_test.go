@@ -32,7 +32,6 @@ const (
 	controllerBurst = 200
 	// workers is the controller's MaxConcurrentReconciles default, the floor's concurrency.
 	workers = 4
-	ns      = "scale"
 )
 
 // result is one run's figures.
@@ -189,7 +188,7 @@ func (h *harness) createVMs(ctx context.Context, n int, netA, netB string) {
 // ready counts the namespace's VMs with NetworkReady=True and an address on every interface.
 func (h *harness) ready(ctx context.Context, namespace string) int {
 	var list vmv1.VirtualMachineList
-	if err := h.bench.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := h.view.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return -1
 	}
 	count := 0
@@ -261,13 +260,13 @@ func (h *harness) l2Only(ctx context.Context, k int, netA, netB string) bool {
 	for i := range k {
 		for _, net := range []string{netA, netB} {
 			ip := &sdnv1.IPAddress{}
-			err := h.bench.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.AutoIPAddress(vmName(i), "ClusterNetwork", net)}, ip)
+			err := h.view.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.AutoIPAddress(vmName(i), "ClusterNetwork", net)}, ip)
 			if err == nil {
 				return false
 			}
 		}
 		vm := &vmv1.VirtualMachine{}
-		if err := h.bench.Get(ctx, types.NamespacedName{Namespace: ns, Name: vmName(i)}, vm); err != nil ||
+		if err := h.view.Get(ctx, types.NamespacedName{Namespace: ns, Name: vmName(i)}, vm); err != nil ||
 			!meta.IsStatusConditionTrue(vm.Status.Conditions, vmctrl.ConditionNetworkReady) {
 			return false
 		}
@@ -278,7 +277,6 @@ func (h *harness) l2Only(ctx context.Context, k int, netA, netB string) bool {
 // hotplug measures, over m running VMs waiting for a missing static IPAddress, the time from
 // SDN allocating the IPAddress to the running pod's networks-spec carrying it.
 func (h *harness) hotplug(ctx context.Context, m int, net string) (time.Duration, time.Duration, int) {
-	const hns = "hotplug"
 	must(h.t, h.bench.Create(ctx, build.Namespace(hns)))
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.VM(hns, fmt.Sprintf("hp-%03d", i), build.OnClusterNetwork(net, fmt.Sprintf("ip-%03d", i))))
@@ -317,7 +315,7 @@ func (h *harness) hotplug(ctx context.Context, m int, net string) (time.Duration
 // allocated counts the namespace's IPAddresses with an address.
 func (h *harness) allocated(ctx context.Context, namespace string) int {
 	var list sdnv1.IPAddressList
-	if err := h.bench.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := h.view.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return -1
 	}
 	count := 0
@@ -331,7 +329,7 @@ func (h *harness) allocated(ctx context.Context, namespace string) int {
 
 func (h *harness) runningPods(ctx context.Context, namespace string) int {
 	var pods corev1.PodList
-	if err := h.bench.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+	if err := h.view.List(ctx, &pods, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return -1
 	}
 	return len(pods.Items)
@@ -342,7 +340,8 @@ func (h *harness) runningPods(ctx context.Context, namespace string) int {
 func (h *harness) observeHotplug(ctx context.Context, namespace string, allocated, carried map[string]time.Time) {
 	var ips sdnv1.IPAddressList
 	var pods corev1.PodList
-	if h.bench.List(ctx, &ips, client.InNamespace(namespace)) != nil || h.bench.List(ctx, &pods, client.InNamespace(namespace)) != nil {
+	if h.view.List(ctx, &ips, client.InNamespace(namespace), client.UnsafeDisableDeepCopy) != nil ||
+		h.view.List(ctx, &pods, client.InNamespace(namespace), client.UnsafeDisableDeepCopy) != nil {
 		return
 	}
 	now := time.Now()
