@@ -84,15 +84,17 @@ type skipRule struct {
 
 // Compile compiles one generation of p. Every expression is parsed, type-checked against the
 // declared inputs, checked for its result type and statically cost-estimated; all problems are
-// returned together, each with its field path (e.g. spec.skipRules[0].expression).
+// returned together, each with its field path (e.g. spec.skipRules[0].expression). Names of
+// variables and of skip rules must be unique (a Duplicate error at spec.skipRules[1].name).
 //
 // old is the previously stored version of the policy, if any: an expression unchanged at the
 // same path compiles in the StoredExpressions environment (so a library removed in a later
-// language version never breaks a stored policy), every other one in NewExpressions. The
-// controller, compiling objects already stored, passes p itself; an admission webhook passes
-// the old object on update and nil on create.
+// language version never breaks a stored policy), every other one in NewExpressions, and a
+// skip rule name old already repeats is not an error (so that a policy stored before names
+// had to be unique keeps serving). The controller, compiling objects already stored, passes p
+// itself; an admission webhook passes the old object on update and nil on create.
 func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList) {
-	cc := &compilation{c: c, stored: storedExpressions(old)}
+	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old)}
 	spec := field.NewPath("spec")
 	out := &Policy{
 		Name: p.Name, Generation: p.Generation, Priority: p.Spec.Priority,
@@ -121,8 +123,10 @@ func (cc *compilation) compileExpressions(env *environment.EnvSet, spec *field.P
 		out.matchConditions = append(out.matchConditions, namedProgram{mc.Name, cc.expr(env, path, mc.Expression, cel.BoolType)})
 	}
 	out.allocation = cc.expr(env, spec.Child("allocation", "expression"), s.Allocation.Expression, cel.StringType)
+	ruleNames := make(map[string]bool, len(s.SkipRules))
 	for i, r := range s.SkipRules {
 		path := spec.Child("skipRules").Index(i)
+		cc.uniqueSkipRuleName(path.Child("name"), r.Name, ruleNames)
 		if !reasonPattern.MatchString(r.Reason) {
 			cc.errs = append(cc.errs, field.Invalid(path.Child("reason"), r.Reason,
 				"must be CamelCase: a capital letter, then letters and digits"))
@@ -139,6 +143,31 @@ func (cc *compilation) compileExpressions(env *environment.EnvSet, spec *field.P
 		hp := cc.expr(env, spec.Child("hotplug", "expression"), s.Hotplug.Expression, cel.BoolType)
 		out.hotplug = &hp
 	}
+}
+
+// uniqueSkipRuleName reports a skip rule named like an earlier one (seen holds the names so
+// far): a decision names the rule that fired, which must tell which one it was. A name the
+// stored version of the policy already repeats is tolerated (ratcheting), so that a policy
+// stored before this check keeps compiling, in the controller and on updates.
+func (cc *compilation) uniqueSkipRuleName(path *field.Path, name string, seen map[string]bool) {
+	if seen[name] && !cc.storedDuplicateSkipRules[name] {
+		cc.errs = append(cc.errs, field.Duplicate(path, name))
+	}
+	seen[name] = true
+}
+
+// duplicateSkipRuleNames are the skip rule names old repeats.
+func duplicateSkipRuleNames(old *v1alpha1.ClusterIPAMPolicy) map[string]bool {
+	out := map[string]bool{}
+	if old == nil {
+		return out
+	}
+	seen := map[string]bool{}
+	for _, r := range old.Spec.SkipRules {
+		out[r.Name] = seen[r.Name]
+		seen[r.Name] = true
+	}
+	return out
 }
 
 // reasonPattern is the CRD's pattern for skipRules[].reason, checked here too because
@@ -167,7 +196,9 @@ func (cc *compilation) enums(spec *field.Path, out *Policy) {
 type compilation struct {
 	c      *Compiler
 	stored map[string]string
-	errs   field.ErrorList
+	// storedDuplicateSkipRules are the skip rule names the stored version repeats.
+	storedDuplicateSkipRules map[string]bool
+	errs                     field.ErrorList
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {

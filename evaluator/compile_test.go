@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -66,6 +67,9 @@ func TestCompileRejects(t *testing.T) {
 		{"duplicate variable names",
 			newPolicy("p", variable("a", "1"), variable("a", "2")),
 			"spec.variables[1].name", "Duplicate value"},
+		{"duplicate skip rule names",
+			newPolicy("p", skipRule("r", "true", "One", "", ""), skipRule("s", "true", "Two", "", ""), skipRule("r", "false", "Three", "", "")),
+			"spec.skipRules[2].name", `Duplicate value: "r"`},
 		{"a variable referencing a later one",
 			newPolicy("p", variable("a", "variables.b + 1"), variable("b", "1")),
 			"spec.variables[0].expression", "undefined field 'b'"},
@@ -135,6 +139,20 @@ func TestCompileReportsAllErrorsTogether(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("error paths = %q\nwant          %q\nerrors: %v", got, want, errs)
+	}
+}
+
+func TestCompileToleratesSkipRuleNamesTheStoredVersionRepeats(t *testing.T) {
+	c := newCompiler(t)
+	stored := newPolicy("p", skipRule("r", "true", "One", "", ""), skipRule("r", "false", "Two", "", ""))
+	if _, errs := c.Compile(stored, stored); len(errs) > 0 {
+		t.Errorf("Compile(stored, stored) = %v, want a stored policy with a repeated name to keep compiling", errs)
+	}
+	updated := newPolicy("p", skipRule("r", "true", "One", "", ""), skipRule("r", "false", "Two", "", ""),
+		skipRule("s", "true", "Three", "", ""), skipRule("s", "false", "Four", "", ""))
+	_, errs := c.Compile(updated, stored)
+	if len(errs) != 1 || errs[0].Field != "spec.skipRules[3].name" || errs[0].Type != field.ErrorTypeDuplicate {
+		t.Errorf("Compile(updated, stored) = %v, want only the newly repeated name s at spec.skipRules[3].name", errs)
 	}
 }
 

@@ -85,3 +85,12 @@ func TestDeleteIsAlwaysAllowed(t *testing.T) {
 		t.Errorf("ValidateDelete: %v", err)
 	}
 }
+
+func TestCreateRejectsRepeatedSkipRuleNames(t *testing.T) {
+	p := policy("true")
+	p.Spec.SkipRules = append(p.Spec.SkipRules, v1alpha1.SkipRule{Name: "r", Expression: "false", Reason: "Other"})
+	_, err := newValidator(t).ValidateCreate(context.Background(), p)
+	if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[1].name" || !strings.Contains(err.Error(), `Duplicate value: "r"`) {
+		t.Errorf("causes = %v (%v), want a Duplicate at spec.skipRules[1].name", got, err)
+	}
+}
