@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"reflect"
+	"slices"
 	"strings"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/policies"
@@ -117,25 +121,87 @@ func (r CaseResult) String() string {
 }
 
 // ParseSuite decodes a suite file strictly (an unknown field is an error) and checks that
-// every case has a name, at least one expectation and an input that decodes over the
-// defaults. It does not read the policy files.
+// every case has a name, at least one expectation, allocations among Auto, Static and None,
+// and an input that decodes over the defaults. A problem of a case names it, by index and
+// name: cases[1] "static refused": unknown field "expect.skp". It does not read the policy
+// files.
 func ParseSuite(data []byte) (*TestSuite, error) {
-	var s TestSuite
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		return nil, err
 	}
-	if s.APIVersion != SuiteAPIVersion || s.Kind != SuiteKind {
-		return nil, fmt.Errorf("apiVersion %q kind %q, want %s %s", s.APIVersion, s.Kind, SuiteAPIVersion, SuiteKind)
+	var file suiteFile
+	if err := unmarshalStrict(js, &file); err != nil {
+		return nil, err
 	}
-	if len(s.Cases) == 0 {
+	if file.APIVersion != SuiteAPIVersion || file.Kind != SuiteKind {
+		return nil, fmt.Errorf("apiVersion %q kind %q, want %s %s", file.APIVersion, file.Kind, SuiteAPIVersion, SuiteKind)
+	}
+	if len(file.Cases) == 0 {
 		return nil, errors.New("no cases")
 	}
-	for i, c := range s.Cases {
-		if err := s.checkCase(i, c); err != nil {
+	s := &TestSuite{APIVersion: file.APIVersion, Kind: file.Kind, Policies: file.Policies, Defaults: file.Defaults,
+		Cases: make([]TestCase, len(file.Cases))}
+	for i, raw := range file.Cases {
+		if err := unmarshalStrict(raw, &s.Cases[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", caseName(i, raw), err)
+		}
+		if err := s.checkCase(i, s.Cases[i]); err != nil {
 			return nil, err
 		}
 	}
-	return &s, nil
+	return s, nil
+}
+
+// suiteFile is a TestSuite as written, its cases still to be decoded one by one.
+type suiteFile struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Policies   []string          `json:"policies,omitempty"`
+	Defaults   json.RawMessage   `json:"defaults,omitempty"`
+	Cases      []json.RawMessage `json:"cases"`
+}
+
+// caseName identifies case i in messages: cases[i], and its name when it has one.
+func caseName(i int, raw json.RawMessage) string {
+	var named struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Name == "" {
+		return fmt.Sprintf("cases[%d]", i)
+	}
+	return fmt.Sprintf("cases[%d] %q", i, named.Name)
+}
+
+// unmarshalStrict decodes JSON into v case-sensitively, reporting unknown and duplicate
+// fields and values of the wrong type with their paths.
+func unmarshalStrict(data []byte, v any) error {
+	strict, err := sigsjson.UnmarshalStrict(data, v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Errorf("%s: must be %s, not %s", te.Field, kindName(te.Type), te.Value)
+	case errors.As(err, &te):
+		return fmt.Errorf("must be %s, not %s", kindName(te.Type), te.Value)
+	case err != nil:
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+// kindName names the JSON kind a Go type decodes from, for messages.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Bool:
+		return "a bool"
+	case reflect.String:
+		return "a string"
+	}
+	return "a number"
 }
 
 func (s *TestSuite) checkCase(i int, c TestCase) error {
@@ -145,8 +211,30 @@ func (s *TestSuite) checkCase(i int, c TestCase) error {
 	case c.Expect.empty():
 		return fmt.Errorf("cases[%d] %q: expect is empty", i, c.Name)
 	}
+	if err := c.Expect.checkAllocations("expect"); err != nil {
+		return fmt.Errorf("cases[%d] %q: %w", i, c.Name, err)
+	}
 	if _, err := s.CaseInput(i); err != nil {
 		return fmt.Errorf("cases[%d] %q: %w", i, c.Name, err)
+	}
+	return nil
+}
+
+// checkAllocations reports an expected allocation other than Auto, Static and None ("" is
+// AllocationUnknown, the allocation of a failed evaluation), at path.
+func (e Expectation) checkAllocations(path string) error {
+	if e.Allocation != nil {
+		switch *e.Allocation {
+		case AllocationAuto, AllocationStatic, AllocationNone, AllocationUnknown:
+		default:
+			return fmt.Errorf("%s.allocation: Unsupported value %q: supported values: %q, %q, %q (\"\" for a failed evaluation)",
+				path, *e.Allocation, AllocationAuto, AllocationStatic, AllocationNone)
+		}
+	}
+	for _, policy := range slices.Sorted(maps.Keys(e.Audit)) {
+		if err := e.Audit[policy].checkAllocations(path + ".audit." + policy); err != nil {
+			return err
+		}
 	}
 	return nil
 }

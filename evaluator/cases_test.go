@@ -37,6 +37,17 @@ func TestParseSuiteRejects(t *testing.T) {
 			`unknown field "pol"`},
 		{"a string where a number goes", suiteHeader + "cases:\n- name: a\n  input: {interface: {index: one}}\n  expect: {skip: true}\n",
 			"cannot unmarshal string"},
+		{"a misspelled expectation", suiteHeader + "cases:\n- name: a\n  expect: {skip: true}\n- name: b\n  expect: {skp: true}\n",
+			`cases[1] "b": unknown field "expect.skp"`},
+		{"a misspelled expectation in a case without a name", suiteHeader + "cases:\n- expect: {skp: true}\n",
+			`cases[0]: unknown field "expect.skp"`},
+		{"an expectation of the wrong type", suiteHeader + "cases:\n- name: a\n  expect: {skip: nope}\n",
+			`cases[0] "a": expect.skip: must be a bool, not string`},
+		{"a misspelled allocation", suiteHeader + "cases:\n- name: a\n  expect: {allocation: Statc}\n",
+			`cases[0] "a": expect.allocation: Unsupported value "Statc"`},
+		{"a misspelled audit allocation", suiteHeader + "cases:\n- name: a\n  expect: {audit: {p: {allocation: auto}}}\n",
+			`cases[0] "a": expect.audit.p.allocation: Unsupported value "auto"`},
+		{"cases that are not a list", suiteHeader + "cases: {name: a}\n", "cases: must be a list, not object"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -143,6 +143,16 @@ func TestTestShowsAWrongExpectationReadably(t *testing.T) {
 	}
 }
 
+func TestTestNamesTheFileAndCaseOfAMisspelledExpectation(t *testing.T) {
+	code, out, _ := run(t, "ipamctl", "test", "testdata/typo-expectation.yaml")
+	want := `ERROR testdata/typo-expectation.yaml: cases[1] "the rule that refuses it": unknown field "expect.rulee"
+0 passed, 0 failed
+`
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant 1 and:\n%s", code, out, want)
+	}
+}
+
 // endpoint is a fake dry-run endpoint: it checks the token and answers with answer.
 func endpoint(t *testing.T, code int, answer any) (*httptest.Server, *[]byte) {
 	t.Helper()

@@ -69,7 +69,7 @@ func (o *testOptions) runSuite(ctx context.Context, w io.Writer, c *evaluator.Co
 	results, err := runSuiteFile(ctx, c, file)
 	if err != nil {
 		t.broken++
-		fmt.Fprintf(w, "ERROR %s: %v\n", file, err)
+		fmt.Fprintf(w, "ERROR %s: %s\n", file, strings.TrimPrefix(err.Error(), file+": "))
 		return
 	}
 	failed := 0
