@@ -93,6 +93,27 @@ func TestEvaluateReportsTheVMsAndThePoliciesProblemsTogether(t *testing.T) {
 	}
 }
 
+func TestAFileOfTheWrongKindGetsTheRightFlagHinted(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", "testdata/static-not-allowed.yaml"},
+			"testdata/static-not-allowed.yaml: -f takes VirtualMachines, not ClusterIPAMPolicy; pass policies with -p/--policy"},
+		{[]string{"-f", "testdata/world.yaml"}, "-f takes VirtualMachines, not ClusterNetwork, IPAddress; pass other objects with -O/--objects"},
+		{[]string{"-f", "testdata/vm.yaml", "-O", "testdata/broken.yaml"},
+			"testdata/broken.yaml: -O takes objects to lay over the cluster's state, not ClusterIPAMPolicy; pass policies with -p/--policy"},
+		{[]string{"-f", "testdata/vm.yaml", "-p", "testdata/vm.yaml"},
+			"-p takes ClusterIPAMPolicies, not VirtualMachine; pass the VirtualMachine to evaluate with -f/--filename"},
+	}
+	for _, tc := range cases {
+		code, _, errOut := run(t, "ipamctl", append([]string{"evaluate"}, tc.args...)...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("evaluate %v: exit %d, stderr %q; want 1 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
 func TestUsageErrorsExitWith2(t *testing.T) {
 	for _, args := range [][]string{{"evaluate"}, {"evaluate", "-f", "testdata/vm.yaml", "-o", "wide"}, {"lint"}, {"evaluate", "--nope"}} {
 		if code, _, errOut := run(t, "ipamctl", args...); code != 2 || !strings.Contains(errOut, "Run 'ipamctl --help' for usage.") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
 )
@@ -38,14 +39,18 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	}
 	in := &input{}
 	var rest []document
-	if in.vms, rest = ofKind(docs, "VirtualMachine"); len(rest) > 0 {
-		return nil, fmt.Errorf("%s: -f takes VirtualMachines, not %s; pass other objects with -O/--objects", rest[0].source, kinds(rest))
+	if in.vms, rest = ofKind(docs, kindVM); len(rest) > 0 {
+		return nil, fmt.Errorf("%s: -f takes VirtualMachines, not %s; %s", rest[0].source, kinds(rest), flagHint(rest))
 	}
 	if len(in.vms) == 0 {
 		return nil, errors.New("no VirtualMachine in the -f files")
 	}
 	if in.objects, err = readDocuments(f.objects, stdin); err != nil {
 		return nil, err
+	}
+	if policies, _ := ofKind(in.objects, kindPolicy); len(policies) > 0 {
+		return nil, fmt.Errorf("%s: -O takes objects to lay over the cluster's state, not %s; %s",
+			policies[0].source, kindPolicy, flagHint(policies))
 	}
 	if len(f.policies) == 0 {
 		return in, nil
@@ -54,13 +59,46 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.policies, rest = ofKind(docs, "ClusterIPAMPolicy"); len(rest) > 0 {
-		return nil, fmt.Errorf("%s: -p takes ClusterIPAMPolicies, not %s", rest[0].source, kinds(rest))
+	if in.policies, rest = ofKind(docs, kindPolicy); len(rest) > 0 {
+		return nil, fmt.Errorf("%s: -p takes ClusterIPAMPolicies, not %s; %s", rest[0].source, kinds(rest), flagHint(rest))
 	}
 	if len(in.policies) == 0 {
 		return nil, errors.New("no ClusterIPAMPolicy in the -p files")
 	}
 	return in, nil
+}
+
+// The kinds evaluate and dry-run take in flags of their own.
+const (
+	kindVM     = "VirtualMachine"
+	kindPolicy = "ClusterIPAMPolicy"
+)
+
+// flagHint says which flag takes each kind of docs: -f the VirtualMachines to evaluate, -p
+// policies, -O everything else.
+func flagHint(docs []document) string {
+	var vms, policies, objects bool
+	for _, d := range docs {
+		switch d.kind {
+		case kindVM:
+			vms = true
+		case kindPolicy:
+			policies = true
+		default:
+			objects = true
+		}
+	}
+	var hints []string
+	if vms {
+		hints = append(hints, "the VirtualMachine to evaluate with -f/--filename")
+	}
+	if policies {
+		hints = append(hints, "policies with -p/--policy")
+	}
+	if objects {
+		hints = append(hints, "other objects with -O/--objects")
+	}
+	return "pass " + strings.Join(hints, ", ")
 }
 
 // body is the request body for one VM, and where its parts came from.
