@@ -59,6 +59,30 @@ func TestEvaluateJSONWithCandidatePolicies(t *testing.T) {
 	}
 }
 
+func TestEvaluateTableShowsWhatAuditPoliciesWouldDecide(t *testing.T) {
+	world, err := os.ReadFile("testdata/world.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "world.yaml")
+	if err := os.WriteFile(outside, []byte(strings.Replace(string(world), "10.10.0.50", "192.168.1.5", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-O", outside, "--assume-ready",
+		"-p", "../../../samples/policies/audit-static-outside-corporate-range.yaml", "-p", "../../../policies/default.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	audit := regexp.MustCompile(`(?m)^Audit-mode policies \(would decide, not applied\):\nINTERFACE\s+POLICY\s+ALLOCATION\s+SKIP\s+RULE\s+REASON\n` +
+		`ClusterNetwork/corp-static\s+audit-static-outside-corporate-range\s+Static\s+yes\s+outside-corporate-range\s+StaticOutsideCorporateRange\n\n`)
+	if !audit.MatchString(out) {
+		t.Errorf("output lacks the Audit policy's would-be skip of corp-static:\n%s", out)
+	}
+	if !regexp.MustCompile(`ClusterNetwork/corp-static\s+Static\s+yes\s+web-ip\s+192.168.1.5\s+default`).MatchString(out) {
+		t.Errorf("the interface table should still show the default's decision:\n%s", out)
+	}
+}
+
 func TestEvaluateNamesTheFileOfAProblem(t *testing.T) {
 	code, _, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-p", "testdata/broken.yaml")
 	if code != 1 || !strings.Contains(errOut, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value") ||

@@ -12,6 +12,7 @@ import (
 	"github.com/vmipam/vmipam/controller/dryrun"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // Output formats of evaluate and dry-run.
@@ -75,6 +76,7 @@ func printTable(w io.Writer, r *dryrun.Result) {
 			orDash(it.Decision.Rule), orDash(it.Reason))
 	}
 	_ = tw.Flush()
+	printAudit(w, r)
 	fmt.Fprintln(w, "\nActions:")
 	for _, line := range actionLines(r.Actions) {
 		fmt.Fprintln(w, "  "+line)
@@ -87,6 +89,31 @@ func printTable(w io.Writer, r *dryrun.Result) {
 	for _, c := range r.Status.Conditions {
 		fmt.Fprintf(w, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
+}
+
+// printAudit prints what the Audit-mode policies that matched would have decided, one line
+// per interface and policy; nothing when none matched.
+func printAudit(w io.Writer, r *dryrun.Result) {
+	var rows []string
+	for _, it := range r.Interfaces {
+		for _, a := range it.Decision.Trace.Audit {
+			allocation, skip, rule, reason := orDash(string(a.Allocation)), yesNo(a.Skip), orDash(a.Rule), orDash(string(a.Reason))
+			if a.Error != "" {
+				allocation, skip, rule, reason = "-", "-", "-", string(evaluator.ReasonPolicyError)+": "+a.Error
+			}
+			rows = append(rows, fmt.Sprintf("%s/%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, a.Policy, allocation, skip, rule, reason))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nAudit-mode policies (would decide, not applied):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INTERFACE\tPOLICY\tALLOCATION\tSKIP\tRULE\tREASON")
+	for _, row := range rows {
+		fmt.Fprint(tw, row)
+	}
+	_ = tw.Flush()
 }
 
 func actionLines(a dryrun.Actions) []string {
