@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
@@ -29,8 +30,6 @@ import (
 
 	"github.com/vmipam/vmipam/controller/dryrun"
 )
-
-var log = ctrl.Log.WithName("dryrun")
 
 // Options configure the Server. Zero fields take the defaults documented with each.
 type Options struct {
@@ -51,6 +50,10 @@ type Options struct {
 	// AuthCacheTTL is how long TokenReview answers and SubjectAccessReview allows are
 	// cached (default 10 s); DenyCacheTTL the same for denials (default 5 s).
 	AuthCacheTTL, DenyCacheTTL time.Duration
+	// Logger receives the Server's messages, the handler's (through the request context) and
+	// net/http's own, such as TLS handshake errors, at V(1) (default: the controller's logger
+	// named "dryrun").
+	Logger logr.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DenyCacheTTL <= 0 {
 		o.DenyCacheTTL = 5 * time.Second
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = ctrl.Log.WithName("dryrun")
 	}
 	return o
 }
@@ -186,7 +192,7 @@ func (s *Server) selfSigned() error {
 	}
 	s.certPEM = certPEM
 	s.tls.Certificates = []tls.Certificate{pair}
-	log.Info("WARNING: no serving certificate given (--dry-run-cert-file, --dry-run-key-file): serving the dry-run endpoint "+
+	s.opts.Logger.Info("WARNING: no serving certificate given (--dry-run-cert-file, --dry-run-key-file): serving the dry-run endpoint "+
 		"with a self-signed certificate that clients cannot verify unless they trust it explicitly", "host", host)
 	return nil
 }
@@ -202,11 +208,13 @@ func (s *Server) ServingCertPEM() []byte { return s.certPEM }
 func (s *Server) Handler() *Handler { return s.handler }
 
 // httpErrorLog routes net/http's own messages (TLS handshake errors, …) into the
-// controller's log instead of the process's standard error.
-type httpErrorLog struct{}
+// controller's log at V(1) instead of the process's standard error: a probe or a client that
+// does not trust the certificate is not worth more.
+type httpErrorLog struct{ log logr.Logger }
 
-func (httpErrorLog) Write(p []byte) (int, error) {
-	log.V(1).Info("HTTP server", "message", strings.TrimSpace(string(p)))
+// Write logs one message of net/http's log.Logger.
+func (l httpErrorLog) Write(p []byte) (int, error) {
+	l.log.V(1).Info("HTTP server", "message", strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
@@ -215,7 +223,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.watcher != nil {
 		go func() {
 			if err := s.watcher.Start(ctx); err != nil {
-				log.Error(err, "Watching the serving certificate failed")
+				s.opts.Logger.Error(err, "Watching the serving certificate failed")
 			}
 		}()
 	}
@@ -224,12 +232,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	srv := &http.Server{Handler: s.mux(), TLSConfig: s.tls, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: s.opts.Timeout + 20*time.Second, WriteTimeout: s.opts.Timeout + 10*time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20, ErrorLog: stdlog.New(httpErrorLog{}, "", 0),
-		BaseContext: func(net.Listener) context.Context { return ctrl.LoggerInto(context.Background(), log) }}
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20, ErrorLog: stdlog.New(httpErrorLog{log: s.opts.Logger}, "", 0),
+		BaseContext: func(net.Listener) context.Context { return ctrl.LoggerInto(context.Background(), s.opts.Logger) }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(s.listener, "", "") }()
 	s.serving.Store(true)
-	log.Info("Serving the dry-run endpoint", "address", "https://"+s.Addr()+dryrun.Path)
+	s.opts.Logger.Info("Serving the dry-run endpoint", "address", "https://"+s.Addr()+dryrun.Path)
 	select {
 	case err := <-errc:
 		s.serving.Store(false)

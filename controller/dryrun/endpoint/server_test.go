@@ -5,13 +5,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 
@@ -115,5 +118,52 @@ func TestRefusesMissingCertificateFiles(t *testing.T) {
 		endpoint.Options{BindAddress: "127.0.0.1:0", CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"})
 	if err == nil {
 		t.Error("New with missing certificate files: want an error")
+	}
+}
+
+// syncLog collects the lines of a funcr logger; safe for the server's goroutines.
+type syncLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *syncLog) add(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, prefix+" "+args)
+}
+
+func (l *syncLog) find(substr string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, substr) {
+			return line
+		}
+	}
+	return ""
+}
+
+func TestTLSHandshakeErrorsGoToTheLoggerAtV1(t *testing.T) {
+	var logged syncLog
+	loaded := policySource{loaded: make(chan struct{})}
+	close(loaded.loaded)
+	srv, _ := serve(t, endpoint.Options{Logger: funcr.New(logged.add, funcr.Options{Verbosity: 1})}, loaded)
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil { // plain HTTP on the TLS port
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(conn)
+	conn.Close()
+	var line string
+	for i := 0; i < 100 && line == ""; i++ {
+		time.Sleep(10 * time.Millisecond)
+		line = logged.find("TLS handshake error")
+	}
+	if line == "" || !strings.Contains(line, `"level"=1`) {
+		t.Errorf("log line %q, want the TLS handshake error logged at V(1)", line)
 	}
 }
