@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -18,29 +17,18 @@ import (
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/policy"
+	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/controller/vm"
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Name is the controller's name in events and logs.
 const Name = "vmipam-controller"
 
 // NewScheme returns a scheme with every kind vmipam reads or writes: core, ours, SDN and
-// virtualization.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sdnv1.AddToScheme, vmv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
+// virtualization. It is scheme.New, which ipamctl uses without linking this package.
+func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions limits what the manager caches: only launcher pods (label
 // vm.kubevirt.io/name), and no managedFields on any object.

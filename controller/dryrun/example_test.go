@@ -4,26 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
 	"github.com/vmipam/vmipam/controller/dryrun"
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Offline, as `ipamctl evaluate` does: only the request's objects exist, and the shipped
 // default policies decide.
 func ExampleEngine_Evaluate() {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	_ = sdnv1.AddToScheme(scheme)
-	_ = vmv1.AddToScheme(scheme)
+	s, _ := scheme.New()
 	compiler, _ := evaluator.NewCompiler(evaluator.DefaultLimits)
-	engine, _ := dryrun.NewEngine(compiler, scheme)
+	engine, _ := dryrun.NewEngine(compiler, s)
 
 	req, err := engine.Decode([]byte(`
 vm:

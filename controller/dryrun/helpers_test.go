@@ -5,27 +5,20 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/index"
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sdnv1.AddToScheme, vmv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

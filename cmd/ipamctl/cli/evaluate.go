@@ -9,15 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
+	"github.com/vmipam/vmipam/controller/scheme"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 type evaluateOptions struct {
@@ -117,25 +114,11 @@ func newEngine() (*dryrun.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := newScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
-	return dryrun.NewEngine(compiler, scheme)
-}
-
-// newScheme knows the kinds the controller reads (as controller.NewScheme, without linking
-// the controller's server code into the CLI).
-func newScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sdnv1.AddToScheme, vmv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return dryrun.NewEngine(compiler, s)
 }
 
 // assumeReady plays SDN for manifests written by hand: a network without a Ready condition

@@ -11,19 +11,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // policySource is a loaded (or not) snapshot.
@@ -57,11 +53,9 @@ var authz = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attri
 
 func newHandler(t *testing.T, loaded bool) *endpoint.Handler {
 	t.Helper()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sdnv1.AddToScheme, vmv1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, err := evaluator.NewCompiler(evaluator.DefaultLimits)
 	if err != nil {
