@@ -1,18 +1,14 @@
 package policies
 
 import (
-	"bufio"
-	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
+	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -61,30 +57,25 @@ func Builtin() (*v1alpha1.ClusterIPAMPolicy, error) {
 }
 
 // Decode reads every ClusterIPAMPolicy document of a YAML or JSON stream (documents separated
-// by "---"). Unknown fields are errors, so that a misspelled key is reported, not dropped;
-// documents of another kind are errors too. Errors name the document's index (from 0).
+// by "---"; empty and comment-only ones are skipped). Unknown fields are errors, so that a
+// misspelled key is reported, not dropped; documents of another kind are errors too. Errors
+// name the document's index (from 0).
 func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
-	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []v1alpha1.ClusterIPAMPolicy
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
+	docs, err := manifest.Split(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(docs))
+	for _, doc := range docs {
 		var p v1alpha1.ClusterIPAMPolicy
-		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		if p.Kind == "" && p.APIVersion == "" && p.Name == "" {
-			continue // an empty or comment-only document
+		if err := yaml.UnmarshalStrict(doc.JSON, &p); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
 		}
 		if p.Kind != "ClusterIPAMPolicy" || p.APIVersion != v1alpha1.GroupVersion.String() {
 			return nil, fmt.Errorf("document %d: kind %q apiVersion %q, want ClusterIPAMPolicy %s",
-				i, p.Kind, p.APIVersion, v1alpha1.GroupVersion)
+				doc.Index, p.Kind, p.APIVersion, v1alpha1.GroupVersion)
 		}
 		out = append(out, p)
 	}
+	return out, nil
 }

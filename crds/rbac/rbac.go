@@ -1,16 +1,13 @@
 package rbac
 
 import (
-	"bufio"
-	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/internal/manifest"
 )
 
 // Names of the shipped ClusterRoles.
@@ -32,22 +29,17 @@ func ClusterRoles() ([]*rbacv1.ClusterRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []*rbacv1.ClusterRole
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(doc, role); err != nil {
-			return nil, fmt.Errorf("crds/rbac/dryrun.yaml: %w", err)
-		}
-		if role.Name != "" {
-			out = append(out, role)
-		}
+	docs, err := manifest.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("crds/rbac/dryrun.yaml: %w", err)
 	}
+	out := make([]*rbacv1.ClusterRole, 0, len(docs))
+	for _, doc := range docs {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict(doc.JSON, role); err != nil {
+			return nil, fmt.Errorf("crds/rbac/dryrun.yaml: document %d: %w", doc.Index, err)
+		}
+		out = append(out, role)
+	}
+	return out, nil
 }

@@ -1,13 +1,11 @@
 package golden
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +40,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim/sdn"
@@ -226,19 +224,15 @@ func (h *harness) createAll(t *testing.T, ctx context.Context, file, ns string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	docs, err := manifest.Split(data)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
 	var out []client.Object
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range docs {
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil || len(u.Object) == 0 {
-			continue
+		if err := json.Unmarshal(doc.JSON, &u.Object); err != nil {
+			t.Fatalf("%s: document %d: %v", file, doc.Index, err)
 		}
 		if namespaced, err := apiutil.IsObjectNamespaced(u, h.scheme, h.k8s.RESTMapper()); err != nil {
 			t.Fatal(err)
@@ -253,6 +247,7 @@ func (h *harness) createAll(t *testing.T, ctx context.Context, file, ns string,
 		}
 		out = append(out, u)
 	}
+	return out
 }
 
 // ask sends the live VM to the dry-run endpoint.

@@ -1,18 +1,16 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/internal/manifest"
 )
 
 // fieldOwner is the server-side-apply field manager of the sandbox.
@@ -52,22 +50,17 @@ func Apply(ctx context.Context, c client.Client, fsys fs.FS, pattern string) err
 }
 
 func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
+	docs, err := manifest.Split(data)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(doc.JSON, &u.Object); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

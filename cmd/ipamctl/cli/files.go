@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+	"github.com/vmipam/vmipam/internal/manifest"
 )
 
 // document is one manifest read from a file.
@@ -105,26 +102,19 @@ func readFile(name string, stdin io.Reader) ([]document, error) {
 // splitDocuments splits a YAML or JSON stream into documents, flattening Lists and dropping
 // empty documents.
 func splitDocuments(data []byte) ([]document, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []document
-	for i := 0; ; i++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		js, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		docs, err := flatten(js)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		out = append(out, docs...)
+	docs, err := manifest.Split(data)
+	if err != nil {
+		return nil, err
 	}
+	var out []document
+	for _, doc := range docs {
+		flat, err := flatten(doc.JSON)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
+		}
+		out = append(out, flat...)
+	}
+	return out, nil
 }
 
 // flatten returns a document, the items of a List, or nothing for an empty document.

@@ -1,0 +1,32 @@
+package policies_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmipam/vmipam/policies"
+)
+
+const policyDoc = `apiVersion: ipam.virtualization.deckhouse.io/v1alpha1
+kind: ClusterIPAMPolicy
+metadata: {name: %s}
+spec: {allocation: {expression: "'None'"}}
+`
+
+func TestDecodeSkipsEmptyDocumentsAndNamesTheOthers(t *testing.T) {
+	data := "# only a comment\n---\n" + strings.Replace(policyDoc, "%s", "a", 1) + "---\n" + strings.Replace(policyDoc, "%s", "b", 1)
+	got, err := policies.Decode([]byte(data))
+	if err != nil || len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
+		t.Fatalf("Decode = %v, %v; want policies a and b", got, err)
+	}
+	cases := []struct{ name, data, want string }{
+		{"a document without kind or name", data + "---\nspec: {priority: 1}\n", `document 3: kind "" apiVersion "", want ClusterIPAMPolicy`},
+		{"an unknown field", data + "---\n" + strings.Replace(policyDoc, "spec:", "sepc:", 1), `document 3: `},
+		{"a syntax error", data + "---\nkind: [\n", "document 3: "},
+	}
+	for _, tc := range cases {
+		if _, err := policies.Decode([]byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
