@@ -210,13 +210,54 @@ type chunked struct{ io.Reader }
 
 func TestAStreamedBodyOverTheLimitIs413(t *testing.T) {
 	h := newHandler(t, true)
+	code, withLength := call(t, h, "t-vm-user", strings.NewReader(body+strings.Repeat(" ", 1<<20)))
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("with Content-Length: code %d, want 413: %s", code, withLength)
+	}
 	req := httptest.NewRequest(http.MethodPost, dryrun.Path, chunked{strings.NewReader(body + strings.Repeat(" ", 1<<20))})
 	req.ContentLength = -1
 	req.Header.Set("Authorization", "Bearer t-vm-user")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusRequestEntityTooLarge {
-		t.Errorf("code %d, want 413: %s", rec.Code, rec.Body)
+	if rec.Code != http.StatusRequestEntityTooLarge || rec.Body.String() != string(withLength) ||
+		status(t, rec.Body.Bytes()).Reason != metav1.StatusReasonRequestEntityTooLarge {
+		t.Errorf("streamed: code %d, body %s; want 413 with the Status of the Content-Length case: %s", rec.Code, rec.Body, withLength)
+	}
+}
+
+// TestAStreamedBodyOverTheLimitIs413OverTheWire sends the body chunked (HTTP/1.1) or as
+// DATA frames without a length (HTTP/2), over TLS, while the server answers early: the client
+// must still read the whole Status.
+func TestAStreamedBodyOverTheLimitIs413OverTheWire(t *testing.T) {
+	h := newHandler(t, true)
+	for _, h2 := range []bool{false, true} {
+		srv := httptest.NewUnstartedServer(h)
+		srv.EnableHTTP2 = h2
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		for _, streamed := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(body + strings.Repeat(" ", 4<<20))
+			if streamed {
+				r = chunked{r}
+			}
+			req, err := http.NewRequest(http.MethodPost, srv.URL+dryrun.Path, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer t-vm-user")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("HTTP/2 %v, streamed %v: %v", h2, streamed, err)
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Fatalf("%s, streamed %v: %d, reading the body: %v", resp.Proto, streamed, resp.StatusCode, err)
+			}
+			if s := status(t, data); s.Code != http.StatusRequestEntityTooLarge || !strings.Contains(s.Message, "larger than the limit of 65536 bytes") {
+				t.Errorf("%s, streamed %v: status %+v, want the 413 Status", resp.Proto, streamed, s)
+			}
+		}
 	}
 }
 
