@@ -5,9 +5,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,7 +30,7 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 		For(&vmv1.VirtualMachine{}).
 		// A VM's spec change can free or contest a static IPAddress others name.
 		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
-		Watches(&sdnv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress)).
+		Watches(&sdnv1.IPAddress{}, answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress}).
 		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod)).
@@ -112,4 +116,52 @@ func (r *Reconciler) vmOfPod(ctx context.Context, o client.Object) []reconcile.R
 
 func (r *Reconciler) vmsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listVMs(ctx, client.InNamespace(o.GetName()))
+}
+
+// AnsweredPriority is the work-queue priority of a VM whose IPAddress SDN has just answered
+// (allocated, or refused): above the default 0 of new and changed VMs, so a VM whose addresses
+// arrived is finished — networks-spec, status, hotplug — before the controller starts on VMs
+// that only need their IPAddresses created. Without it, 1,000 VMs created at once all get their
+// IPAddresses first and their addresses only after the last one, and the controller's IPAddress
+// and VM writes run one after the other instead of side by side.
+const AnsweredPriority = 10
+
+// answeredFirst enqueues the VMs of an IPAddress like mapped does, but at AnsweredPriority when
+// an update carries SDN's answer (status.phase or status.address changed) and the queue is
+// controller-runtime's priority queue.
+type answeredFirst struct {
+	mapped handler.EventHandler
+	vmsOf  func(context.Context, client.Object) []reconcile.Request
+}
+
+// Create implements handler.EventHandler.
+func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.mapped.Create(ctx, e, q)
+}
+
+// Update implements handler.EventHandler.
+func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok || !answered(e.ObjectOld, e.ObjectNew) {
+		h.mapped.Update(ctx, e, q)
+		return
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AnsweredPriority)}, h.vmsOf(ctx, e.ObjectNew)...)
+}
+
+// Delete implements handler.EventHandler.
+func (h answeredFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.mapped.Delete(ctx, e, q)
+}
+
+// Generic implements handler.EventHandler.
+func (h answeredFirst) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.mapped.Generic(ctx, e, q)
+}
+
+// answered reports whether SDN's answer on an IPAddress changed between old and new.
+func answered(old, new client.Object) bool {
+	o, ok1 := old.(*sdnv1.IPAddress)
+	n, ok2 := new.(*sdnv1.IPAddress)
+	return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Address != n.Status.Address)
 }
