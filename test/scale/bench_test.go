@@ -91,6 +91,11 @@ func renderReport(n int, rs []result, eval string) string {
 		collect(rs, func(r result) float64 { return sec(r.PodsAt) }).fmt(" s", 1, 1), collect(rs, func(r result) float64 { return sec(r.AllocatedAt) }).fmt(" s", 1, 1))
 	fmt.Fprintf(&b, "| floor (bare client, minimal writes, same QPS/burst/concurrency) | %s |\n", floor.fmt(" s", 1, 1))
 	fmt.Fprintf(&b, "| **convergence / floor** | **%s** |\n", ratio.fmt("×", 1, 2))
+	fmt.Fprintf(&b, "| kube-apiserver CPU during convergence / during the floor | %s / %s |\n",
+		collect(rs, func(r result) float64 { return r.ConvergeCPU }).fmt(" s", 1, 1), collect(rs, func(r result) float64 { return r.FloorCPU }).fmt(" s", 1, 1))
+	fmt.Fprintf(&b, "| writes per VM, creation to settled: controller (with events) / stand-ins | %s / %s |\n",
+		collect(rs, func(r result) float64 { return float64(r.Writes.Succeeded) / float64(r.N) }).fmt("", 1, 2),
+		collect(rs, func(r result) float64 { return float64(r.StandInWrites) / float64(r.N) }).fmt("", 1, 2))
 	fmt.Fprintf(&b, "| VM-object writes per VM (IPAddress creates, VM and pod networks-spec, status) | %s |\n", perVM.fmt("", 1, 2))
 	fmt.Fprintf(&b, "| minimum for the outcome (2 creates + VM networks-spec + status + pods that needed it) | %s |\n", minPerVM.fmt("", 1, 2))
 	fmt.Fprintf(&b, "| optimistic-lock conflicts per VM (issued, rejected, retried) | %s |\n", failed.fmt("", 1, 2))

@@ -1,16 +1,17 @@
 package scale
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/vmipam/vmipam/controller"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -42,13 +46,14 @@ const (
 	standInUser    = "vmipam-standins"
 )
 
-// auditPolicy logs the metadata of every write of the measured clients, nothing else.
+// auditPolicy logs the metadata of every write of the measured clients and the stand-ins,
+// nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["` + controllerUser + `", "` + floorUser + `"]
+  users: ["` + controllerUser + `", "` + floorUser + `", "` + standInUser + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `
@@ -233,51 +238,74 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// scrape returns the controller's Prometheus metrics as "name{labels}" → value.
-func (h *harness) scrape() (map[string]float64, error) {
+// scrape reads the controller's metrics endpoint.
+func (h *harness) scrape() (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get("http://" + h.metricsAddr + "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			out[line[:i]] = v
-		}
+	return parseMetrics(resp.Body)
+}
+
+// apiServerCPU is the CPU time the kube-apiserver process has used, in seconds, from its own
+// process_cpu_seconds_total.
+func (h *harness) apiServerCPU() float64 {
+	_, cfg, err := h.env.AdminUser(benchUser)
+	must(h.t, err)
+	hc, err := rest.HTTPClientFor(cfg)
+	must(h.t, err)
+	u, err := url.JoinPath(cfg.Host, "metrics")
+	must(h.t, err)
+	resp, err := hc.Get(u)
+	must(h.t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("GET %s: %s", u, resp.Status)
 	}
-	return out, sc.Err()
+	m, err := parseMetrics(resp.Body)
+	must(h.t, err)
+	return sum(m, "process_cpu_seconds_total", "", "")
+}
+
+// parseMetrics parses a Prometheus text exposition into its metric families.
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// sum adds the values of the series of metric name whose label has value (every series when
+// label is empty); counters, gauges and untyped metrics.
+func sum(m map[string]*dto.MetricFamily, name, label, value string) float64 {
+	total := 0.0
+	for _, s := range m[name].GetMetric() {
+		if label != "" && !slices.ContainsFunc(s.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+			continue
+		}
+		total += s.GetCounter().GetValue() + s.GetGauge().GetValue() + s.GetUntyped().GetValue()
+	}
+	return total
 }
 
 // reconciles is the controller's VirtualMachine reconcile count.
 func (h *harness) reconciles() float64 {
 	m, err := h.scrape()
 	must(h.t, err)
-	total := 0.0
-	for k, v := range m {
-		if strings.HasPrefix(k, "controller_runtime_reconcile_total{") && strings.Contains(k, `controller="virtualmachine"`) {
-			total += v
-		}
-	}
-	return total
+	return sum(m, "controller_runtime_reconcile_total", "controller", "virtualmachine")
+}
+
+// queueDepth is the number of VMs in the controller's work queue.
+func (h *harness) queueDepth() float64 {
+	m, err := h.scrape()
+	must(h.t, err)
+	return sum(m, "workqueue_depth", "name", "virtualmachine")
 }
 
 // memory returns the controller's heap in use (Go runtime) and resident set size, in bytes.
 func (h *harness) memory() (heap, rss float64) {
 	m, err := h.scrape()
 	must(h.t, err)
-	heap = m["go_memstats_heap_inuse_bytes"]
+	heap = sum(m, "go_memstats_heap_inuse_bytes", "", "")
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.controller.Process.Pid))
 	must(h.t, err)
 	for _, line := range strings.Split(string(status), "\n") {

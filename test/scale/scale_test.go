@@ -40,7 +40,11 @@ type result struct {
 	Converge, Floor time.Duration
 	// PodsAt and AllocatedAt are when the stand-ins had created every launcher pod and
 	// allocated every IPAddress, from the same start as Converge.
-	PodsAt, AllocatedAt    time.Duration
+	PodsAt, AllocatedAt time.Duration
+	// ConvergeCPU and FloorCPU are the kube-apiserver's CPU seconds during each.
+	ConvergeCPU, FloorCPU float64
+	// StandInWrites are the stand-ins' successful writes during convergence.
+	StandInWrites          int
 	Writes                 writeCount
 	MinWrites              int
 	ResyncWrites           int
@@ -116,26 +120,37 @@ func run(t testing.TB, n, hp int) result {
 	ctx := context.Background()
 	h := newHarness(t, controllerQPS, controllerBurst)
 	r := result{N: n, MinWrites: 4 * n}
-	r.Floor = h.floor(ctx, n)
+	r.Floor, r.FloorCPU = h.floor(ctx, n)
+
 	h.startStandIns()
 	netA, netB := h.networks(ctx)
 	h.startController()
 
 	mark := h.auditMark()
+	cpu := h.apiServerCPU()
 	start := time.Now()
 	h.createVMs(ctx, n, netA, netB)
+	progress := time.Now()
 	h.eventually(time.Duration(n)*time.Second+time.Minute, "convergence", func() bool {
-		if r.PodsAt == 0 && h.runningPods(ctx, ns) == n {
+		pods, allocated, ready := h.runningPods(ctx, ns), h.allocated(ctx, ns), h.ready(ctx, ns)
+		if r.PodsAt == 0 && pods == n {
 			r.PodsAt = time.Since(start)
 		}
-		if r.AllocatedAt == 0 && h.allocated(ctx, ns) == 2*n {
+		if r.AllocatedAt == 0 && allocated == 2*n {
 			r.AllocatedAt = time.Since(start)
 		}
-		return h.ready(ctx, ns) == n
+		if time.Since(progress) >= 5*time.Second { // the timeline, for reading what bounds convergence
+			progress = time.Now()
+			h.t.Logf("t=%3.0fs launcher pods %d, IPAddresses allocated %d, VMs ready %d, controller reconciles %.0f, queue %.0f",
+				time.Since(start).Seconds(), pods, allocated, ready, h.reconciles(), h.queueDepth())
+		}
+		return ready == n
 	})
 	r.Converge = time.Since(start)
+	r.ConvergeCPU = h.apiServerCPU() - cpu
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
+	r.StandInWrites = h.writes(standInUser, mark).Succeeded
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.RSS = h.memory()
 
@@ -359,11 +374,12 @@ func (h *harness) observeHotplug(ctx context.Context, namespace string, allocate
 	}
 }
 
-// floor times the minimal writes the outcome needs, done by a bare client with the
+// floor times the minimal writes the outcome needs (and the kube-apiserver's CPU seconds
+// meanwhile), done by a bare client with the
 // controller's QPS, burst and concurrency, on VMs and pods created beforehand (untimed) in a
 // namespace of their own; the objects are removed afterwards, before the stand-ins and the
 // controller start.
-func (h *harness) floor(ctx context.Context, n int) time.Duration {
+func (h *harness) floor(ctx context.Context, n int) (time.Duration, float64) {
 	const fns = "floor"
 	must(h.t, h.bench.Create(ctx, build.Namespace(fns)))
 	h.parallel(n, 16, func(i int) error {
@@ -374,11 +390,11 @@ func (h *harness) floor(ctx context.Context, n int) time.Duration {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "stand-in"}}}})
 	})
 	c := h.client(floorUser, controllerQPS, controllerBurst)
-	start := time.Now()
+	cpu, start := h.apiServerCPU(), time.Now()
 	h.parallel(n, workers, func(i int) error { return floorWrites(ctx, c, fns, vmName(i)) })
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), h.apiServerCPU()-cpu
 	h.deleteAll(ctx, fns)
-	return elapsed
+	return elapsed, cpu
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
