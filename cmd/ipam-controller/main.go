@@ -48,7 +48,7 @@ func main() {
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the ClusterIPAMPolicy validating webhook (0 disables it)")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook (default <tmp>/k8s-webhook-server/serving-certs)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease (for more than one replica)")
-	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second (1,000 new VMs with two pooled networks need about 5,000 writes)")
+	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
 	f.StringVar(&o.dryRun.BindAddress, "dry-run-bind-address", ":8443", "address of the HTTPS dry-run endpoint (\"0\" disables it)")
 	f.StringVar(&o.dryRun.CertFile, "dry-run-cert-file", "", "PEM serving certificate of the dry-run endpoint (default: a generated self-signed one)")
