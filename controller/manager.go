@@ -31,7 +31,8 @@ const Name = "vmipam-controller"
 func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions limits what the manager caches: only launcher pods (label
-// vm.kubevirt.io/name), and no managedFields on any object.
+// vm.kubevirt.io/name), trimmed to metadata and status.phase (slimLauncherPod), and no
+// managedFields on any object.
 func CacheOptions() cache.Options {
 	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
 	if err != nil {
@@ -40,9 +41,26 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*launcher)},
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
 		},
 	}
+}
+
+// slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam and its
+// watches read — the metadata (labels, the networks-spec annotation, owner references,
+// deletion timestamp) and status.phase — and drops managedFields, the spec and the rest of the
+// status. A real virt-launcher pod's spec and status (containers, volumes, environment,
+// container statuses) are several kilobytes each, which 10,000 VMs would hold for nothing.
+// vmipam only ever merge-patches pods, so the missing fields are never written back.
+func slimLauncherPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok { // a tombstone of a deleted pod: nothing to trim
+		return obj, nil
+	}
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	slim.ManagedFields = nil
+	slim.Status.Phase = pod.Status.Phase
+	return slim, nil
 }
 
 // Setup registers vmipam's indexes and reconcilers with mgr, and the start-up step that

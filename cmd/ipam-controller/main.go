@@ -26,6 +26,7 @@ type options struct {
 	webhookPort            int
 	webhookCertDir         string
 	metricsAddr, probeAddr string
+	pprofAddr              string
 	leaderElect            bool
 	qps                    float32
 	burst                  int
@@ -45,6 +46,7 @@ func main() {
 	f := cmd.Flags()
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go profiler's /debug/pprof endpoints, for finding where time and memory go (\"0\" disables it)")
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the ClusterIPAMPolicy validating webhook (0 disables it)")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook (default <tmp>/k8s-webhook-server/serving-certs)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease (for more than one replica)")
@@ -82,6 +84,7 @@ func run(o options) error {
 		Scheme: scheme, Cache: controller.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
 		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})

@@ -7,10 +7,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -91,11 +94,17 @@ var _ = Describe("Convergence under late objects and churn", func() {
 			}
 			return out
 		}
+		// The controller may still work through the twenty edits: wait until NetworkReady speaks of
+		// the final spec before judging the IPAddresses.
+		Eventually(func() bool {
+			vm := getVM(ctx, ns, "v")
+			c := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+			return c != nil && c.ObservedGeneration == vm.Generation && c.Status == metav1.ConditionTrue
+		}, timeout, interval).Should(BeTrue(), "NetworkReady=True for the VM's final generation")
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
 		Eventually(live, timeout, interval).Should(ConsistOf(auto))
-		Eventually(func() string { return getIPAddress(ctx, ns, auto).Status.Address }, timeout, interval).ShouldNot(BeEmpty())
-		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp) },
-			timeout, interval).Should(Equal(getIPAddress(ctx, ns, auto).Status.Address))
+		Expect(getIPAddress(ctx, ns, auto).Status.Address).NotTo(BeEmpty())
+		Expect(statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp)).To(Equal(getIPAddress(ctx, ns, auto).Status.Address))
 		Consistently(live, "2s", interval).Should(ConsistOf(auto))
 	})
 

@@ -72,6 +72,7 @@ type harness struct {
 
 	controller  *exec.Cmd
 	metricsAddr string
+	pprofAddr   string
 	qps, burst  int
 	stopStand   context.CancelFunc
 }
@@ -202,11 +203,11 @@ func controllerBinary(t testing.TB) string {
 func (h *harness) startController() {
 	kubeconfig, _, err := h.env.AdminUser(controllerUser)
 	must(h.t, err)
-	h.metricsAddr = freeAddr(h.t)
+	h.metricsAddr, h.pprofAddr = freeAddr(h.t), freeAddr(h.t)
 	log, err := os.OpenFile(filepath.Join(h.dir, "controller.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	must(h.t, err)
 	cmd := exec.Command(controllerBinary(h.t), "--kubeconfig="+kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address="+h.metricsAddr, "--health-probe-bind-address=0",
+		"--metrics-bind-address="+h.metricsAddr, "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
 		"--dry-run-bind-address=0", "--webhook-port=0",
 		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst))
 	cmd.Stdout, cmd.Stderr = log, log
@@ -301,8 +302,9 @@ func (h *harness) queueDepth() float64 {
 	return sum(m, "workqueue_depth", "name", "virtualmachine")
 }
 
-// memory returns the controller's heap in use (Go runtime) and resident set size, in bytes.
-func (h *harness) memory() (heap, rss float64) {
+// memory returns the controller's heap in use (Go runtime) as found, its heap in use right after a
+// garbage collection (the live heap) and its resident set size, in bytes.
+func (h *harness) memory() (heap, live, rss float64) {
 	m, err := h.scrape()
 	must(h.t, err)
 	heap = sum(m, "go_memstats_heap_inuse_bytes", "", "")
@@ -314,7 +316,24 @@ func (h *harness) memory() (heap, rss float64) {
 			rss = kb * 1024
 		}
 	}
-	return heap, rss
+	h.heapProfile()
+	m, err = h.scrape()
+	must(h.t, err)
+	return heap, sum(m, "go_memstats_heap_inuse_bytes", "", ""), rss
+}
+
+// heapProfile fetches the controller's heap profile, which runs a garbage collection first (so
+// the heap in use afterwards is the live heap), and keeps it in VMIPAM_SCALE_PROFILE_DIR when
+// that is set (`go tool pprof -sample_index=inuse_space <file>` shows where memory goes).
+func (h *harness) heapProfile() {
+	resp, err := http.Get("http://" + h.pprofAddr + "/debug/pprof/heap?gc=1")
+	must(h.t, err)
+	defer resp.Body.Close()
+	profile, err := io.ReadAll(resp.Body)
+	must(h.t, err)
+	if dir := os.Getenv("VMIPAM_SCALE_PROFILE_DIR"); dir != "" {
+		must(h.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("heap-%d.pb.gz", time.Now().Unix())), profile, 0o644))
+	}
 }
 
 // auditEntry is the part of an audit event the suite reads.

@@ -53,7 +53,7 @@ type result struct {
 	FanOutWrittenVMs       []string
 	FanOutWrites           int
 	FanOutTime             time.Duration
-	Heap, RSS              float64
+	Heap, LiveHeap, RSS    float64
 	HotplugP50, HotplugP99 time.Duration
 	HotplugSamples         int
 }
@@ -152,7 +152,7 @@ func run(t testing.TB, n, hp int) result {
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
-	r.Heap, r.RSS = h.memory()
+	r.Heap, r.LiveHeap, r.RSS = h.memory()
 
 	r.ResyncWrites = h.resync(n)
 	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites, r.FanOutTime = h.fanOut(ctx, n, netA, netB)
