@@ -164,8 +164,9 @@ func evaluatorFigures(t *testing.T) string {
 	return strings.Join(parts, "; ")
 }
 
-// appendSection writes the report for n into the Markdown file, replacing an earlier section
-// for the same n, with the machine and versions.
+// appendSection writes the report for n into the Markdown file, with the machine and versions:
+// in place of an earlier section for the same n, else before the "## Reading" prose, else at
+// the end.
 func appendSection(path string, n int, report string) error {
 	old, _ := os.ReadFile(path)
 	header := fmt.Sprintf("<!-- N=%d -->", n)
@@ -178,6 +179,9 @@ func appendSection(path string, n int, report string) error {
 			text = text[:i] + section + text[end+len(fmt.Sprintf("<!-- /N=%d -->\n", n)):]
 			return os.WriteFile(path, []byte(text), 0o644)
 		}
+	}
+	if i := strings.Index(text, "\n## Reading"); i >= 0 { // a new N goes after the others, before the prose
+		return os.WriteFile(path, []byte(text[:i]+"\n"+section+text[i:]), 0o644)
 	}
 	return os.WriteFile(path, []byte(text+"\n"+section), 0o644)
 }

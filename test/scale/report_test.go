@@ -1,0 +1,31 @@
+package scale
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAppendSectionKeepsSectionsBeforeTheReading(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	must(t, os.WriteFile(path, []byte("# title\n\n## Reading\n\nprose\n"), 0o644))
+	must(t, appendSection(path, 1000, "first 1000\n"))
+	must(t, appendSection(path, 10000, "only 10000\n"))
+	must(t, appendSection(path, 1000, "second 1000\n"))
+	data, err := os.ReadFile(path)
+	must(t, err)
+	text := string(data)
+	order := []string{"# title", "second 1000", "only 10000", "## Reading", "prose"}
+	at := -1
+	for _, s := range order {
+		i := strings.Index(text, s)
+		if i <= at {
+			t.Fatalf("%q is missing or out of order in:\n%s", s, text)
+		}
+		at = i
+	}
+	if strings.Contains(text, "first 1000") || strings.Count(text, "<!-- N=1000 -->") != 1 {
+		t.Errorf("the second N=1000 report did not replace the first:\n%s", text)
+	}
+}
