@@ -302,8 +302,8 @@ func (h *harness) queueDepth() float64 {
 	return sum(m, "workqueue_depth", "name", "virtualmachine")
 }
 
-// memory returns the controller's heap in use (Go runtime) as found, its heap in use right after a
-// garbage collection (the live heap) and its resident set size, in bytes.
+// memory returns the controller's heap in use (Go runtime) as found, the bytes of its heap
+// objects right after a garbage collection (the live heap) and its resident set size, in bytes.
 func (h *harness) memory() (heap, live, rss float64) {
 	m, err := h.scrape()
 	must(h.t, err)
@@ -319,11 +319,11 @@ func (h *harness) memory() (heap, live, rss float64) {
 	h.heapProfile()
 	m, err = h.scrape()
 	must(h.t, err)
-	return heap, sum(m, "go_memstats_heap_inuse_bytes", "", ""), rss
+	return heap, sum(m, "go_memstats_heap_alloc_bytes", "", ""), rss
 }
 
 // heapProfile fetches the controller's heap profile, which runs a garbage collection first (so
-// the heap in use afterwards is the live heap), and keeps it in VMIPAM_SCALE_PROFILE_DIR when
+// heap_alloc afterwards is the live heap), and keeps it in VMIPAM_SCALE_PROFILE_DIR when
 // that is set (`go tool pprof -sample_index=inuse_space <file>` shows where memory goes).
 func (h *harness) heapProfile() {
 	resp, err := http.Get("http://" + h.pprofAddr + "/debug/pprof/heap?gc=1")
