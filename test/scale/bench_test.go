@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -98,7 +99,8 @@ func renderReport(n int, rs []result, eval string) string {
 		collect(rs, func(r result) float64 { return float64(r.StandInWrites) / float64(r.N) }).fmt("", 1, 2))
 	fmt.Fprintf(&b, "| VM-object writes per VM (IPAddress creates, VM and pod networks-spec, status) | %s |\n", perVM.fmt("", 1, 2))
 	fmt.Fprintf(&b, "| minimum for the outcome (2 creates + VM networks-spec + status + pods that needed it) | %s |\n", minPerVM.fmt("", 1, 2))
-	fmt.Fprintf(&b, "| optimistic-lock conflicts per VM (issued, rejected, retried) | %s |\n", failed.fmt("", 1, 2))
+	fmt.Fprintf(&b, "| … every write issued, per VM by verb and resource (medians) | %s |\n", byVerb(rs))
+	fmt.Fprintf(&b, "| rejected writes per VM (409 Conflict or AlreadyExists, each retried) | %s |\n", failed.fmt("", 1, 2))
 	fmt.Fprintf(&b, "| events per VM | %s |\n", events.fmt("", 1, 2))
 	fmt.Fprintf(&b, "| writes on a full resync of N converged VMs | %s |\n", collect(rs, func(r result) float64 { return float64(r.ResyncWrites) }).fmt("", 1, 0))
 	fmt.Fprintf(&b, "| reconciles per VM (creation to settled) | %s |\n", collect(rs, func(r result) float64 { return r.ReconcilesPerVM }).fmt("", 1, 1))
@@ -198,4 +200,31 @@ func memTotal() string {
 		}
 	}
 	return "memory unknown"
+}
+
+// byVerb lists the controller's issued writes per VM by verb and resource, medians over rs, most
+// first; the policy controller's start-up writes (ClusterIPAMPolicy) are left out.
+func byVerb(rs []result) string {
+	keys := map[string]bool{}
+	for _, r := range rs {
+		for k := range r.Writes.Issued {
+			if !strings.Contains(k, "clusteripampolicies") {
+				keys[k] = true
+			}
+		}
+	}
+	type row struct {
+		k string
+		v float64
+	}
+	var rows []row
+	for k := range keys {
+		rows = append(rows, row{k, collect(rs, func(r result) float64 { return float64(r.Writes.Issued[k]) / float64(r.N) }).med})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(b.v, a.v), cmp.Compare(a.k, b.k)) })
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = fmt.Sprintf("%s %.2f", r.k, r.v)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -29,3 +29,14 @@ func TestAppendSectionKeepsSectionsBeforeTheReading(t *testing.T) {
 		t.Errorf("the second N=1000 report did not replace the first:\n%s", text)
 	}
 }
+
+func TestByVerbGivesMediansPerVMWithoutThePolicyStartUp(t *testing.T) {
+	run := func(creates, patches int) result {
+		return result{N: 10, Writes: writeCount{Issued: map[string]int{
+			"create ipaddresses": creates, "patch pods": patches, "patch clusteripampolicies": 1}}}
+	}
+	got := byVerb([]result{run(20, 10), run(22, 9), run(21, 30)})
+	if want := "create ipaddresses 2.10, patch pods 1.00"; got != want {
+		t.Errorf("byVerb = %q, want %q", got, want)
+	}
+}
