@@ -54,7 +54,9 @@ type Options struct {
 // order, whose match and matchConditions hold decides; Audit policies only record what they
 // would decide; an evaluation error skips the interface with ReasonPolicyError under
 // failurePolicy Fail and passes the policy over under Ignore; when nothing decides, the
-// built-in default does. Decide never returns an error and never panics on bad input; it is
+// built-in default does. An interface the decision attaches although it cannot have that
+// address (another VM's, missing, on another network, not allocated, …) is skipped by guard
+// whatever the policy says. Decide never returns an error and never panics on bad input; it is
 // deterministic for a given input. A failed evaluation always has AllocationUnknown.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
@@ -63,10 +65,10 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget}
 	for i, p := range s.policies {
 		if d, decided := r.consider(p); decided {
-			return s.finish(r, d, i+1, opts)
+			return s.finish(r, guard(&in, d), i+1, opts)
 		}
 	}
-	return s.finish(r, r.builtin(s.builtin), len(s.policies), opts)
+	return s.finish(r, guard(&in, r.builtin(s.builtin)), len(s.policies), opts)
 }
 
 // consider evaluates policy p and says whether it decides the interface, recording in the
