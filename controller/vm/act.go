@@ -28,13 +28,26 @@ const (
 	ReasonIPAddressConflict = "IPAddressConflict"
 )
 
-// execute carries out a Plan: Auto IPAddresses first, then deletions, then networks-spec on
-// the VM and the pods, then status. Create is the lock: AlreadyExists means a stale cache or
-// another replica won the race; the live object is checked for its owner, never adopted.
+// execute carries out a Plan: Auto IPAddresses first, then networks-spec on the VM and the
+// pods, then deletions, then status. Deleting after the networks-spec writes means SDN never
+// sees a VM or running pod naming an IPAddress that is gone: if a networks-spec write fails,
+// nothing is deleted and the retry starts over. Create is the lock: AlreadyExists means a
+// stale cache or another replica won the race; the live object is checked for its owner,
+// never adopted.
 func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	for _, ip := range p.CreateIPAddresses {
 		if err := r.create(ctx, s, ip); err != nil {
 			return err
+		}
+	}
+	if !p.Deferred {
+		if err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
+			return fmt.Errorf("VirtualMachine: %w", err)
+		}
+		for i := range s.pods {
+			if err := r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
+				return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
+			}
 		}
 	}
 	for _, name := range p.DeleteIPAddresses {
@@ -44,14 +57,6 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	}
 	if p.Deferred {
 		return nil
-	}
-	if err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
-		return fmt.Errorf("VirtualMachine: %w", err)
-	}
-	for i := range s.pods {
-		if err := r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
-			return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
-		}
 	}
 	return r.writeStatus(ctx, s, p)
 }

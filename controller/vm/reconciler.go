@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,11 +115,16 @@ func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
 	return reconcile.Result{}
 }
 
-// event records an event about obj. related, when not nil, is part of the events API's
-// aggregation key, so events about different IPAddresses never collapse into one series.
+// maxEventNote is the longest note the API server accepts on an event (events.k8s.io/v1
+// validation: 1 KiB); a longer one is rejected and the event lost.
+const maxEventNote = 1024
+
+// event records an event about obj, its note cut to maxEventNote. related, when not nil, is
+// part of the events API's aggregation key, so events about different IPAddresses never
+// collapse into one series.
 func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, related, eventType, reason, action, note, args...)
+		r.Recorder.Eventf(obj, related, eventType, reason, action, "%s", truncate(fmt.Sprintf(note, args...), maxEventNote))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -125,11 +126,22 @@ func networkReady(s *scope) metav1.Condition {
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, ReasonNetworkNotReady
-	c.Message = strings.Join(items, "; ")
-	if len(c.Message) > maxConditionMessage {
-		c.Message = c.Message[:maxConditionMessage-3] + "..."
-	}
+	c.Message = truncate(strings.Join(items, "; "), maxConditionMessage)
 	return c
+}
+
+// truncate returns s cut to at most max bytes, ending in "..." when cut. It cuts on a UTF-8
+// character boundary: a cut character would be stored by the API server as U+FFFD, so the
+// status read back would never equal the one computed and every reconcile would write it again.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // problemItems are the NetworkReady items, "<Type>/<name>: <Reason>: <message>", in spec order.

@@ -1,13 +1,16 @@
 package vm
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -91,6 +94,35 @@ func TestNetworkReadyMessageIsCappedAtTheCRDLimit(t *testing.T) {
 	if len(c.Message) != maxConditionMessage {
 		t.Errorf("message length %d, want %d", len(c.Message), maxConditionMessage)
 	}
+}
+
+// TestNetworkReadyMessageIsCutOnACharacterBoundary: a cut inside a multi-byte character would
+// come back from the API server as U+FFFD, so the status would differ on every reconcile and be
+// written again and again.
+func TestNetworkReadyMessageIsCutOnACharacterBoundary(t *testing.T) {
+	s := statusScope()
+	s.interfaces[1].problem.message = strings.Repeat("é", maxConditionMessage) // 2 bytes each
+	c := meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionNetworkReady)
+	if !utf8.ValidString(c.Message) || len(c.Message) > maxConditionMessage || !strings.HasSuffix(c.Message, "é...") {
+		t.Errorf("message (%d bytes) ends in %q, want valid UTF-8 of at most %d bytes ending in é...",
+			len(c.Message), c.Message[len(c.Message)-8:], maxConditionMessage)
+	}
+}
+
+func TestEventNotesFitTheEventsAPI(t *testing.T) {
+	rec := &recordingRecorder{}
+	r := &Reconciler{Recorder: rec}
+	r.event(statusScope().vm, nil, "Warning", "InterfaceSkipped", "Skip", "interface %s: %s", "corp", strings.Repeat("ü", 2000))
+	if len(rec.notes) != 1 || len(rec.notes[0]) > maxEventNote || !utf8.ValidString(rec.notes[0]) {
+		t.Errorf("notes = %d, first of %d bytes; want one valid note of at most %d bytes", len(rec.notes), len(rec.notes[0]), maxEventNote)
+	}
+}
+
+// recordingRecorder keeps the notes of the events it is given.
+type recordingRecorder struct{ notes []string }
+
+func (r *recordingRecorder) Eventf(_, _ runtime.Object, _, _, _, note string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(note, args...))
 }
 
 // TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached: a policy error (or a network

@@ -1,0 +1,56 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress: SDN must never see a VM
+// or running pod naming an IPAddress that is gone, and a failed networks-spec write must leave
+// the IPAddress in place for the retry.
+func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *testing.T) {
+	for _, podFails := range []bool{false, true} {
+		vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-x"}}
+		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v-auto", UID: "ip-uid"}}
+		var writes []string
+		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, pod, ip).
+			WithInterceptorFuncs(interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					writes = append(writes, "patch "+obj.GetName())
+					if _, isPod := obj.(*corev1.Pod); isPod && podFails {
+						return errors.New("pod patch refused")
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					writes = append(writes, "delete "+obj.GetName())
+					return c.Delete(ctx, obj, opts...)
+				},
+			}).Build()
+		r := &Reconciler{Client: c, APIReader: c}
+		s := &scope{vm: vm, pods: []corev1.Pod{*pod}, owned: []sdnv1.IPAddress{*ip}}
+		p := &Plan{DeleteIPAddresses: []string{"v-auto"},
+			VMNetworksSpec: NetworksSpecWrite{Changed: true, value: "[]"},
+			Pods:           []PodWrite{{NetworksSpecWrite: NetworksSpecWrite{Changed: true, value: "[]"}}}}
+		err := r.execute(context.Background(), s, p)
+		want := []string{"patch v", "patch virt-launcher-v-x", "delete v-auto"}
+		if podFails {
+			want = want[:2]
+		}
+		if !slices.Equal(writes, want) || (err != nil) != podFails {
+			t.Errorf("pod patch fails=%v: writes %v, error %v; want %v", podFails, writes, err, want)
+		}
+	}
+}
