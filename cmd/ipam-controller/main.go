@@ -28,6 +28,7 @@ type options struct {
 	metricsAddr, probeAddr string
 	pprofAddr              string
 	leaderElect            bool
+	leaderElectNamespace   string
 	qps                    float32
 	burst                  int
 	zap                    zap.Options
@@ -37,11 +38,12 @@ type options struct {
 func main() {
 	var o options
 	cmd := &cobra.Command{
-		Use:          "ipam-controller",
-		Short:        "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE:         func(cmd *cobra.Command, _ []string) error { return run(o) },
+		Use:           "ipam-controller",
+		Short:         "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true, // main prints the error once
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
@@ -50,6 +52,7 @@ func main() {
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the ClusterIPAMPolicy validating webhook (0 disables it)")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook (default <tmp>/k8s-webhook-server/serving-certs)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease (for more than one replica)")
+	f.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the leader lease (default: the pod's namespace; required outside a cluster with --leader-elect)")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
 	f.StringVar(&o.dryRun.BindAddress, "dry-run-bind-address", ":8443", "address of the HTTPS dry-run endpoint (\"0\" disables it)")
@@ -86,7 +89,8 @@ func run(o options) error {
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
-		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+		LeaderElectionNamespace: o.leaderElectNamespace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})
 	if err != nil {
 		return err
