@@ -58,12 +58,11 @@ type result struct {
 	HotplugSamples         int
 }
 
-// TestSmoke is the small run `make test` includes: N=50, correctness only.
-func TestSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	r := run(t, 50, 10)
+// verify fails t when run r is not correct: writes above the minimum, any write on a resync,
+// a policy change writing other VMs than those it targets, or fewer hotplug samples than the
+// hp VMs hot-plugged. TestSmoke and every run of TestScale check it.
+func verify(t testing.TB, r result, hp int) {
+	t.Helper()
 	for _, c := range r.checkMinimum() {
 		t.Error(c)
 	}
@@ -74,6 +73,18 @@ func TestSmoke(t *testing.T) {
 	if got := fmt.Sprint(r.FanOutWrittenVMs); got != want {
 		t.Errorf("policy change wrote VMs %s, want exactly %s", got, want)
 	}
+	if r.HotplugSamples != hp {
+		t.Errorf("hotplug latency measured on %d VMs, want all %d", r.HotplugSamples, hp)
+	}
+}
+
+// TestSmoke is the small run `make test` includes: N=50, correctness only.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	r := run(t, 50, 10)
+	verify(t, r, 10)
 	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB, rss %.1f MiB, hotplug p50 %s",
 		r.N, r.Converge, r.Floor, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.RSS/(1<<20), r.HotplugP50)
 }
