@@ -60,6 +60,7 @@ func main() {
 	f.StringVar(&o.dryRun.KeyFile, "dry-run-key-file", "", "PEM key of --dry-run-cert-file")
 	f.StringVar(&o.dryRun.ClientCAFile, "dry-run-client-ca-file", "", "also accept client certificates signed by this CA at the dry-run endpoint")
 	f.DurationVar(&o.dryRun.Timeout, "dry-run-timeout", 10*time.Second, "longest time one dry-run answer may take")
+	f.IntVar(&o.dryRun.MaxInFlight, "dry-run-max-in-flight", endpoint.DefaultMaxInFlight, "dry runs evaluated at once; more get 429 Too Many Requests")
 	goflags := flag.NewFlagSet("", flag.ExitOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -12,8 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/overlay"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress: SDN must never see a VM
@@ -52,5 +56,26 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 		if !slices.Equal(writes, want) || (err != nil) != podFails {
 			t.Errorf("pod patch fails=%v: writes %v, error %v; want %v", podFails, writes, err, want)
 		}
+	}
+}
+
+// TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer: a dry run whose time ran out must not
+// answer with decisions cut short (they would be PolicyErrors or missing).
+func TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+	for i := range 50 {
+		vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: "ClusterNetwork", Name: fmt.Sprint("n", i)})
+	}
+	reader := overlay.New(nil, runtimeScheme(t))
+	if err := index.Setup(context.Background(), reader); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p, err := Evaluate(ctx, reader, builtinSet(t).Set(), vm, evaluator.Options{}); err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("Evaluate after the deadline = %v, %v; want context.Canceled", p, err)
+	}
+	if p, err := Evaluate(context.Background(), reader, builtinSet(t).Set(), vm, evaluator.Options{}); err != nil || len(p.Interfaces) != 50 {
+		t.Errorf("Evaluate in time = %v, %v; want 50 interfaces", p, err)
 	}
 }

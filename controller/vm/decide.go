@@ -19,6 +19,9 @@ const ReasonDuplicateInterface = "DuplicateInterface"
 func decide(ctx context.Context, s *scope, opts evaluator.Options) {
 	applied := appliedEntries(s)
 	for _, it := range s.interfaces {
+		if ctx.Err() != nil { // the caller gave up (dry-run deadline): stop spending CPU on it
+			return
+		}
 		if it.dupOf >= 0 {
 			it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true}
 			it.problem = &problem{ReasonDuplicateInterface,

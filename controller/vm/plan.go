@@ -103,6 +103,9 @@ func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm 
 		return nil, err
 	}
 	decide(ctx, s, opts)
+	if err := ctx.Err(); err != nil { // decisions made after the deadline are PolicyErrors, not answers
+		return nil, fmt.Errorf("deciding %d interfaces: %w", len(s.interfaces), err)
+	}
 	return plan(s), nil
 }
 

@@ -83,6 +83,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	decide(ctx, s, evaluator.Options{})
+	if err := ctx.Err(); err != nil { // shutting down: decide stopped early, act on nothing
+		return reconcile.Result{}, err
+	}
 	p := plan(s)
 	metrics.Controller.Evaluated(start)
 	for _, it := range p.Interfaces {

@@ -43,6 +43,22 @@ type Handler struct {
 	MaxBodyBytes int64
 	// Timeout bounds one answer.
 	Timeout time.Duration
+	// InFlight, when not nil, bounds the evaluations that run at once: its capacity is the
+	// limit (NewInFlight). An authenticated request finding it full gets 429 with Retry-After,
+	// so a burst of large dry runs cannot starve the reconciles sharing the process.
+	InFlight chan struct{}
+}
+
+// DefaultMaxInFlight is the default bound of concurrent dry-run evaluations.
+const DefaultMaxInFlight = 4
+
+// NewInFlight returns an InFlight semaphore for n evaluations at once (DefaultMaxInFlight when
+// n <= 0).
+func NewInFlight(n int) chan struct{} {
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	return make(chan struct{}, n)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -86,6 +102,11 @@ func (h *Handler) serve(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
+	release, err := h.admit(w)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	data, err := h.readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -216,4 +237,19 @@ func (h *Handler) internal(ctx context.Context, err error) *failure {
 	}
 	ctrl.LoggerFrom(ctx).Error(err, "Dry-run evaluation failed")
 	return &failure{code: http.StatusInternalServerError, message: "evaluation failed: " + err.Error()}
+}
+
+// admit takes a place among the evaluations in flight, or answers 429 when there is none.
+func (h *Handler) admit(w http.ResponseWriter) (release func(), err error) {
+	if h.InFlight == nil {
+		return func() {}, nil
+	}
+	select {
+	case h.InFlight <- struct{}{}:
+		return func() { <-h.InFlight }, nil
+	default:
+		w.Header().Set("Retry-After", "1")
+		return nil, &failure{code: http.StatusTooManyRequests,
+			message: fmt.Sprintf("%d dry runs are being evaluated already; retry shortly", cap(h.InFlight))}
+	}
 }

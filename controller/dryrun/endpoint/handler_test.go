@@ -317,3 +317,27 @@ func TestAnEvaluationPastTheTimeoutIs504(t *testing.T) {
 		t.Errorf("code %d: %s, want 504", code, data)
 	}
 }
+
+func TestEvaluationsBeyondTheInFlightLimitAre429(t *testing.T) {
+	h := newHandler(t, true)
+	h.InFlight = endpoint.NewInFlight(1)
+	h.InFlight <- struct{}{} // one evaluation is running
+	req := httptest.NewRequest(http.MethodPost, dryrun.Path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer t-vm-user")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(status(t, rec.Body.Bytes()).Message, "retry shortly") {
+		t.Errorf("with the limit reached: %d, Retry-After %q, %s; want 429 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if code, _ := call(t, h, "", strings.NewReader(body)); code != http.StatusUnauthorized {
+		t.Errorf("an unauthenticated request got %d, want 401 before any limit", code)
+	}
+	<-h.InFlight // it finished
+	if code, data := call(t, h, "t-vm-user", strings.NewReader(body)); code != http.StatusOK {
+		t.Errorf("after the running evaluation finished: %d %s, want 200", code, data)
+	}
+	if len(h.InFlight) != 0 {
+		t.Errorf("%d places still taken after the answer, want 0", len(h.InFlight))
+	}
+}

@@ -47,6 +47,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Timeout bounds one answer (default 10 s).
 	Timeout time.Duration
+	// MaxInFlight bounds the evaluations that run at once (default DefaultMaxInFlight); more
+	// get 429 Too Many Requests with Retry-After.
+	MaxInFlight int
 	// AuthCacheTTL is how long TokenReview answers and SubjectAccessReview allows are
 	// cached (default 10 s); DenyCacheTTL the same for denials (default 5 s).
 	AuthCacheTTL, DenyCacheTTL time.Duration
@@ -113,7 +116,7 @@ func New(cfg *rest.Config, reader client.Reader, policies PolicySource, engine *
 		return nil, err
 	}
 	s.handler = &Handler{Engine: engine, Reader: reader, Policies: policies, Authenticator: authn,
-		Authorizer: authz, MaxBodyBytes: opts.MaxBodyBytes, Timeout: opts.Timeout}
+		Authorizer: authz, MaxBodyBytes: opts.MaxBodyBytes, Timeout: opts.Timeout, InFlight: NewInFlight(opts.MaxInFlight)}
 	if s.listener, err = net.Listen("tcp", opts.BindAddress); err != nil {
 		return nil, fmt.Errorf("dry-run endpoint: listening on %s: %w", opts.BindAddress, err)
 	}
