@@ -409,18 +409,31 @@ func (h *harness) floor(ctx context.Context, n int) (time.Duration, float64) {
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
-// API server's request timeout while it goes on deleting, so a timeout is waited out.
+// API server's request timeout, so a timeout is waited out and the deletion asked for again.
 func (h *harness) deleteAll(ctx context.Context, namespace string) {
 	lists := map[client.Object]client.ObjectList{
 		&vmv1.VirtualMachine{}: &vmv1.VirtualMachineList{}, &corev1.Pod{}: &corev1.PodList{}, &sdnv1.IPAddress{}: &sdnv1.IPAddressList{},
 	}
 	for obj, list := range lists {
-		err := h.bench.DeleteAllOf(ctx, obj, client.InNamespace(namespace), client.GracePeriodSeconds(0))
-		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
-			h.t.Fatal(err)
+		deleteAll := func() {
+			err := h.bench.DeleteAllOf(ctx, obj, client.InNamespace(namespace), client.GracePeriodSeconds(0))
+			if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+				h.t.Fatal(err)
+			}
 		}
+		deleteAll()
+		asked := time.Now()
+		// A timed-out deletecollection may stop part-way (seen with 20,000 IPAddresses): ask
+		// again every 10 s until nothing is left.
 		h.eventually(10*time.Minute, "floor cleanup", func() bool {
-			return h.bench.List(ctx, list, client.InNamespace(namespace), client.Limit(1)) == nil && meta.LenList(list) == 0
+			if err := h.bench.List(ctx, list, client.InNamespace(namespace), client.Limit(1)); err != nil || meta.LenList(list) > 0 {
+				if time.Since(asked) > 10*time.Second {
+					deleteAll()
+					asked = time.Now()
+				}
+				return false
+			}
+			return true
 		})
 	}
 }
