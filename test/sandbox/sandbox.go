@@ -193,6 +193,6 @@ func printAccess(out io.Writer, e *env.Environment) {
 		"Ask what would happen to a VM before applying it (dry-run endpoint, nothing is written):\n"+
 		"  kubectl get vm web -n %s -o yaml > /tmp/web.yaml   # edit it, e.g. add ipAddressName\n"+
 		"  go run ./cmd/ipamctl dry-run -f /tmp/web.yaml --kubeconfig %s --server https://%s --certificate-authority %s/dryrun-ca.crt\n"+
-		"  go run ./cmd/ipamctl evaluate -f /tmp/web.yaml        # offline, same evaluator\n",
+		"  go run ./cmd/ipamctl evaluate -f /tmp/web.yaml -O samples/10-networks.yaml -O samples/20-ipaddresses.yaml --assume-ready   # offline, same evaluator; only the -O objects exist\n",
 		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, Namespace, e.Kubeconfig, dryRunAddr, e.Dir)
 }

@@ -299,3 +299,14 @@ func TestLintFailsOnNothingToLint(t *testing.T) {
 		t.Errorf("exit %d, output %q %q", code, out, errOut)
 	}
 }
+
+// TestTestReportsASuiteWithAMistypedKind: a directory scan must not skip a suite whose kind
+// is mistyped — the admin's CI would pass without running it — while other YAML files
+// (policies beside the suites) are still left alone.
+func TestTestReportsASuiteWithAMistypedKind(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "test", "testdata/kind-typo")
+	if code != 1 || !strings.Contains(out, "testdata/kind-typo/suite.yaml") || !strings.Contains(out, `kind "PolicyTests"`) ||
+		strings.Contains(out, "policy.yaml") {
+		t.Errorf("exit %d, output:\n%s%s\nwant 1 and an error for suite.yaml naming kind \"PolicyTests\", nothing about policy.yaml", code, out, errOut)
+	}
+}

@@ -149,8 +149,8 @@ func isYAML(p string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// isSuite reads only the identification of a YAML file; an unreadable file is reported as
-// a suite so that its error shows.
+// isSuite reads only the identification of a YAML file: a suite has ipamctl's apiVersion or
+// the PolicyTest kind. An unreadable file is reported as a suite so that its error shows.
 func isSuite(p string) (bool, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -164,5 +164,8 @@ func isSuite(p string) (bool, error) {
 	if err := yaml.Unmarshal(first, &head); err != nil {
 		return false, nil
 	}
-	return head.APIVersion == evaluator.SuiteAPIVersion && head.Kind == evaluator.SuiteKind, nil
+	// Either half is enough: a suite with a typo in the other half must fail loudly, not be
+	// skipped (an admin's CI would go green without running it). The apiVersion's group is
+	// ipamctl's own, so no other kind of file carries it.
+	return head.APIVersion == evaluator.SuiteAPIVersion || head.Kind == evaluator.SuiteKind, nil
 }
