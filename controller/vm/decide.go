@@ -15,12 +15,14 @@ import (
 // a network the VM already attaches; the first entry wins.
 const ReasonDuplicateInterface = "DuplicateInterface"
 
-// decide asks the policy snapshot for one Decision per additional interface.
-func decide(ctx context.Context, s *scope, opts evaluator.Options) {
+// decide asks the policy snapshot for one Decision per additional interface. When ctx ends
+// first (a dry run's deadline, a shutdown) it stops and returns ctx's error: the decisions are
+// then incomplete and must not be acted on or answered with.
+func decide(ctx context.Context, s *scope, opts evaluator.Options) error {
 	applied := appliedEntries(s)
 	for _, it := range s.interfaces {
-		if ctx.Err() != nil { // the caller gave up (dry-run deadline): stop spending CPU on it
-			return
+		if ctx.Err() != nil { // nobody waits for the rest: stop spending CPU on it
+			break
 		}
 		if it.dupOf >= 0 {
 			it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true}
@@ -33,6 +35,10 @@ func decide(ctx context.Context, s *scope, opts evaluator.Options) {
 			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
 		}
 	}
+	if err := ctx.Err(); err != nil { // decisions made past the end are PolicyErrors, not answers
+		return fmt.Errorf("deciding %d interfaces: %w", len(s.interfaces), err)
+	}
+	return nil
 }
 
 // input builds the evaluator's view of one interface (DESIGN.md §3.1).

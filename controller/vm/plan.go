@@ -102,9 +102,8 @@ func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm 
 	if err != nil {
 		return nil, err
 	}
-	decide(ctx, s, opts)
-	if err := ctx.Err(); err != nil { // decisions made after the deadline are PolicyErrors, not answers
-		return nil, fmt.Errorf("deciding %d interfaces: %w", len(s.interfaces), err)
+	if err := decide(ctx, s, opts); err != nil {
+		return nil, err
 	}
 	return plan(s), nil
 }

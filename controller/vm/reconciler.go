@@ -82,8 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	decide(ctx, s, evaluator.Options{})
-	if err := ctx.Err(); err != nil { // shutting down: decide stopped early, act on nothing
+	if err := decide(ctx, s, evaluator.Options{}); err != nil {
 		return reconcile.Result{}, err
 	}
 	p := plan(s)

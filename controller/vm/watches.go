@@ -30,7 +30,7 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 		For(&vmv1.VirtualMachine{}).
 		// A VM's spec change can free or contest a static IPAddress others name.
 		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
-		Watches(&sdnv1.IPAddress{}, answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress}).
+		Watches(&sdnv1.IPAddress{}, newAnsweredFirst(r.vmsOfIPAddress)).
 		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod)).
@@ -130,8 +130,13 @@ const AnsweredPriority = 10
 // an update carries SDN's answer (status.phase or status.address changed) and the queue is
 // controller-runtime's priority queue.
 type answeredFirst struct {
-	mapped handler.EventHandler
-	vmsOf  func(context.Context, client.Object) []reconcile.Request
+	mapped handler.EventHandler // handler.EnqueueRequestsFromMapFunc(vmsOf)
+	vmsOf  handler.MapFunc
+}
+
+// newAnsweredFirst returns the answeredFirst handler of vmsOf.
+func newAnsweredFirst(vmsOf handler.MapFunc) answeredFirst {
+	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(vmsOf), vmsOf: vmsOf}
 }
 
 // Create implements handler.EventHandler.

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -23,7 +22,7 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
 	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm).Build()
 	r := &Reconciler{Client: c}
-	h := answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress}
+	h := newAnsweredFirst(r.vmsOfIPAddress)
 
 	pending := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-ip", ResourceVersion: "1",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))}}}

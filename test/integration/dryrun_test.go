@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -356,46 +358,19 @@ func drResourceVersions(ctx context.Context, ns, network string) map[string]stri
 		"Pod": &corev1.PodList{}, "Network": &sdnv1.NetworkList{}, "Event": &corev1.EventList{}}
 	for kind, list := range lists {
 		Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		items, err := metaItems(list)
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range items {
-			out[kind+"/"+o.GetName()] = o.GetResourceVersion()
-		}
+		Expect(meta.EachListItem(list, func(o runtime.Object) error {
+			m, err := meta.Accessor(o)
+			if err == nil {
+				out[kind+"/"+m.GetName()] = m.GetResourceVersion()
+			}
+			return err
+		})).To(Succeed())
 	}
 	for key, obj := range map[string]client.Object{"Namespace/" + ns: &corev1.Namespace{}, "ClusterNetwork/" + network: &sdnv1.ClusterNetwork{}} {
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: strings.SplitN(key, "/", 2)[1]}, obj)).To(Succeed())
 		out[key] = obj.GetResourceVersion()
 	}
 	return out
-}
-
-func metaItems(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := list.(type) {
-	case *vmv1.VirtualMachineList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *sdnv1.IPAddressList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *sdnv1.NetworkList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.EventList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list %T", list)
-	}
-	return out, nil
 }
 
 // drInstallRoles creates the shipped ClusterRoles (once per suite).

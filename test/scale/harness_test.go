@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -60,10 +61,14 @@ rules:
 
 // harness is one control plane with the stand-ins and, when started, the controller process.
 type harness struct {
-	t     testing.TB
-	env   *env.Environment
-	dir   string
-	bench client.Client
+	t   testing.TB
+	env *env.Environment
+	dir string
+	// benchCfg is the bench user's config (one client certificate for the whole harness);
+	// bench, view and apiHTTP are built from it.
+	benchCfg *rest.Config
+	bench    client.Client
+	apiHTTP  *http.Client
 	// view is what the suite watches the outcome through: an informer cache of the measured
 	// namespaces. Polling full LISTs of 10,000 VMs, 20,000 IPAddresses and 10,000 pods several
 	// times a second would load the API server more than the controller does.
@@ -92,8 +97,16 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 	h.env = e
 	t.Cleanup(h.stop)
 	must(t, err)
-	h.bench = h.client(benchUser, 2000, 4000)
-	h.view = h.startView()
+	_, h.benchCfg, err = e.AdminUser(benchUser)
+	must(t, err)
+	h.benchCfg.QPS, h.benchCfg.Burst = 2000, 4000
+	scheme, err := controller.NewScheme()
+	must(t, err)
+	h.bench, err = client.New(h.benchCfg, client.Options{Scheme: scheme})
+	must(t, err)
+	h.apiHTTP, err = rest.HTTPClientFor(h.benchCfg)
+	must(t, err)
+	h.view = h.startView(scheme)
 	return h
 }
 
@@ -106,13 +119,8 @@ const (
 
 // startView starts the watch-based view of the measured namespaces (VMs, IPAddresses, pods)
 // and waits for it to sync. Reads from it are in memory; call them with UnsafeDisableDeepCopy.
-func (h *harness) startView() client.Reader {
-	_, cfg, err := h.env.AdminUser(benchUser)
-	must(h.t, err)
-	cfg.QPS, cfg.Burst = 2000, 4000
-	scheme, err := controller.NewScheme()
-	must(h.t, err)
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}, hns: {}}})
+func (h *harness) startView(scheme *runtime.Scheme) client.Reader {
+	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}, hns: {}}})
 	must(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
@@ -252,13 +260,9 @@ func (h *harness) scrape() (map[string]*dto.MetricFamily, error) {
 // apiServerCPU is the CPU time the kube-apiserver process has used, in seconds, from its own
 // process_cpu_seconds_total.
 func (h *harness) apiServerCPU() float64 {
-	_, cfg, err := h.env.AdminUser(benchUser)
+	u, err := url.JoinPath(h.benchCfg.Host, "metrics")
 	must(h.t, err)
-	hc, err := rest.HTTPClientFor(cfg)
-	must(h.t, err)
-	u, err := url.JoinPath(cfg.Host, "metrics")
-	must(h.t, err)
-	resp, err := hc.Get(u)
+	resp, err := h.apiHTTP.Get(u)
 	must(h.t, err)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
