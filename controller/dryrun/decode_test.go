@@ -76,7 +76,7 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 
 func TestDecodeAcceptsJSONAndFillsDefaults(t *testing.T) {
 	e := newEngine(t)
-	req, err := e.Decode([]byte(`{"apiVersion": "dryrun/v1alpha1", "kind": "EvaluationRequest",
+	req, err := e.Decode([]byte(`{
 		"vm": {"metadata": {"name": "web"}, "spec": {"runPolicy": "AlwaysOn", "cpu": {"cores": 1}, "unknownToTheTrimmedCRD": true,
 		       "networks": [{"type": "Network", "name": "lan"}]}},
 		"objects": [{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "Network", "metadata": {"name": "lan"}}]}`),

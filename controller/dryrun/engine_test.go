@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/naming"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -20,7 +21,7 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-func evaluate(t *testing.T, e *dryrun.Engine, base client.Reader, installed *evaluator.Set, body string) *dryrun.Result {
+func evaluate(t *testing.T, e *dryrun.Engine, base client.Reader, installed *evaluator.Set, body string) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	res, err := e.Evaluate(context.Background(), base, installed, decode(t, e, body))
 	if err != nil {
@@ -41,7 +42,7 @@ func TestANewVMGetsItsAutoIPAddressPlanned(t *testing.T) {
 		string(res.Actions.CreateIPAddresses[0].OwnerReferences[0].UID) != res.VM.UID {
 		t.Errorf("create = %+v, want the interface's Auto IPAddress owned by the VM", res.Actions.CreateIPAddresses)
 	}
-	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrun.PoliciesInstalled || !res.Status.Changed {
+	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesInstalled || !res.VMStatus.Changed {
 		t.Errorf("result %+v: want a new VM with a stand-in UID, installed policies, a status to write", res.VM)
 	}
 	again := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
@@ -69,7 +70,7 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != "web-cn-corp-x" {
 		t.Errorf("delete = %v, want the live VM's Auto IPAddress that no interface wants", res.Actions.DeleteIPAddresses)
 	}
-	if got := res.Status.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
+	if got := res.VMStatus.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
 		t.Errorf("status.networks[1].macAddress = %q, want the live one kept", got)
 	}
 }
@@ -130,7 +131,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 		t.Errorf("installed: decided by %q, want hold", res.Interfaces[0].Decision.Policy)
 	}
 	res := evaluate(t, e, nil, installed, body+"policies: []\n")
-	if res.Interfaces[0].Decision.Policy != evaluator.BuiltinPolicy || res.Policies.Source != dryrun.PoliciesRequest {
+	if res.Interfaces[0].Decision.Policy != evaluator.BuiltinPolicy || res.Policies.Source != dryrunv1.PoliciesRequest {
 		t.Errorf("policies []: decided by %q (%s), want the built-in default alone", res.Interfaces[0].Decision.Policy, res.Policies.Source)
 	}
 	broken := `policies: [{metadata: {name: broken}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}]`
@@ -174,7 +175,7 @@ func TestOnlyVMIPAMConditionsAreReported(t *testing.T) {
 	e := newEngine(t)
 	res := evaluate(t, e, nil, nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: ClusterNetwork, name: corp}]},
   status: {conditions: [{type: Running, status: "True", reason: X, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]}}`)
-	if len(res.Status.Conditions) != 1 || res.Status.Conditions[0].Type != vmctrl.ConditionNetworkReady {
-		t.Errorf("conditions = %+v, want NetworkReady only", res.Status.Conditions)
+	if len(res.VMStatus.Conditions) != 1 || res.VMStatus.Conditions[0].Type != vmctrl.ConditionNetworkReady {
+		t.Errorf("conditions = %+v, want NetworkReady only", res.VMStatus.Conditions)
 	}
 }

@@ -84,14 +84,14 @@ type InterfaceResult struct {
 type NetworksSpecWrite struct {
 	Entries []sdnv1.NetworksSpecEntry `json:"entries"`
 	// Changed is true when the object's annotation differs and would be patched.
-	Changed bool `json:"changed"`
-	value   string
+	Changed bool   `json:"changed"`
+	value   string `json:"-"` // the annotation's value; tagged so that schema generators skip it
 }
 
 // PodWrite is the networks-spec write for one running launcher pod.
 type PodWrite struct {
-	Name string `json:"name"`
-	NetworksSpecWrite
+	Name              string `json:"name"`
+	NetworksSpecWrite `json:",inline"`
 }
 
 // Evaluate computes the Plan for vm as the controller would, reading the VM's world from

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
-	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -57,25 +57,25 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	live, world := h.settled(t, ctx, ns, vm, expected)
 	offline := h.ipamctl(t, ctx, dir, vm, world)
 
-	t.Run("the evaluator, the endpoint and ipamctl decide alike", func(t *testing.T) {
+	t.Run("the evaluator, the dry-run API and ipamctl decide alike", func(t *testing.T) {
 		for i := range expected {
 			if got := verdictOf(live.Interfaces[i].Decision); got != expected[i] {
-				t.Errorf("interface %d: endpoint %+v, evaluator %+v", i, got, expected[i])
+				t.Errorf("interface %d: dry-run API %+v, evaluator %+v", i, got, expected[i])
 			}
 			if got := verdictOf(offline.Interfaces[i].Decision); got != expected[i] {
 				t.Errorf("interface %d: ipamctl %+v, evaluator %+v", i, got, expected[i])
 			}
 		}
 	})
-	t.Run("the endpoint and ipamctl answer byte for byte alike", func(t *testing.T) {
+	t.Run("the dry-run API and ipamctl answer byte for byte alike", func(t *testing.T) {
 		for _, part := range []struct {
 			name          string
 			online, offln any
 		}{{"interfaces", live.Interfaces, offline.Interfaces}, {"actions", live.Actions, offline.Actions},
-			{"status", live.Status, offline.Status}} {
+			{"vmStatus", live.VMStatus, offline.VMStatus}} {
 			a, b := mustJSON(t, part.online), mustJSON(t, part.offln)
 			if !bytes.Equal(a, b) {
-				t.Errorf("%s differ:\nendpoint %s\nipamctl  %s", part.name, a, b)
+				t.Errorf("%s differ:\ndry-run API %s\nipamctl     %s", part.name, a, b)
 			}
 		}
 	})
@@ -125,7 +125,7 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 // resourceVersion) from a second before the question until after the answer, so that the
 // cache the endpoint reads had caught up with them. (The stand-ins may still write once the
 // controller has nothing left to do, e.g. MAC addresses into the VM status.)
-func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrun.Result, []client.Object) {
+func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrunv1.EvaluationStatus, []client.Object) {
 	t.Helper()
 	deadline := time.Now().Add(convergeTimeout)
 	for {
@@ -153,9 +153,9 @@ func versions(objs []client.Object) string {
 
 // converged asks the endpoint about the live VM until the controller has nothing left to do
 // and the endpoint's decisions are the evaluator's, and returns that answer.
-func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrun.Result {
+func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrunv1.EvaluationStatus {
 	t.Helper()
-	var res *dryrun.Result
+	var res *dryrunv1.EvaluationStatus
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, convergeTimeout, true, func(ctx context.Context) (bool, error) {
 		live := &vmv1.VirtualMachine{}
@@ -176,13 +176,13 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 }
 
 // pending says what the controller still has to do, or how the decisions differ, or "".
-func pending(res *dryrun.Result, expected []verdict) string {
+func pending(res *dryrunv1.EvaluationStatus, expected []verdict) string {
 	a := res.Actions
 	podChanges := slices.ContainsFunc(a.Pods, func(p vmctrl.PodWrite) bool { return p.Changed })
 	switch {
 	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.VMNetworksSpec.Changed || podChanges || a.Deferred:
 		return fmt.Sprintf("writes pending: %s", mustJSONString(a))
-	case res.Status.Changed:
+	case res.VMStatus.Changed:
 		return "a status write pending"
 	case len(res.Interfaces) != len(expected):
 		return fmt.Sprintf("%d interfaces, want %d", len(res.Interfaces), len(expected))
@@ -287,7 +287,7 @@ func mustJSONString(v any) string {
 
 // ipamctl writes the VM and its world into files and runs `ipamctl evaluate` on them
 // in-process, with the same policies as installed.
-func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, world []client.Object) *dryrun.Result {
+func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, world []client.Object) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	tmp := t.TempDir()
 	vmFile, worldFile := filepath.Join(tmp, "vm.yaml"), filepath.Join(tmp, "world.yaml")
@@ -305,9 +305,9 @@ func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, wor
 	if code := cli.Main(ctx, "ipamctl", args, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != 0 {
 		t.Fatalf("ipamctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 	}
-	res := &dryrun.Result{}
-	if err := json.Unmarshal(out.Bytes(), res); err != nil {
+	ev := &dryrunv1.Evaluation{}
+	if err := json.Unmarshal(out.Bytes(), ev); err != nil {
 		t.Fatalf("ipamctl output: %v\n%s", err, out.String())
 	}
-	return res
+	return &ev.Status
 }

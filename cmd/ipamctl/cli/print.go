@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
@@ -32,15 +32,19 @@ func checkOutput(format string) error {
 
 // printResults prints one result as itself and several as a List (json, yaml), or one table
 // per result.
-func printResults(w io.Writer, format string, results []*dryrun.Result) error {
+func printResults(w io.Writer, format string, results []*dryrunv1.Evaluation) error {
 	if format == outputTable {
 		for i, r := range results {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			printTable(w, r)
+			printTable(w, &r.Status)
 		}
 		return nil
+	}
+	for _, r := range results {
+		r.APIVersion, r.Kind = dryrunv1.SchemeGroupVersion.String(), dryrunv1.Kind
+		r.ManagedFields = nil
 	}
 	var v any = results[0]
 	if len(results) > 1 {
@@ -61,7 +65,7 @@ func printResults(w io.Writer, format string, results []*dryrun.Result) error {
 	return err
 }
 
-func printTable(w io.Writer, r *dryrun.Result) {
+func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	exists := "does not exist yet"
 	if r.VM.Exists {
 		exists = "exists"
@@ -82,18 +86,18 @@ func printTable(w io.Writer, r *dryrun.Result) {
 		fmt.Fprintln(w, "  "+line)
 	}
 	written := "unchanged"
-	if r.Status.Changed {
+	if r.VMStatus.Changed {
 		written = "would be written"
 	}
 	fmt.Fprintf(w, "\nStatus (%s):\n", written)
-	for _, c := range r.Status.Conditions {
+	for _, c := range r.VMStatus.Conditions {
 		fmt.Fprintf(w, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
 }
 
 // printAudit prints what the Audit-mode policies that matched would have decided, one line
 // per interface and policy; nothing when none matched.
-func printAudit(w io.Writer, r *dryrun.Result) {
+func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	var rows []string
 	for _, it := range r.Interfaces {
 		for _, a := range it.Decision.Trace.Audit {
@@ -116,7 +120,7 @@ func printAudit(w io.Writer, r *dryrun.Result) {
 	_ = tw.Flush()
 }
 
-func actionLines(a dryrun.Actions) []string {
+func actionLines(a dryrunv1.Actions) []string {
 	var out []string
 	for _, ip := range a.CreateIPAddresses {
 		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, ip.Annotations[vmctrl.AnnotationInterface]))
