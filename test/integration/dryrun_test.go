@@ -100,7 +100,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 
 	It("answers a ServiceAccount with only the shipped role with 201, as the controller decided, and never writes", func() {
 		rvs := drSettled(ctx, counter, ns, network)
-		writes, reviews := counter.writesFor(ns), counter.reviews()
+		writes, reviews, mark := counter.writesFor(ns), counter.reviews(), auditMark()
 		Expect(writes).To(ContainElement(ContainSubstring("/ipaddresses")), "the counter sees the controller's writes")
 
 		By("the live VM: what the controller did, nothing left to do")
@@ -142,6 +142,8 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 			"requests other than reads and reviews")
 		Expect(counter.reviews()).To(BeNumerically(">", reviews), "callers were authorized by the API server")
 		Expect(drResourceVersions(ctx, ns, network)).To(Equal(rvs))
+		Expect(auditedWrites(mark, ns, network)).To(BeEmpty(), "the API server's audit log has no write but the Evaluations")
+		Expect(auditedEvaluations(mark, ns)).To(BeNumerically(">=", 4), "the audit log saw the Evaluations")
 	})
 
 	It("refuses the same ServiceAccount in another namespace, and candidate policies without the evaluate verb, with 403", func() {
@@ -355,6 +357,67 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(drMetric("vmipam_decisions_total", "source", "dryrun")).To(BeNumerically(">", 0))
 	})
 })
+
+// auditEntry is the part of an audit event the specs read.
+type auditEntry struct {
+	Verb      string `json:"verb"`
+	ObjectRef struct {
+		Resource, Subresource, Namespace, Name string
+	} `json:"objectRef"`
+}
+
+// auditMark is the current end of the audit log.
+func auditMark() int64 {
+	GinkgoHelper()
+	fi, err := os.Stat(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	return fi.Size()
+}
+
+// auditEntries returns the audit log's entries after mark.
+func auditEntries(mark int64) []auditEntry {
+	GinkgoHelper()
+	data, err := os.ReadFile(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	var out []auditEntry
+	dec := json.NewDecoder(bytes.NewReader(data[mark:]))
+	for {
+		var e auditEntry
+		if err := dec.Decode(&e); err != nil {
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+// auditedWrites returns the writes after mark, by anyone, to the objects a dry run of a VM in
+// ns could touch: the namespace's objects (Evaluations aside, which store nothing), the
+// Namespace itself, the ClusterNetwork, pools and policies.
+func auditedWrites(mark int64, ns, network string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range auditEntries(mark) {
+		r := e.ObjectRef
+		inScope := r.Namespace == ns && r.Resource != dryrunv1.Resource ||
+			r.Namespace == "" && (r.Resource == "namespaces" && r.Name == ns || r.Resource == "clusternetworks" && r.Name == network ||
+				r.Resource == "clusteripaddresspools" && r.Name == network+"-pool" || r.Resource == "clusteripampolicies")
+		if inScope {
+			out = append(out, fmt.Sprintf("%s %s/%s %s/%s", e.Verb, r.Resource, r.Subresource, r.Namespace, r.Name))
+		}
+	}
+	return out
+}
+
+// auditedEvaluations counts the Evaluations created in ns after mark.
+func auditedEvaluations(mark int64, ns string) int {
+	n := 0
+	for _, e := range auditEntries(mark) {
+		if e.Verb == "create" && e.ObjectRef.Resource == dryrunv1.Resource && e.ObjectRef.Namespace == ns {
+			n++
+		}
+	}
+	return n
+}
 
 // drHoldPolicy is a candidate policy that skips every interface.
 const drHoldPolicy = `{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",

@@ -40,12 +40,18 @@ type PolicySource interface {
 // candidate policies (spec.policies) evaluated — without the power to create them.
 const VerbEvaluate = "evaluate"
 
+// authorizing is what Create asks of the delegated authorizer (a SubjectAccessReview per
+// check, cached).
+type authorizing interface {
+	Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
+}
+
 // evaluations is the REST storage of the evaluations resource: create only, nothing stored.
 type evaluations struct {
 	engine     *dryrun.Engine
 	reader     client.Reader
 	policies   PolicySource
-	authorizer authorizer.Authorizer
+	authorizer authorizing
 	timeout    time.Duration
 }
 
