@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -132,15 +133,18 @@ func RegisterAPIService(ctx context.Context, c client.Client, group, version, sv
 		"group": group, "version": version, "groupPriorityMinimum": int64(1000), "versionPriority": int64(100),
 		"caBundle": base64.StdEncoding.EncodeToString(caBundle), "service": map[string]any{"namespace": svcNamespace, "name": svcName, "port": int64(port)},
 	}
-	err := c.Get(ctx, client.ObjectKeyFromObject(apiService), apiService)
-	switch {
-	case apierrors.IsNotFound(err):
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the availability check writes its status
+		err := c.Get(ctx, client.ObjectKeyFromObject(apiService), apiService)
+		switch {
+		case apierrors.IsNotFound(err):
+			apiService.Object["spec"] = spec
+			return c.Create(ctx, apiService)
+		case err != nil:
+			return err
+		}
 		apiService.Object["spec"] = spec
-		err = c.Create(ctx, apiService)
-	case err == nil:
-		apiService.Object["spec"] = spec
-		err = c.Update(ctx, apiService)
-	}
+		return c.Update(ctx, apiService)
+	})
 	if err != nil {
 		return fmt.Errorf("APIService %s: %w", apiService.GetName(), err)
 	}

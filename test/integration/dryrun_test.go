@@ -89,7 +89,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		drInstallRoles(ctx)
 		ns, other = newNamespace(ctx), newNamespace(ctx)
 		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", rbac.ClusterRoleEvaluator)
-		policyReviewer = drServiceAccount(ctx, ns, "policyReviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator)
+		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator)
 		stranger = drServiceAccount(ctx, ns, "stranger")
 
 		network = pooledClusterNetwork(ctx, ns, "10.231.0.0/24")

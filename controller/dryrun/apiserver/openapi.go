@@ -38,6 +38,9 @@ func evaluationDefinition(ref common.ReferenceCallback) (common.OpenAPIDefinitio
 	md := s.Properties["metadata"]
 	md.Type, md.Ref = nil, ref(objectMeta)
 	s.Properties["metadata"] = md
+	status := s.Properties["status"]
+	outputOnly(&status)
+	s.Properties["status"] = status
 	return common.OpenAPIDefinition{Schema: s, Dependencies: []string{objectMeta}}, nil
 }
 
@@ -58,4 +61,23 @@ func loadEvaluationSchema() (spec.Schema, error) {
 		return spec.Schema{}, fmt.Errorf("the generated Evaluation schema: %w", err)
 	}
 	return s, nil
+}
+
+// outputOnly drops the required fields of a status schema and all below it. The status is
+// the server's answer: a client never writes it, and the server ignores what a request
+// carries there; but kubectl validates a whole object against the schema, and the Go types
+// (the evaluator's and the controller's, whose fields are required in their answers) would
+// make it refuse an Evaluation serialized with an empty status.
+func outputOnly(s *spec.Schema) {
+	s.Required = nil
+	for name, p := range s.Properties {
+		outputOnly(&p)
+		s.Properties[name] = p
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		outputOnly(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		outputOnly(s.AdditionalProperties.Schema)
+	}
 }

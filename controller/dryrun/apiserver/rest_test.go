@@ -208,6 +208,19 @@ func TestOpenAPIDefinitionOfEvaluation(t *testing.T) {
 			t.Errorf("status.interfaces[].decision lacks %s: the schema must follow evaluator.Decision", field)
 		}
 	}
+	var required func(path string, s spec.Schema)
+	required = func(path string, s spec.Schema) {
+		if len(s.Required) > 0 {
+			t.Errorf("%s requires %v: the status is output only, kubectl must not refuse an Evaluation with an empty status", path, s.Required)
+		}
+		for name, p := range s.Properties {
+			required(path+"."+name, p)
+		}
+		if s.Items != nil && s.Items.Schema != nil {
+			required(path+"[]", *s.Items.Schema)
+		}
+	}
+	required("status", def.Schema.Properties["status"])
 	for _, dep := range def.Dependencies {
 		if _, ok := defs[dep]; !ok {
 			t.Errorf("dependency %s has no definition", dep)

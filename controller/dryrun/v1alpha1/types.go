@@ -59,20 +59,26 @@ type EvaluationSpec struct {
 }
 
 // EvaluationStatus is the answer: what one reconcile of the VM would decide and do. Nothing
-// of it was written.
+// of it was written. It is output only: every field is optional in the schema, so that a
+// client sending an Evaluation with an empty status is not refused (the server ignores it).
 //
 // +kubebuilder:object:generate=false
 type EvaluationStatus struct {
 	// vm identifies the evaluated VM.
+	// +optional
 	VM VMSummary `json:"vm"`
 	// policies says which policies decided.
+	// +optional
 	Policies PolicySummary `json:"policies"`
 	// interfaces has one entry per additional interface, in spec order, with its decision,
 	// provenance, trace and cost.
+	// +optional
 	Interfaces []vmctrl.InterfaceResult `json:"interfaces"`
 	// actions are the writes the controller would make.
+	// +optional
 	Actions Actions `json:"actions"`
 	// vmStatus is the part of the VM's status vmipam would write.
+	// +optional
 	VMStatus VMStatus `json:"vmStatus"`
 }
 
@@ -82,14 +88,18 @@ type EvaluationStatus struct {
 // +kubebuilder:object:generate=false
 type VMSummary struct {
 	// namespace of the VM.
+	// +optional
 	Namespace string `json:"namespace"`
 	// name of the VM.
+	// +optional
 	Name string `json:"name"`
 	// uid is the live VM's, or for a VM that does not exist a stand-in derived from its
 	// namespace and name.
+	// +optional
 	UID string `json:"uid"`
 	// exists says whether a VM of that name was found (in the cluster or among the objects);
 	// its metadata and status were then merged with the evaluated manifest.
+	// +optional
 	Exists bool `json:"exists"`
 }
 
@@ -107,8 +117,10 @@ const (
 // +kubebuilder:object:generate=false
 type PolicySummary struct {
 	// source is Installed or Request.
+	// +optional
 	Source string `json:"source"`
 	// order lists the policies in evaluation order; the built-in default follows them.
+	// +optional
 	Order []string `json:"order"`
 }
 
@@ -124,6 +136,7 @@ type Actions struct {
 	// +optional
 	DeleteIPAddresses []string `json:"deleteIPAddresses,omitempty"`
 	// vmNetworksSpec is the networks-spec annotation for the VM (its next launcher pod).
+	// +optional
 	VMNetworksSpec vmctrl.NetworksSpecWrite `json:"vmNetworksSpec"`
 	// pods are the networks-spec annotations for the running launcher pods (live apply).
 	// +optional
@@ -145,11 +158,14 @@ type Actions struct {
 // +kubebuilder:object:generate=false
 type VMStatus struct {
 	// networks is status.networks after the reconcile.
+	// +optional
 	Networks []vmv1.NetworksStatus `json:"networks"`
 	// conditions are vmipam's conditions after the reconcile: NetworkReady and, while a
 	// change waits for a restart, AwaitingRestartToApplyConfiguration.
+	// +optional
 	Conditions []metav1.Condition `json:"conditions"`
 	// changed says whether the status differs from the VM's current one (and would be
 	// written).
+	// +optional
 	Changed bool `json:"changed"`
 }
