@@ -122,7 +122,7 @@ objects:
 func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	e := newEngine(t)
 	hold := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "hold"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Priority: 1, Allocation: v1alpha1.Expression{Expression: "'None'"},
+		Priority: 1, Allocation: &v1alpha1.Expression{Expression: "'None'"},
 		SkipRules: []v1alpha1.SkipRule{{Name: "all", Expression: "true", Reason: "Held", Message: "held"}}}}
 	installed := installedSet(t, e, hold)
 	body := vmOnCorp + "objects: [" + corp + "]\n"
@@ -141,7 +141,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	}
 	req := decode(t, e, body)
 	req.Policies = []v1alpha1.ClusterIPAMPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 		SkipRules:  []v1alpha1.SkipRule{{Name: "a", Reason: "R", Expression: "ipAdress.exists"}}}}}
 	_, err = e.Evaluate(context.Background(), nil, installed, req)
 	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {

@@ -26,7 +26,7 @@ func policy(skip string) *v1alpha1.ClusterIPAMPolicy {
 	return &v1alpha1.ClusterIPAMPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: v1alpha1.ClusterIPAMPolicySpec{
-			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+			Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 			SkipRules:  []v1alpha1.SkipRule{{Name: "r", Expression: skip, Reason: "R"}},
 		},
 	}
