@@ -64,6 +64,24 @@ func TestCompileRejects(t *testing.T) {
 		{"a bad vm selector label value",
 			newPolicy("p", vmSelector(map[string]string{"app": "not a label value"})),
 			"spec.match.vmSelector", "a valid label must be"},
+		{"a policy that sets nothing",
+			layer("p", matchCondition("m", "true")),
+			"spec", "at least one of allocation, skipRules, hotplug"},
+		{"a skip rule with a reserved name",
+			newPolicy("p", skipRule("vmipam:static-missing", "false", "Off", "", "")),
+			"spec.skipRules[0].name", "reserved for vmipam's safety rules"},
+		{"the decided allocation in a variable",
+			newPolicy("p", variable("static", "allocation == 'Static'")),
+			"spec.variables[0].expression", "undeclared reference to 'allocation'"},
+		{"the decided allocation in the allocation",
+			newPolicy("p", allocation("allocation")),
+			"spec.allocation.expression", "undeclared reference to 'allocation'"},
+		{"the decided allocation in a matchCondition",
+			newPolicy("p", matchCondition("m", "allocation == 'Auto'")),
+			"spec.matchConditions[0].expression", "undeclared reference to 'allocation'"},
+		{"Pass misspelled",
+			newPolicy("p", allocation("'pass'")),
+			"spec.allocation.expression", `Unsupported value: "pass"`},
 		{"duplicate variable names",
 			newPolicy("p", variable("a", "1"), variable("a", "2")),
 			"spec.variables[1].name", "Duplicate value"},
@@ -191,6 +209,13 @@ func TestCompileAccepts(t *testing.T) {
 			skipRule("r", "true", "Always", "", "variables.pairs.join(', ')")(p)
 		}},
 		{"a dyn allocation (checked when evaluated)", allocation("dyn(vm.labels['allocation'])")},
+		{"Pass in an allocation", allocation("network.ipamEnabled ? 'Pass' : 'None'")},
+		{"the decided allocation in skip rules, messages and hotplug", func(p *v1alpha1.ClusterIPAMPolicy) {
+			skipRule("r", "allocation == 'Static'", "Static", "", "'decided ' + allocation")(p)
+			hotplug("allocation != 'Auto'")(p)
+		}},
+		{"only hotplug", func(p *v1alpha1.ClusterIPAMPolicy) { noAllocation(p); hotplug("true")(p) }},
+		{"only a skip rule", func(p *v1alpha1.ClusterIPAMPolicy) { noAllocation(p); skipRule("r", "false", "Never", "", "")(p) }},
 		{"a nested comprehension over a bounded list", matchCondition("m",
 			"vm.labels.all(a, vm.labels.all(b, a == b || vm.labels[a] != vm.labels[b]))")},
 	}

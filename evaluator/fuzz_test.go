@@ -46,7 +46,9 @@ var fuzzSlots = []func(p *v1alpha1.ClusterIPAMPolicy, i int, s string){
 	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
 		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: "fuzz", Expression: s})
 	},
-	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) { p.Spec.Allocation = &v1alpha1.Expression{Expression: s} },
+	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) {
+		p.Spec.Allocation = &v1alpha1.Expression{Expression: s}
+	},
 	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
 		p.Spec.SkipRules[i%len(p.Spec.SkipRules)].Expression = s
 	},
