@@ -169,19 +169,7 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		vm.Namespace = opts.DefaultNamespace
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
-	return vm, appendNew(errs, validateNetworks(path.Child("spec", "networks"), vm))
-}
-
-// validateNetworks requires at least one additional network: without one there is nothing
-// to decide.
-func validateNetworks(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
-	for _, n := range vm.Spec.Networks {
-		if n.Type != vmv1.NetworkTypeMain {
-			return nil
-		}
-	}
-	return field.ErrorList{field.Required(path,
-		"the VM has no additional network (type Network or ClusterNetwork): there is nothing to evaluate, vmipam does not manage the Main network")}
+	return vm, errs
 }
 
 // candidate is a policy of a request that could be decoded (it may still have problems), and

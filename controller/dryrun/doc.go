@@ -21,7 +21,8 @@
 // value: unknown field; policies[1].spec.skipRules[0].expression: … undeclared reference …;
 // objects[0].metadata.namespace: …. The VM, each policy and each object are checked on their
 // own, so fixing one problem does not reveal the next. A VM without an additional network is
-// invalid, since there is nothing to evaluate. With DecodeOptions.Authorize (the endpoint),
+// answered too: the controller still acts on it (unplugs what the pod carries, deletes its
+// Auto IPAddresses). With DecodeOptions.Authorize (the endpoint),
 // the caller is authorized once the VM's namespace is known, before anything is compiled.
 // Engine.Evaluate lays the objects over the base reader (restricted to the VM's namespace and
 // cluster-scoped networks and pools), merges the VM with its live copy and returns a Result:

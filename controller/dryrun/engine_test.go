@@ -178,3 +178,22 @@ func TestOnlyVMIPAMConditionsAreReported(t *testing.T) {
 		t.Errorf("conditions = %+v, want NetworkReady only", res.Status.Conditions)
 	}
 }
+
+func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
+	e := newEngine(t)
+	auto := naming.AutoIPAddress("web", "ClusterNetwork", "corp")
+	live := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "uid-web",
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}},
+		Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {Type: vmv1.NetworkTypeClusterNetwork, Name: "corp"}}}}
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
+			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}
+	res := evaluate(t, e, fakeCluster(t, live, ip), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
+	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != evaluator.AllocationAuto {
+		t.Errorf("interfaces = %+v, want the removed ClusterNetwork/corp with its applied Auto allocation", res.Interfaces)
+	}
+	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.VMNetworksSpec.Changed {
+		t.Errorf("actions = %+v, want the Auto IPAddress deleted and the VM's networks-spec emptied", res.Actions)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -164,8 +163,6 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 		compileErrors := drMetric("vmipam_policy_compile_errors_total", "source", "dryrun")
 		for _, tc := range []struct{ body, field, message string }{
 			{"vm:\n  metadata: {name: web\n  spec: [", "body", "yaml: line"},
-			{fmt.Sprintf(`{"vm": {"metadata": {"name": "web", "namespace": %q}, "spec": {}}}`, ns),
-				"vm.spec.networks", "the VM has no additional network"},
 			{drBodyWithPolicies(getVM(ctx, ns, "web"), strings.Replace(drHoldPolicy, `"true"`, `"ipAdress.exists"`, 1)),
 				"policies[0].spec.skipRules[0].expression", "undeclared reference to 'ipAdress'"},
 		} {
