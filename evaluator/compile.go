@@ -112,6 +112,11 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*Policy, field.ErrorList) {
 	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old),
 		storedRuleNames: skipRuleNames(old), builtin: builtin}
+	return c.compileWith(cc, p)
+}
+
+// compileWith compiles p in the compilation cc.
+func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList) {
 	spec := field.NewPath("spec")
 	out := &Policy{
 		Name: p.Name, Generation: p.Generation, Priority: p.Spec.Priority,
@@ -134,6 +139,9 @@ func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*P
 	if err != nil {
 		return nil, append(cc.errs, field.InternalError(spec, err))
 	}
+	if cc.visitRuleEnv != nil {
+		cc.visitRuleEnv(ruleEnv)
+	}
 	cc.compileExpressions(env, ruleEnv, spec, &p.Spec, out)
 	if len(cc.errs) > 0 {
 		return nil, cc.errs
@@ -145,6 +153,7 @@ func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*P
 // hotplug in ruleEnv, which also declares `allocation` (the decided allocation).
 func (cc *compilation) compileExpressions(env, ruleEnv *environment.EnvSet, spec *field.Path, s *v1alpha1.ClusterIPAMPolicySpec, out *Policy) {
 	for i, mc := range s.MatchConditions {
+		cc.conditionName(spec.Child("matchConditions").Index(i).Child("name"), mc.Name)
 		path := spec.Child("matchConditions").Index(i).Child("expression")
 		out.matchConditions = append(out.matchConditions, namedProgram{mc.Name, cc.expr(env, path, mc.Expression, cel.BoolType)})
 	}
@@ -184,6 +193,15 @@ func (cc *compilation) uniqueSkipRuleName(path *field.Path, name string, seen ma
 		cc.errs = append(cc.errs, field.Duplicate(path, name))
 	}
 	seen[name] = true
+}
+
+// conditionName checks a matchCondition's name as the CRD does (a CEL identifier): ipamctl
+// compiles files the API server never saw, and must not accept what it would refuse.
+func (cc *compilation) conditionName(path *field.Path, name string) {
+	if name == "" || !identifierPattern.MatchString(name) || len(name) > 63 {
+		cc.errs = append(cc.errs, field.Invalid(path, name,
+			"must be a CEL identifier of at most 63 characters: a letter or _, then letters, digits or _"))
+	}
 }
 
 // ReservedRulePrefix starts the names of the built-in safety policy's rules
@@ -257,7 +275,11 @@ type compilation struct {
 	storedRuleNames map[string]bool
 	// builtin: compiling the safety policy, whose rule names are reserved.
 	builtin bool
-	errs    field.ErrorList
+	// visit, when set, sees every expression that type-checks (Lint).
+	visit func(path *field.Path, checked *cel.Ast)
+	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
+	visitRuleEnv func(env *environment.EnvSet)
+	errs         field.ErrorList
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -377,6 +399,9 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	if iss.Err() != nil {
 		cc.errs = append(cc.errs, field.Invalid(path, src, iss.Err().Error()))
 		return program{path: path.String()}, nil
+	}
+	if cc.visit != nil {
+		cc.visit(path, checked)
 	}
 	outType := checked.OutputType()
 	if want != nil && !outType.IsExactType(want) && !outType.IsExactType(cel.DynType) {

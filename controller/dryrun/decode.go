@@ -251,7 +251,7 @@ func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.
 	if obj == nil {
 		return nil, errs
 	}
-	p := &v1alpha1.ClusterIPAMPolicy{}
+	p := &v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}} // the CRD's default
 	strict, err := sigsjson.UnmarshalStrict(raw, p)
 	if err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better

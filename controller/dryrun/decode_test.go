@@ -183,3 +183,11 @@ func TestDecodeAsksAuthorizeBeforeCompiling(t *testing.T) {
 		t.Errorf("Decode with an allowing Authorize = %v, want the compile error", err)
 	}
 }
+
+func TestCandidatePoliciesGetTheCRDDefaultPriority(t *testing.T) {
+	p, errs := newEngine(t).CheckPolicy(nil, []byte(`{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
+		"metadata": {"name": "p"}, "spec": {"hotplug": {"expression": "true"}}}`))
+	if len(errs) > 0 || p == nil || p.Spec.Priority != 100 {
+		t.Errorf("CheckPolicy = %+v, %v; want priority 100 as the API server defaults it", p, errs)
+	}
+}
