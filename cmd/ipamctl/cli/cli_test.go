@@ -363,3 +363,18 @@ func TestTestReportsASuiteWithAMistypedKind(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s%s\nwant 1 and an error for suite.yaml naming kind \"PolicyTests\", nothing about policy.yaml", code, out, errOut)
 	}
 }
+
+func TestLintWarnsWithoutFailing(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "lint", "../../../samples/cases/layering/")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (warnings do not fail lint): %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		`layering/policies.yaml#5: spec.skipRules[0].expression: warning: indexes a map without testing for the key`,
+		`layering/legacy-full-copy.yaml: spec.skipRules[3].name: warning: rule "static-missing" of this policy (priority 100) replaces rule "static-missing" of policy builtin:default (priority 1000) wherever both match`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
