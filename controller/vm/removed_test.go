@@ -13,7 +13,6 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -48,27 +47,11 @@ func removedScope(t *testing.T, set *evaluator.Set) *scope {
 
 // removedSet is the shipped default, with the prod sample's hotplug layer when atRestart.
 func removedSet(t *testing.T, atRestart bool) *evaluator.Set {
-	c, err := evaluator.NewCompiler(evaluator.Limits{})
-	if err != nil {
-		t.Fatal(err)
+	if !atRestart {
+		return compiledSet(t)
 	}
-	b, err := policies.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	compile := func(p *v1alpha1.ClusterIPAMPolicy) *evaluator.Policy {
-		out, errs := c.Compile(p, nil)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		return out
-	}
-	var layers []*evaluator.Policy
-	if atRestart {
-		layers = append(layers, compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
-			Spec: v1alpha1.ClusterIPAMPolicySpec{Hotplug: &v1alpha1.Expression{Expression: "change.kind == 'None' || !change.vmRunning"}}}))
-	}
-	return evaluator.NewSet(layers, compile(b))
+	return compiledSet(t, &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{Hotplug: &v1alpha1.Expression{Expression: "change.kind == 'None' || !change.vmRunning"}}})
 }
 
 func TestARemovedInterfaceStaysOnTheRunningPodUntilRestartWhenHotplugSaysNo(t *testing.T) {
