@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -205,7 +206,7 @@ func TestLayeredPolicies(t *testing.T) {
 	c := newCompiler(t)
 	for _, tc := range layeredCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decide(setOf(t, c, tc.policies...), tc.in())
+			d := setOf(t, c, tc.policies...).Decide(context.Background(), tc.in(), evaluator.Options{Explain: true})
 			got := evaluator.Decision{Allocation: d.Allocation, Skip: d.Skip, Reason: d.Reason, Rule: d.Rule,
 				Hotplug: d.Hotplug, Policy: d.Policy, Provenance: d.Provenance}
 			if !reflect.DeepEqual(got, tc.want) {

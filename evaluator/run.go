@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apiserver/pkg/cel/lazy"
+
+	"github.com/vmipam/vmipam/policies"
 )
 
 // run is the state of one interface evaluation: its input, deadline, cost budget, the
@@ -28,6 +30,8 @@ type run struct {
 	auditErrors map[string]AuditRecord
 	// allocation is the decided allocation, which skip rules and hotplug see.
 	allocation Allocation
+	// explain: Options.Explain; also list the replaced rules in the trace.
+	explain bool
 }
 
 // attempt is one layered evaluation: the decision, or the error of the policy that failed,
@@ -50,7 +54,9 @@ func (r *run) attempt(enforce []*Policy, safety *Policy) attempt {
 	}
 	r.allocation = a.d.Allocation
 	if !removed {
-		a.d.Trace.Replaced = replacements(enforce)
+		if r.explain {
+			a.d.Trace.Replaced = replacements(enforce)
+		}
 		if a.err = r.skipRules(enforce, &a); a.err != nil {
 			return a
 		}
@@ -132,13 +138,15 @@ func (r *run) rules(p *Policy, rules []skipRule, a *attempt) *policyError {
 }
 
 // replacements lists the rules of enforce that an earlier policy's rule of the same name
-// replaces.
+// replaces; the built-in default's rules replaced by the installed default (its own copy) are
+// not worth listing.
 func replacements(enforce []*Policy) []Replacement {
 	by := map[string]string{}
 	var out []Replacement
 	for _, p := range enforce {
 		for _, rule := range p.skipRules {
-			if first, ok := by[rule.name]; ok && first != p.Name {
+			first, ok := by[rule.name]
+			if ok && first != p.Name && (p.Name != BuiltinPolicy || first != policies.BuiltinName) {
 				out = append(out, Replacement{Rule: rule.name, Policy: p.Name, By: first})
 			}
 		}

@@ -54,7 +54,8 @@ func (s *Set) Policies() []string {
 
 // Options tune one Decide call.
 type Options struct {
-	// Explain records the input in Trace.Input (dry-run and CLI); the controller leaves it off.
+	// Explain records the input in Trace.Input and the replaced rules in Trace.Replaced
+	// (dry-run and CLI); the controller leaves it off.
 	Explain bool
 }
 
@@ -76,7 +77,8 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{}}
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
+		explain: opts.Explain}
 	d := s.decide(r)
 	d.Cost = r.spent
 	d.Trace.Variables = r.variableTrace()
