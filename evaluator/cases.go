@@ -32,7 +32,8 @@ import (
 //	- name: static address on the shared network is refused
 //	  input:                             # applied over defaults
 //	    interface: {type: ClusterNetwork, name: shared, ipAddressName: web}
-//	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks}
+//	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks,
+//	           provenance: {allocation: default, skip: tenant-networks, hotplug: default}}
 //
 // A case's input is applied over the defaults field by field: objects and maps merge, lists
 // and scalars replace, null clears a map or list. Only the expectations given are checked.
