@@ -187,19 +187,7 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		vm.Namespace = opts.DefaultNamespace
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
-	return vm, appendNew(errs, validateNetworks(path.Child("spec", "networks"), vm))
-}
-
-// validateNetworks requires at least one additional network: without one there is nothing
-// to decide.
-func validateNetworks(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
-	for _, n := range vm.Spec.Networks {
-		if n.Type != vmv1.NetworkTypeMain {
-			return nil
-		}
-	}
-	return field.ErrorList{field.Required(path,
-		"the VM has no additional network (type Network or ClusterNetwork): there is nothing to evaluate, vmipam does not manage the Main network")}
+	return vm, errs
 }
 
 // candidate is a policy of a request that could be decoded (it may still have problems), and
@@ -281,7 +269,7 @@ func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.
 	if obj == nil {
 		return nil, errs
 	}
-	p := &v1alpha1.ClusterIPAMPolicy{}
+	p := &v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}} // the CRD's default
 	strict, err := sigsjson.UnmarshalStrict(raw, p)
 	if err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better

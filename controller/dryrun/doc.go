@@ -21,7 +21,8 @@
 // Invalid value: unknown field; spec.policies[1].spec.skipRules[0].expression: … undeclared
 // reference …; spec.objects[0].metadata.namespace: …. The VM, each policy and each object
 // are checked on their own, so fixing one problem does not reveal the next. A VM without an
-// additional network is invalid, since there is nothing to evaluate. With
+// additional network is answered too: the controller still acts on it (unplugs what the pod
+// carries, deletes its Auto IPAddresses). With
 // DecodeOptions.Authorize (the API server), the caller is authorized once the VM's namespace
 // is known, before anything is compiled. Engine.Evaluate lays the objects over the base
 // reader (restricted to the VM's namespace and cluster-scoped networks and pools), merges the

@@ -123,7 +123,7 @@ objects:
 func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	e := newEngine(t)
 	hold := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "hold"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Priority: 1, Allocation: v1alpha1.Expression{Expression: "'None'"},
+		Priority: 1, Allocation: &v1alpha1.Expression{Expression: "'None'"},
 		SkipRules: []v1alpha1.SkipRule{{Name: "all", Expression: "true", Reason: "Held", Message: "held"}}}}
 	installed := installedSet(t, e, hold)
 	body := vmOnCorp + "objects: [" + corp + "]\n"
@@ -142,7 +142,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	}
 	req := decode(t, e, body)
 	req.Policies = []v1alpha1.ClusterIPAMPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 		SkipRules:  []v1alpha1.SkipRule{{Name: "a", Reason: "R", Expression: "ipAdress.exists"}}}}}
 	_, err = e.Evaluate(context.Background(), nil, installed, req)
 	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {
@@ -177,5 +177,24 @@ func TestOnlyVMIPAMConditionsAreReported(t *testing.T) {
   status: {conditions: [{type: Running, status: "True", reason: X, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]}}`)
 	if len(res.VMStatus.Conditions) != 1 || res.VMStatus.Conditions[0].Type != vmctrl.ConditionNetworkReady {
 		t.Errorf("conditions = %+v, want NetworkReady only", res.VMStatus.Conditions)
+	}
+}
+
+func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
+	e := newEngine(t)
+	auto := naming.AutoIPAddress("web", "ClusterNetwork", "corp")
+	live := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "uid-web",
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}},
+		Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {Type: vmv1.NetworkTypeClusterNetwork, Name: "corp"}}}}
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
+			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}
+	res := evaluate(t, e, fakeCluster(t, live, ip), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
+	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != evaluator.AllocationAuto {
+		t.Errorf("interfaces = %+v, want the removed ClusterNetwork/corp with its applied Auto allocation", res.Interfaces)
+	}
+	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.VMNetworksSpec.Changed {
+		t.Errorf("actions = %+v, want the Auto IPAddress deleted and the VM's networks-spec emptied", res.Actions)
 	}
 }

@@ -53,9 +53,27 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	h.setUp(t, ctx, dir, ns)
 	vm := h.subject(t, ctx, dir, ns)
 
-	expected := evaluatorDecisions(t, ctx, h, dir)
+	expected, inputs := evaluatorDecisions(t, ctx, h, dir)
 	live, world := h.settled(t, ctx, ns, vm, expected)
 	offline := h.ipamctl(t, ctx, dir, vm, world)
+
+	t.Run("the dry-run API and ipamctl decided from the suite's input", func(t *testing.T) {
+		for i, want := range inputs {
+			for _, side := range []struct {
+				name string
+				res  *dryrunv1.EvaluationStatus
+			}{{"dry-run API", live}, {"ipamctl", offline}} {
+				got := side.res.Interfaces[i].Decision.Trace.Input
+				if got == nil {
+					t.Errorf("interface %d: the %s's trace has no input", i, side.name)
+					continue
+				}
+				if g, w := mustJSON(t, canonical(*got)), mustJSON(t, canonical(want)); !bytes.Equal(g, w) {
+					t.Errorf("interface %d: the %s's input\n%s\nthe suite's\n%s", i, side.name, g, w)
+				}
+			}
+		}
+	})
 
 	t.Run("the evaluator, the dry-run API and ipamctl decide alike", func(t *testing.T) {
 		for i := range expected {
@@ -84,23 +102,47 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	})
 }
 
-// verdict is what a decision says, without its trace and cost (which depend on every byte of
-// the input, and the evaluator's input is written by hand).
+// verdict is what a decision says, with its provenance, without its trace and cost (which
+// depend on every byte of the input; the inputs are compared apart, canonical).
 type verdict struct {
 	Allocation            evaluator.Allocation
 	Skip, Hotplug         bool
 	Reason                evaluator.Reason
 	Message, Policy, Rule string
+	Provenance            evaluator.Provenance
 }
 
 func verdictOf(d evaluator.Decision) verdict {
 	return verdict{Allocation: d.Allocation, Skip: d.Skip, Hotplug: d.Hotplug, Reason: d.Reason, Message: d.Message,
-		Policy: d.Policy, Rule: d.Rule}
+		Policy: d.Policy, Rule: d.Rule, Provenance: d.Provenance}
+}
+
+// canonical is in without what a hand-written suite cannot know or need not repeat: the VM's
+// UID, creation time and annotations (the controller writes networks-spec there), the owner's
+// UID, an interface spec that only repeats the interface's fields; empty maps and lists as
+// absent.
+func canonical(in evaluator.Input) evaluator.Input {
+	in.VM.UID, in.VM.CreationTimestamp, in.VM.Annotations, in.IPAddress.Owner.UID = "", time.Time{}, nil, ""
+	derived := evaluator.InterfaceSpec{ID: in.Interface.ID, Type: in.Interface.Type, Name: in.Interface.Name,
+		IPAddressName: in.Interface.IPAddressName}
+	if in.Interface.Spec == derived {
+		in.Interface.Spec = evaluator.InterfaceSpec{}
+	}
+	for _, m := range []*map[string]string{&in.VM.Labels, &in.Network.Labels, &in.Namespace.Labels} {
+		if len(*m) == 0 {
+			*m = nil
+		}
+	}
+	if len(in.Holders.VMs) == 0 {
+		in.Holders.VMs = nil
+	}
+	return in
 }
 
 // evaluatorDecisions runs the case's suite through the evaluator: every expectation must
-// hold; the decisions are what the other paths must match.
-func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) []verdict {
+// hold; the decisions are what the other paths must match, and the inputs what they must
+// have decided from.
+func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []evaluator.Input) {
 	t.Helper()
 	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")))
 	if err != nil {
@@ -110,14 +152,17 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]verdict, len(results))
+	out, inputs := make([]verdict, len(results)), make([]evaluator.Input, len(results))
 	for i, r := range results {
 		if !r.Passed() {
 			t.Errorf("evaluator: %s", r)
 		}
 		out[i] = verdictOf(r.Decision)
+		if inputs[i], err = suite.CaseInput(i); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return out
+	return out, inputs
 }
 
 // settled returns the endpoint's answer for the converged VM and the world it was given for:

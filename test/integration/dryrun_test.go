@@ -224,13 +224,11 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		bogus.Spec.Networks[1].Type = "Bogus"
 		broken := drEvaluation(ns, vm)
 		broken.Spec.Policies = []runtime.RawExtension{{Raw: []byte(strings.Replace(drHoldPolicy, `"true"`, `"ipAdress.exists"`, 1))}}
-		noNetwork := build.VM(ns, "bare")
 		for _, tc := range []struct {
 			ev             *dryrunv1.Evaluation
 			field, message string
 		}{
 			{drEvaluation(ns, bogus), "spec.vm.spec.networks[1].type", `Unsupported value: "Bogus"`},
-			{drEvaluation(ns, noNetwork), "spec.vm.spec.networks", "the VM has no additional network"},
 			{broken, "spec.policies[0].spec.skipRules[0].expression", "undeclared reference to 'ipAdress'"},
 			{&dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, "spec.vm", "Required value"},
 			{drEvaluation(ns, build.VM(other, "web", build.OnClusterNetwork(network, ""))), "spec.vm.metadata.namespace", "must be the Evaluation's namespace"},

@@ -14,9 +14,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // run runs ipamctl in-process and returns its exit code, output and error output.
@@ -82,8 +84,60 @@ func TestEvaluateTableShowsWhatAuditPoliciesWouldDecide(t *testing.T) {
 	if !audit.MatchString(out) {
 		t.Errorf("output lacks the Audit policy's would-be skip of corp-static:\n%s", out)
 	}
-	if !regexp.MustCompile(`ClusterNetwork/corp-static\s+Static\s+yes\s+web-ip\s+192.168.1.5\s+default`).MatchString(out) {
+	if !regexp.MustCompile(`ClusterNetwork/corp-static\s+Static\s+yes\s+web-ip\s+192.168.1.5\s+-\s+yes\s+default\s+-\s+default\n`).MatchString(out) {
 		t.Errorf("the interface table should still show the default's decision:\n%s", out)
+	}
+}
+
+// layeredArgs evaluate the running production VM of testdata/layered with the shipped samples
+// layered over the default policy.
+var layeredArgs = []string{"evaluate", "-f", "testdata/layered/vm.yaml", "-O", "testdata/layered/world.yaml", "--assume-ready",
+	"-p", "../../../policies/default.yaml", "-p", "../../../samples/policies/prod-changes-at-restart.yaml",
+	"-p", "../../../samples/policies/tenant-shared-network.yaml"}
+
+func TestEvaluateTableShowsWhichPolicyDecidedEachPart(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", layeredArgs...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, row := range []string{
+		`INTERFACE\s+ALLOCATION\s+ATTACHED\s+IPADDRESS\s+ADDRESS\s+REASON\s+HOTPLUG\s+ALLOCATED BY\s+SKIPPED BY\s+HOTPLUG BY\n`,
+		`ClusterNetwork/shared\s+Static\s+no\s+mine\s+-\s+StaticAddressNotAllowed\s+no\s+default\s+tenant-shared-network/static-not-allowed\s+prod-changes-at-restart\n`,
+		`ClusterNetwork/corp\s+Auto\s+yes\s+web-cn-corp-kumpx7\s+10.30.0.8\s+-\s+no\s+default\s+-\s+prod-changes-at-restart\n`,
+		`ClusterNetwork/old \(removed\)\s+Auto\s+yes\s+web-cn-old-dqdpy6\s+-\s+-\s+no\s+-\s+-\s+prod-changes-at-restart\n`,
+		`pending a restart \(hotplug not allowed\): ClusterNetwork/corp, ClusterNetwork/old\n`,
+	} {
+		if !regexp.MustCompile(row).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", row, out)
+		}
+	}
+}
+
+func TestEvaluateYAMLCarriesProvenance(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", append(layeredArgs, "-o", "yaml")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ev dryrunv1.Evaluation
+	if err := yaml.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatal(err)
+	}
+	res := ev.Status
+	want := []evaluator.Provenance{
+		{Allocation: "default", Skip: "tenant-shared-network", Hotplug: "prod-changes-at-restart"},
+		{Allocation: "default", Hotplug: "prod-changes-at-restart"},
+		{Hotplug: "prod-changes-at-restart"},
+	}
+	if len(res.Interfaces) != len(want) {
+		t.Fatalf("%d interfaces, want %d:\n%s", len(res.Interfaces), len(want), out)
+	}
+	for i, w := range want {
+		if got := res.Interfaces[i].Decision.Provenance; got != w {
+			t.Errorf("interface %d provenance = %+v, want %+v", i, got, w)
+		}
+	}
+	if tr := res.Interfaces[0].Decision.Trace; tr.Input == nil || tr.Input.Interface.IPAddressName != "mine" {
+		t.Errorf("trace.input = %+v, want the input the policies saw", tr.Input)
 	}
 }
 
@@ -312,5 +366,20 @@ func TestTestReportsASuiteWithAMistypedKind(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "testdata/kind-typo/suite.yaml") || !strings.Contains(out, `kind "PolicyTests"`) ||
 		strings.Contains(out, "policy.yaml") {
 		t.Errorf("exit %d, output:\n%s%s\nwant 1 and an error for suite.yaml naming kind \"PolicyTests\", nothing about policy.yaml", code, out, errOut)
+	}
+}
+
+func TestLintWarnsWithoutFailing(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "lint", "../../../samples/cases/layering/")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (warnings do not fail lint): %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		`layering/policies.yaml#5: spec.skipRules[0].expression: warning: indexes a map without testing for the key`,
+		`layering/legacy-full-copy.yaml: spec.skipRules[3].name: warning: rule "static-missing" of this policy (priority 100) replaces rule "static-missing" of policy builtin:default (priority 1000) wherever both match`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -73,11 +73,12 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	fmt.Fprintf(w, "VirtualMachine %s/%s (%s); policies (%s): %s, then the built-in default\n\n",
 		r.VM.Namespace, r.VM.Name, exists, strings.ToLower(r.Policies.Source), orNone(strings.Join(r.Policies.Order, ", ")))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tPOLICY\tRULE\tREASON")
+	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tREASON\tHOTPLUG\tALLOCATED BY\tSKIPPED BY\tHOTPLUG BY")
 	for _, it := range r.Interfaces {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, orDash(string(it.Decision.Allocation)),
-			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Decision.Policy),
-			orDash(it.Decision.Rule), orDash(it.Reason))
+		d := it.Decision
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), orDash(string(d.Allocation)),
+			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Reason), yesNo(d.Hotplug),
+			orDash(d.Provenance.Allocation), skippedBy(d), orDash(d.Provenance.Hotplug))
 	}
 	_ = tw.Flush()
 	printAudit(w, r)
@@ -105,7 +106,7 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 			if a.Error != "" {
 				allocation, skip, rule, reason = "-", "-", "-", string(evaluator.ReasonPolicyError)+": "+a.Error
 			}
-			rows = append(rows, fmt.Sprintf("%s/%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, a.Policy, allocation, skip, rule, reason))
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), a.Policy, allocation, skip, rule, reason))
 		}
 	}
 	if len(rows) == 0 {
@@ -118,6 +119,26 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 		fmt.Fprint(tw, row)
 	}
 	_ = tw.Flush()
+}
+
+// interfaceName is "<Type>/<name>", marked when the spec no longer names the interface.
+func interfaceName(it vmctrl.InterfaceResult) string {
+	if it.Removed {
+		return it.Type + "/" + it.Name + " (removed)"
+	}
+	return it.Type + "/" + it.Name
+}
+
+// skippedBy is the policy and rule that skipped the interface ("policy/rule"), the failing
+// policy of a PolicyError, or "-".
+func skippedBy(d evaluator.Decision) string {
+	switch {
+	case d.Provenance.Skip == "":
+		return "-"
+	case d.Rule == "":
+		return d.Provenance.Skip
+	}
+	return d.Provenance.Skip + "/" + d.Rule
 }
 
 func actionLines(a dryrunv1.Actions) []string {
