@@ -72,9 +72,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	vm := &vmv1.VirtualMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Controllers.ForgetVM(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vm.DeletionTimestamp != nil {
+		metrics.Controllers.ForgetVM(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -87,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	p := plan(s)
 	metrics.Controller.Evaluated(start)
+	metrics.Controllers.SetVM(req.NamespacedName, interfaceStates(req.NamespacedName, p))
 	for _, it := range p.Interfaces {
 		metrics.Controller.Decided(it.Decision)
 	}
