@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -39,7 +40,7 @@ type Reconciler struct {
 	// PolicyChanges, when set, delivers an event (carrying the changed ClusterIPAMPolicy)
 	// whenever the policy snapshot changes; VMs are then re-evaluated.
 	PolicyChanges <-chan event.GenericEvent
-	// MaxConcurrentReconciles defaults to 4.
+	// MaxConcurrentReconciles defaults to the manager's (--max-concurrent-reconciles), else 4.
 	MaxConcurrentReconciles int
 	// Clock tells the time for FreshPendingGrace; the real clock when nil.
 	Clock clock.PassiveClock
@@ -139,7 +140,7 @@ func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, actio
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)
 	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = 4
+		r.MaxConcurrentReconciles = cmp.Or(mgr.GetControllerOptions().MaxConcurrentReconciles, 4)
 	}
 	return r.watches(ctrl.NewControllerManagedBy(mgr)).Complete(r)
 }

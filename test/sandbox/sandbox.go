@@ -91,7 +91,7 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	controller.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))) // klog too: no client-go lines between the tables
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
