@@ -29,11 +29,13 @@ demo: envtest-bins
 test: envtest-bins verify-generate vet fmt-check test-alerts
 	go test $(GO_TEST_FLAGS) ./...
 
-## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`).
+## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`)
+## with bin/kubectl_complete-ipam, kubectl's completion hook for the plugin.
 .PHONY: build
 build:
 	go build -o bin/ ./cmd/...
 	ln -sf ipamctl bin/kubectl-ipam
+	ln -sf ipamctl bin/kubectl_complete-ipam
 
 ## kubectl-ipam: bin/ipamctl and bin/kubectl-ipam; put bin/ on PATH for `kubectl ipam …`.
 .PHONY: kubectl-ipam
