@@ -42,5 +42,5 @@
 //	    when the serving certificate of an endpoint (webhook, metrics, dryrun) expires.
 //
 // A Recorder carries the source label; use Controller in reconcilers and DryRun in the
-// endpoint. Controllers holds the state the VM and policy reconcilers record.
+// endpoint. Current holds the state the VM and policy reconcilers record.
 package metrics

@@ -46,15 +46,15 @@ var (
 	}, []string{"code"})
 )
 
-// Controllers is the state of the reconcilers of this process, registered with
+// Current is the state the reconcilers of this process last decided, registered with
 // controller-runtime's registry. Only the leader reconciles, so only the leader exports
 // interface and policy series.
-var Controllers = NewState()
+var Current = NewState()
 
 func init() {
 	SetBuildInfo("", "")
 	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
-		Controllers, buildInfo, servingCertificates)
+		Current, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use

@@ -74,12 +74,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	vm := &vmv1.VirtualMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			metrics.Controllers.ForgetVM(req.NamespacedName)
+			metrics.Current.ForgetVM(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vm.DeletionTimestamp != nil {
-		metrics.Controllers.ForgetVM(req.NamespacedName)
+		metrics.Current.ForgetVM(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	p := plan(s)
 	metrics.Controller.Evaluated(start)
-	metrics.Controllers.SetVM(req.NamespacedName, interfaceStates(req.NamespacedName, p))
+	metrics.Current.SetVM(req.NamespacedName, interfaceStates(req.NamespacedName, p))
 	for _, it := range p.Interfaces {
 		metrics.Controller.Decided(it.Decision)
 	}
