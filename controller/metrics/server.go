@@ -25,6 +25,10 @@ type ServerOptions struct {
 	TLSOpts []func(*tls.Config)
 }
 
+// With Secure, the controller asks the API server about each scraper:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Server returns the metrics server options of controller-runtime's manager, and makes a
 // certificate in CertDir the "metrics" endpoint of
 // vmipam_certificate_expiration_timestamp_seconds.
