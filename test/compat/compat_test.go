@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/crds"
+	"github.com/vmipam/vmipam/test/crds"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/samples"

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/vmipam/vmipam/crds"
+	"github.com/vmipam/vmipam/test/crds"
 )
 
 // Default versions of the control plane; keep in sync with the Makefile.
@@ -25,7 +25,7 @@ const (
 
 // Options configure Start.
 type Options struct {
-	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones).
+	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones in test/crds).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// ControllerManager also runs kube-controller-manager (garbage collector, namespace).
 	ControllerManager bool
