@@ -37,6 +37,13 @@ build:
 .PHONY: kubectl-ipam
 kubectl-ipam: build
 
+## image: the controller image without a container runtime (hack/image, go-containerregistry):
+## bin/image (OCI layout) and bin/image.tar (docker/podman load). The Dockerfile builds the same.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+.PHONY: image
+image:
+	go run ./hack/image -version $(VERSION) -out bin/image
+
 ## envtest-bins: build kube-apiserver, kube-controller-manager and etcd once into $(ENVTEST_BIN_DIR).
 .PHONY: envtest-bins
 envtest-bins:
@@ -47,18 +54,25 @@ $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN)/tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(TOOLS_BIN)/tmp/controller-gen $@
 
-## generate: deepcopy and CRDs from the Go types (ours and the trimmed third-party ones).
+CHART            := deploy/helm/vmipam
+
+## generate: deepcopy and CRDs from the Go types (ours, and the trimmed third-party test
+## fixtures), the controller's RBAC from its +kubebuilder:rbac markers, and the chart's files
+## that come from Go source (CRD, webhook configuration).
 .PHONY: generate
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./policies/... paths=./crds/...
 	$(CONTROLLER_GEN) crd paths=./policies/... output:crd:dir=crds
-	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=crds/thirdparty
+	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=test/crds
+	$(CONTROLLER_GEN) rbac:roleName=vmipam-controller paths=./controller/... paths=./cmd/ipam-controller/... output:rbac:dir=$(CHART)/files
+	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
+	go run ./hack/gen-deploy $(CHART)/files
 
 ## verify-generate: fail when generated files differ from what `make generate` writes.
 .PHONY: verify-generate
 verify-generate: generate
-	@if [ -n "$$(git status --porcelain -- crds policies)" ]; then \
-	  git status --porcelain -- crds policies; git diff --stat -- crds policies; \
+	@if [ -n "$$(git status --porcelain -- crds policies test/crds $(CHART)/files)" ]; then \
+	  git status --porcelain -- crds policies test/crds $(CHART)/files; git diff --stat -- crds policies test/crds $(CHART)/files; \
 	  echo "generated files are stale: run 'make generate' and commit"; exit 1; fi
 
 .PHONY: vet

@@ -92,6 +92,10 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	return registry, nil
 }
 
+// The dry run authenticates and authorizes its callers through the API server (delegation).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // SetupDryRun adds the dry-run endpoint (DESIGN.md §5) to mgr: it answers from mgr's cache
 // and registry's snapshot with registry's compiler, writes nothing, and is a readiness check
 // ("dryrun"). It returns the server, whose address and certificate tests and the sandbox use.
