@@ -33,12 +33,14 @@ type options struct {
 	burst                  int
 	zap                    zap.Options
 	dryRun                 endpoint.Options
+	certs                  certOptions
 }
 
 func main() {
 	var o options
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
+		Version:       version,
 		Short:         "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -61,6 +63,7 @@ func main() {
 	f.StringVar(&o.dryRun.ClientCAFile, "dry-run-client-ca-file", "", "also accept client certificates signed by this CA at the dry-run endpoint")
 	f.DurationVar(&o.dryRun.Timeout, "dry-run-timeout", 10*time.Second, "longest time one dry-run answer may take")
 	f.IntVar(&o.dryRun.MaxInFlight, "dry-run-max-in-flight", endpoint.DefaultMaxInFlight, "dry runs evaluated at once; more get 429 Too Many Requests")
+	o.certs.bindFlags(f)
 	goflags := flag.NewFlagSet("", flag.ExitOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -80,6 +83,10 @@ func run(o options) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
+	ctx := ctrl.SetupSignalHandler()
+	if err := startCertRotation(ctx, cfg, o.certs); err != nil {
+		return err
+	}
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return err
@@ -91,12 +98,13 @@ func run(o options) error {
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
 		LeaderElectionNamespace: o.leaderElectNamespace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+		// Step down on SIGTERM so that the standby takes over at once, not after the lease.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})
 	if err != nil {
 		return err
 	}
-	ctx := ctrl.SetupSignalHandler()
 	registry, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits)
 	if err != nil {
 		return err
