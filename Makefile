@@ -25,7 +25,7 @@ demo: envtest-bins
 ## test: everything CI runs: generated files current, vet, gofmt, unit and envtest suites.
 .PHONY: test
 test: envtest-bins verify-generate vet fmt-check
-	go test $(GO_TEST_FLAGS) ./...
+	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 
 ## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`).
 .PHONY: build

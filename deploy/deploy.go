@@ -11,6 +11,9 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/vmipam/vmipam/internal/manifest"
 )
 
 // ChartDir is the chart's directory, relative to this package.
@@ -64,4 +67,25 @@ func Template(release, namespace string, values map[string]any) (string, error) 
 		return "", fmt.Errorf("rendering %s: %w", path.Base(ChartDir), err)
 	}
 	return rel.Manifest, nil
+}
+
+// Objects is Template decoded: the rendered objects in Helm's install order.
+func Objects(release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	rendered, err := Template(release, namespace, values)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := manifest.Split([]byte(rendered))
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(d.JSON); err != nil {
+			return nil, fmt.Errorf("rendered document %d: %w", d.Index, err)
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
 }

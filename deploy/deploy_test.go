@@ -4,19 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/deploy"
-	"github.com/vmipam/vmipam/internal/manifest"
 )
 
 // valueSets are the value combinations the chart supports; each must lint and render.
@@ -58,20 +57,12 @@ func TestLint(t *testing.T) {
 // render returns the objects of `helm template vmipam` with values, by kind and name.
 func render(t *testing.T, values map[string]any) map[string]*unstructured.Unstructured {
 	t.Helper()
-	out, err := deploy.Template("vmipam", "vmipam-system", values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := manifest.Split([]byte(out))
+	list, err := deploy.Objects("vmipam", "vmipam-system", values)
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs := map[string]*unstructured.Unstructured{}
-	for _, d := range docs {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(d.JSON); err != nil {
-			t.Fatalf("document %d: %v", d.Index, err)
-		}
+	for _, u := range list {
 		objs[u.GetKind()+"/"+u.GetName()] = u
 	}
 	return objs
