@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,6 +39,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	standIns = startManager(setupStandIns)
+	vmipamConfig = installIdentity(context.Background())
 	startVMIPAM()
 })
 
