@@ -13,7 +13,9 @@ import (
 var files embed.FS
 
 // Ours returns vmipam's own CRDs: the ones users install.
-func Ours() ([]*apiextensionsv1.CustomResourceDefinition, error) { return Load(files, "crds", "*.yaml") }
+func Ours() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return Load(files, "crds", "*.yaml")
+}
 
 // Load decodes every file of fsys matching pattern (fs.Glob) as one CRD, strictly: an unknown
 // field is an error naming dir/file. The CRDs come in the order of their file names.
