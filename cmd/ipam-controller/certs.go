@@ -31,7 +31,7 @@ type certOptions struct {
 func (o *certOptions) bindFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.secret, "cert-secret", "", "namespace/name of the Secret in which the controller keeps its own CA and serving certificate, rotated before expiry (empty: the certificate is provided, e.g. by cert-manager)")
 	f.StringSliceVar(&o.dnsNames, "cert-dns-names", nil, "DNS names of the serving certificate (<service>.<namespace>.svc of the webhook and the API)")
-	f.StringVar(&o.dir, "cert-dir", "", "directory where the --cert-secret Secret is mounted; start-up waits until its files are there")
+	f.StringVar(&o.dir, "cert-secret-dir", "", "directory where the --cert-secret Secret is mounted; start-up waits until its files are there")
 	f.StringVar(&o.webhook, "cert-inject-webhook", "", "ValidatingWebhookConfiguration whose caBundle is kept at the CA of --cert-secret")
 	f.StringVar(&o.apiService, "cert-inject-apiservice", "", "APIService whose caBundle is kept at the CA of --cert-secret")
 }
@@ -49,7 +49,7 @@ func startCertRotation(ctx context.Context, cfg *rest.Config, o certOptions) err
 	}
 	ns, name, ok := strings.Cut(o.secret, "/")
 	if !ok || ns == "" || name == "" || len(o.dnsNames) == 0 || o.dir == "" || o.webhook == "" {
-		return fmt.Errorf("--cert-secret needs the form namespace/name, with --cert-dns-names, --cert-dir and --cert-inject-webhook")
+		return fmt.Errorf("--cert-secret needs the form namespace/name, with --cert-dns-names, --cert-secret-dir and --cert-inject-webhook")
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

@@ -6,17 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	policywebhook "github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -32,12 +31,13 @@ type options struct {
 	qps                    float32
 	burst                  int
 	zap                    zap.Options
-	dryRun                 endpoint.Options
+	dryRun                 *apiserver.Options
+	operation              operation
 	certs                  certOptions
 }
 
 func main() {
-	var o options
+	o := options{dryRun: apiserver.NewOptions(), zap: controller.LogOptions()}
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
 		Version:       version,
@@ -48,7 +48,8 @@ func main() {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint, HTTPS unless --metrics-secure=false (\"0\" disables it)")
+	o.operation.bind(f)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go profiler's /debug/pprof endpoints, for finding where time and memory go (\"0\" disables it)")
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the ClusterIPAMPolicy validating webhook (0 disables it)")
@@ -57,12 +58,9 @@ func main() {
 	f.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the leader lease (default: the pod's namespace; required outside a cluster with --leader-elect)")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
-	f.StringVar(&o.dryRun.BindAddress, "dry-run-bind-address", ":8443", "address of the HTTPS dry-run endpoint (\"0\" disables it)")
-	f.StringVar(&o.dryRun.CertFile, "dry-run-cert-file", "", "PEM serving certificate of the dry-run endpoint (default: a generated self-signed one)")
-	f.StringVar(&o.dryRun.KeyFile, "dry-run-key-file", "", "PEM key of --dry-run-cert-file")
-	f.StringVar(&o.dryRun.ClientCAFile, "dry-run-client-ca-file", "", "also accept client certificates signed by this CA at the dry-run endpoint")
-	f.DurationVar(&o.dryRun.Timeout, "dry-run-timeout", 10*time.Second, "longest time one dry-run answer may take")
-	f.IntVar(&o.dryRun.MaxInFlight, "dry-run-max-in-flight", endpoint.DefaultMaxInFlight, "dry runs evaluated at once; more get 429 Too Many Requests")
+	// The dry-run API server (aggregated API dryrun.ipam.virtualization.deckhouse.io): the
+	// library's --secure-port (0 disables it), --tls-cert-file, --authentication-kubeconfig, …
+	o.dryRun.AddFlags(f)
 	o.certs.bindFlags(f)
 	goflags := flag.NewFlagSet("", flag.ExitOnError)
 	o.zap.BindFlags(goflags)
@@ -77,7 +75,7 @@ func main() {
 }
 
 func run(o options) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	controller.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -91,17 +89,23 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme: scheme, Cache: controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
 		LeaderElectionNamespace: o.leaderElectNamespace,
 		// Step down on SIGTERM so that the standby takes over at once, not after the lease.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
-	})
+		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
+			TLSOpts: o.operation.tlsOpts()}),
+	}
+	o.operation.apply(&mgrOpts, o.metricsAddr)
+	o.operation.watchCertificates(o.webhookPort, o.webhookCertDir, o.dryRun.SecureServing.ServerCert.CertKey.CertFile)
+	if !o.operation.enableHTTP2 { // the dry-run API server too, as the webhook and metrics servers
+		o.dryRun.SecureServing.DisableHTTP2Serving = true
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return err
 	}
@@ -117,7 +121,8 @@ func run(o options) error {
 			return err
 		}
 	}
-	if o.dryRun.BindAddress != "0" {
+	if o.dryRun.Enabled() {
+		delegateWith(o.dryRun)
 		if _, err := controller.SetupDryRun(mgr, registry, o.dryRun); err != nil {
 			return err
 		}
@@ -129,4 +134,25 @@ func run(o options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// delegateWith makes the dry-run API server ask the API server of --kubeconfig (or
+// $KUBECONFIG) for delegated authentication and authorization when run outside a cluster
+// with a kubeconfig and without --authentication-kubeconfig / --authorization-kubeconfig.
+// In a cluster, both default to the pod's ServiceAccount.
+func delegateWith(o *apiserver.Options) {
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		kubeconfig = f.Value.String()
+	}
+	if kubeconfig == "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return
+	}
+	kubeconfig, _, _ = strings.Cut(kubeconfig, string(os.PathListSeparator))
+	if o.Authentication.RemoteKubeConfigFile == "" {
+		o.Authentication.RemoteKubeConfigFile = kubeconfig
+	}
+	if o.Authorization.RemoteKubeConfigFile == "" {
+		o.Authorization.RemoteKubeConfigFile = kubeconfig
+	}
 }

@@ -42,12 +42,19 @@ var (
 	}, []string{"source", "policy", "outcome", "reason"})
 	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmipam_dryrun_requests_total",
-		Help: "Dry-run evaluation requests by HTTP status code.",
+		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers).",
 	}, []string{"code"})
 )
 
+// Current is the state the reconcilers of this process last decided, registered with
+// controller-runtime's registry. Only the leader reconciles, so only the leader exports
+// interface and policy series.
+var Current = NewState()
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests)
+	SetBuildInfo("", "")
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
+		Current, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use
@@ -60,7 +67,7 @@ type Recorder struct {
 var (
 	// Controller records for the reconcilers.
 	Controller = Recorder{source: SourceController}
-	// DryRun records for the dry-run endpoint.
+	// DryRun records for the dry-run API.
 	DryRun = Recorder{source: SourceDryRun}
 )
 
@@ -90,7 +97,7 @@ func (r Recorder) CompileFailed() {
 	compileErrors.WithLabelValues(r.source).Inc()
 }
 
-// Request counts one dry-run request answered with the HTTP status code.
+// Request counts one dry-run request answered with the HTTP status code (the evaluations handler's answers).
 func Request(code int) {
 	dryRunRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 }

@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -78,12 +79,14 @@ func TestInstall(t *testing.T) {
 	scheme, err := controller.NewScheme()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(dryrunv1.AddToScheme(scheme)).To(Succeed())
 	admin, err := client.New(e.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Render and apply.
 	first, second := freePorts(t), freePorts(t)
-	objs, err := deploy.Objects(release, namespace, map[string]any{"ports": first.values()})
+	objs, err := deploy.Objects(release, namespace, map[string]any{"ports": first.values(),
+		"apiService": map[string]any{"enabled": true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(admin.Create(ctx, build.Namespace(namespace))).To(Succeed())
 	apply(ctx, t, admin, objs)
@@ -127,7 +130,7 @@ func TestInstall(t *testing.T) {
 	t.Run("the webhook refuses a broken policy", func(t *testing.T) {
 		g := NewWithT(t)
 		broken := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "broken"},
-			Spec: v1alpha1.ClusterIPAMPolicySpec{Allocation: v1alpha1.Expression{Expression: "vm.nosuchfield"}}}
+			Spec: v1alpha1.ClusterIPAMPolicySpec{Allocation: &v1alpha1.Expression{Expression: "vm.nosuchfield"}}}
 		// The webhook's failurePolicy is Ignore: until the CA is injected and the API server
 		// trusts the certificate, a broken policy would be admitted; retry until refused.
 		g.Eventually(func() error {
@@ -159,6 +162,20 @@ func TestInstall(t *testing.T) {
 		}
 		g.Expect(statusAddress(ctx, admin, vmNS, "static")).To(Equal("10.10.0.200"))
 		g.Expect(statusAddress(ctx, admin, vmNS, "auto")).To(HavePrefix("10.10.0."))
+	})
+
+	t.Run("an Evaluation through the APIService answers", func(t *testing.T) {
+		g := NewWithT(t)
+		// The APIService turns Available once the CA is injected and the server answers.
+		var ev *dryrunv1.Evaluation
+		g.Eventually(func() error {
+			ev = &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: vmNS},
+				Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "auto"}}
+			return admin.Create(ctx, ev)
+		}, timeout).Should(Succeed())
+		g.Expect(ev.Status.VM.Exists).To(BeTrue(), "the evaluated VM exists")
+		g.Expect(ev.Status.Interfaces).NotTo(BeEmpty())
+		g.Expect(ev.Status.Interfaces[0].Decision.Allocation).To(BeEquivalentTo("Auto"))
 	})
 
 	t.Run("a second replica starts Ready", func(t *testing.T) {
@@ -216,7 +233,7 @@ func apply(ctx context.Context, t *testing.T, c client.Client, objs []*unstructu
 	for _, u := range objs {
 		obj := u.DeepCopy()
 		if obj.GetKind() == "Service" {
-			toExternalName(obj)
+			toExternalName(t, obj)
 		}
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("install-test"), client.ForceOwnership)
 		if err != nil {
@@ -228,9 +245,19 @@ func apply(ctx context.Context, t *testing.T, c client.Client, objs []*unstructu
 	}
 }
 
-func toExternalName(svc *unstructured.Unstructured) {
-	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-	svc.Object["spec"] = map[string]any{"type": "ExternalName", "externalName": "localhost", "ports": ports}
+// toExternalName makes u, a Service, env.LocalService's ExternalName Service to localhost.
+func toExternalName(t *testing.T, u *unstructured.Unstructured) {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+		t.Fatal(err)
+	}
+	env.LocalService(svc)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object = obj
 }
 
 func waitEstablished(ctx context.Context, t *testing.T, c client.Client, name string) {

@@ -67,7 +67,7 @@ func startReplica(t *testing.T, binary, dir, name string, args []string, p ports
 	}
 	override := map[string]string{
 		"--webhook-port":              strconv.Itoa(p.webhook),
-		"--dry-run-bind-address":      "127.0.0.1:" + strconv.Itoa(p.api),
+		"--secure-port":               strconv.Itoa(p.api),
 		"--metrics-bind-address":      "127.0.0.1:" + strconv.Itoa(p.metrics),
 		"--health-probe-bind-address": "127.0.0.1:" + strconv.Itoa(p.health),
 	}

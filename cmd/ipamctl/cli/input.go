@@ -7,7 +7,10 @@ import (
 	"io"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 )
 
 // input is what evaluate and dry-run ask about: the VMs of -f, each with the same policies
@@ -24,6 +27,8 @@ type input struct {
 type requestFlags struct {
 	files, policies, objects []string
 	output                   string
+	// recursive: directories are read with their subdirectories (-R).
+	recursive bool
 }
 
 func (f *requestFlags) load(stdin io.Reader) (*input, error) {
@@ -33,7 +38,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if err := checkOutput(f.output); err != nil {
 		return nil, err
 	}
-	docs, err := readDocuments(f.files, stdin)
+	docs, err := readDocuments(f.files, f.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +50,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if len(in.vms) == 0 {
 		return nil, errors.New("no VirtualMachine in the -f files")
 	}
-	if in.objects, err = readDocuments(f.objects, stdin); err != nil {
+	if in.objects, err = readDocuments(f.objects, f.recursive, stdin); err != nil {
 		return nil, err
 	}
 	if policies, _ := ofKind(in.objects, kindPolicy); len(policies) > 0 {
@@ -55,7 +60,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if len(f.policies) == 0 {
 		return in, nil
 	}
-	docs, err = readDocuments(f.policies, stdin)
+	docs, err = readDocuments(f.policies, f.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -108,5 +113,31 @@ func (in *input) body(vm document) ([]byte, sources, error) {
 		b.Policies = raws(in.policies)
 	}
 	data, err := json.Marshal(b)
-	return data, sources{vm: vm.source, policies: sourcesOf(in.policies), objects: sourcesOf(in.objects)}, err
+	return data, in.sources(vm), err
+}
+
+// evaluation is the Evaluation for one VM (without a namespace), and where its parts came
+// from.
+func (in *input) evaluation(vm document) (*dryrunv1.Evaluation, sources) {
+	ev := &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: vm.json},
+		Objects: extensions(in.objects)}}
+	if in.policies != nil {
+		ev.Spec.Policies = extensions(in.policies)
+	}
+	return ev, in.sources(vm)
+}
+
+func (in *input) sources(vm document) sources {
+	return sources{vm: vm.source, policies: sourcesOf(in.policies), objects: sourcesOf(in.objects)}
+}
+
+func extensions(docs []document) []runtime.RawExtension {
+	if len(docs) == 0 {
+		return nil
+	}
+	out := make([]runtime.RawExtension, len(docs))
+	for i, d := range docs {
+		out[i] = runtime.RawExtension{Raw: d.json}
+	}
+	return out
 }

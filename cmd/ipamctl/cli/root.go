@@ -30,9 +30,18 @@ const (
 	exitUsage   = 2
 )
 
+// CompletionShim is the name under which kubectl (1.26+) runs a plugin's completion: for
+// `kubectl ipam <TAB>` it runs kubectl_complete-ipam with the words typed so far. `make build`
+// links it to ipamctl, which then answers as cobra's hidden __complete command.
+const CompletionShim = "kubectl_complete-ipam"
+
 // Main runs ipamctl with args and returns the exit code. name is how the binary was
-// invoked: as kubectl-ipam, help and messages call it `kubectl ipam`.
+// invoked: as kubectl-ipam, help and messages call it `kubectl ipam`; as CompletionShim it
+// prints completions.
 func Main(ctx context.Context, name string, args []string, s Streams) int {
+	if name == CompletionShim {
+		name, args = "kubectl-ipam", append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
 	cmd := NewCommand(name, s)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
@@ -56,8 +65,8 @@ func NewCommand(name string, s Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ipamctl",
 		Short: "Evaluate VirtualMachines against vmipam policies, lint and test policies",
-		Long: "ipamctl answers \"what would vmipam do to this VM?\" offline (evaluate) or through the controller's\n" +
-			"dry-run endpoint (dry-run), and lints and tests ClusterIPAMPolicies for admins' CI.",
+		Long: "ipamctl answers \"what would vmipam do to this VM?\" offline (evaluate) or through the cluster's API\n" +
+			"server (dry-run: an Evaluation), and lints and tests ClusterIPAMPolicies for admins' CI.",
 		SilenceUsage: true, SilenceErrors: true,
 	}
 	if name == "kubectl-ipam" {
