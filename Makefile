@@ -27,7 +27,7 @@ demo: envtest-bins
 ## test: everything CI runs: generated files current, vet, gofmt, unit and envtest suites.
 .PHONY: test
 test: envtest-bins verify-generate vet fmt-check test-alerts
-	go test $(GO_TEST_FLAGS) ./...
+	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 
 ## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`)
 ## with bin/kubectl_complete-ipam, kubectl's completion hook for the plugin.
@@ -40,6 +40,13 @@ build:
 ## kubectl-ipam: bin/ipamctl and bin/kubectl-ipam; put bin/ on PATH for `kubectl ipam …`.
 .PHONY: kubectl-ipam
 kubectl-ipam: build
+
+## image: the controller image without a container runtime (hack/image, go-containerregistry):
+## bin/image (OCI layout) and bin/image.tar (docker/podman load). The Dockerfile builds the same.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+.PHONY: image
+image:
+	go run ./hack/image -version $(VERSION) -out bin/image
 
 ## envtest-bins: build kube-apiserver, kube-controller-manager and etcd once into $(ENVTEST_BIN_DIR).
 .PHONY: envtest-bins
@@ -63,19 +70,27 @@ test-alerts: $(PROMTOOL)
 	$(PROMTOOL) check rules deploy/monitoring/alerts.yaml
 	cd deploy/monitoring && $(PROMTOOL) test rules alerts_test.yaml
 
-## generate: deepcopy and CRDs from the Go types (ours and the trimmed third-party ones), and the dry-run API's schema.
+CHART            := deploy/helm/vmipam
+
+## generate: deepcopy and CRDs from the Go types (ours, and the trimmed third-party test
+## fixtures), the dry-run API's schema, the controller's RBAC from its +kubebuilder:rbac
+## markers, and the chart's files that come from Go source (CRD, webhook configuration).
 .PHONY: generate
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./policies/... paths=./crds/... paths=./controller/dryrun/v1alpha1/...
 	$(CONTROLLER_GEN) crd paths=./policies/... output:crd:dir=crds
 	$(CONTROLLER_GEN) crd paths=./controller/dryrun/v1alpha1/... output:crd:dir=controller/dryrun/v1alpha1/openapi
-	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=crds/thirdparty
+	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=test/crds
+	$(CONTROLLER_GEN) rbac:roleName=vmipam-controller paths=./controller/... paths=./cmd/ipam-controller/... output:rbac:dir=$(CHART)/files
+	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
+	go run ./hack/gen-deploy $(CHART)/files
 
 ## verify-generate: fail when generated files differ from what `make generate` writes.
 .PHONY: verify-generate
 verify-generate: generate
-	@if [ -n "$$(git status --porcelain -- crds policies controller/dryrun/v1alpha1)" ]; then \
-	  git status --porcelain -- crds policies controller/dryrun/v1alpha1; git diff --stat -- crds policies controller/dryrun/v1alpha1; \
+	@if [ -n "$$(git status --porcelain -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files)" ]; then \
+	  git status --porcelain -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files; \
+	  git diff --stat -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files; \
 	  echo "generated files are stale: run 'make generate' and commit"; exit 1; fi
 
 .PHONY: vet

@@ -96,6 +96,12 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	return registry, nil
 }
 
+// The dry-run API server authenticates and authorizes its callers through the API server
+// (delegation) and reads the front-proxy CA the API server publishes in kube-system.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=extension-apiserver-authentication,verbs=get;list;watch
+
 // SetupDryRun adds the dry-run API server (DESIGN.md §5) to mgr: it answers Evaluations from
 // mgr's cache and registry's snapshot with registry's compiler, on every replica, writes
 // nothing, and is a readiness check ("dryrun"). Its options must be valid (the serving

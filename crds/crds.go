@@ -9,41 +9,30 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed *.yaml thirdparty/*.yaml
+//go:embed *.yaml
 var files embed.FS
 
-// Ours returns vmipam's own CRDs.
-func Ours() ([]*apiextensionsv1.CustomResourceDefinition, error) { return load("*.yaml") }
-
-// ThirdParty returns the trimmed SDN and virtualization CRDs.
-func ThirdParty() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return load("thirdparty/*.yaml")
+// Ours returns vmipam's own CRDs: the ones users install.
+func Ours() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return Load(files, "crds", "*.yaml")
 }
 
-// All returns Ours and ThirdParty together.
-func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	ours, err := Ours()
-	if err != nil {
-		return nil, err
-	}
-	theirs, err := ThirdParty()
-	return append(ours, theirs...), err
-}
-
-func load(pattern string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	names, err := fs.Glob(files, pattern)
+// Load decodes every file of fsys matching pattern (fs.Glob) as one CRD, strictly: an unknown
+// field is an error naming dir/file. The CRDs come in the order of their file names.
+func Load(fsys fs.FS, dir, pattern string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, name := range names {
-		data, err := files.ReadFile(name)
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return nil, fmt.Errorf("crds/%s: %w", name, err)
+			return nil, fmt.Errorf("%s/%s: %w", dir, name, err)
 		}
 		out = append(out, crd)
 	}

@@ -33,12 +33,14 @@ type options struct {
 	zap                    zap.Options
 	dryRun                 *apiserver.Options
 	operation              operation
+	certs                  certOptions
 }
 
 func main() {
 	o := options{dryRun: apiserver.NewOptions(), zap: controller.LogOptions()}
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
+		Version:       version,
 		Short:         "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -59,6 +61,7 @@ func main() {
 	// The dry-run API server (aggregated API dryrun.ipam.virtualization.deckhouse.io): the
 	// library's --secure-port (0 disables it), --tls-cert-file, --authentication-kubeconfig, …
 	o.dryRun.AddFlags(f)
+	o.certs.bindFlags(f)
 	goflags := flag.NewFlagSet("", flag.ExitOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -78,6 +81,10 @@ func run(o options) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
+	ctx := ctrl.SetupSignalHandler()
+	if err := startCertRotation(ctx, cfg, o.certs); err != nil {
+		return err
+	}
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return err
@@ -88,6 +95,8 @@ func run(o options) error {
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
 		LeaderElectionNamespace: o.leaderElectNamespace,
+		// Step down on SIGTERM so that the standby takes over at once, not after the lease.
+		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
 			TLSOpts: o.operation.tlsOpts()}),
 	}
@@ -100,7 +109,6 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ctx := ctrl.SetupSignalHandler()
 	registry, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits)
 	if err != nil {
 		return err

@@ -9,17 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/vmipam/vmipam/crds"
+	testcrds "github.com/vmipam/vmipam/test/crds"
 )
 
 // schemas validates objects of the custom kinds against the OpenAPI schemas of their CRDs,
 // as the API server would on create: types, enums, required fields, lengths, patterns. The
-// schemas are those vmipam ships (ours and the trimmed third-party ones); a field the trimmed
-// schema does not know is not an error, since the real CRD may have it.
+// schemas are ours and the trimmed third-party ones (test/crds, generated from the Go types
+// vmipam reads; not installable, but the best offline description of those kinds — the
+// controller could check against the cluster's CRDs instead); a field the trimmed schema does
+// not know is not an error, since the real CRD may have it.
 type schemas map[schema.GroupVersionKind]validation.SchemaValidator
 
 func loadSchemas() (schemas, error) {
-	all, err := crds.All()
+	all, err := testcrds.All()
 	if err != nil {
 		return nil, fmt.Errorf("loading CRDs: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/vmipam/vmipam/policies"
 )
 
+// +kubebuilder:rbac:groups=ipam.virtualization.deckhouse.io,resources=clusteripampolicies,verbs=create
+
 // ApplyDefaults creates each shipped default policy that does not exist. An existing policy of
 // the same name is left exactly as it is, so an admin's edit is never overwritten; deleting a
 // default policy brings it back at the next start (the built-in default decides meanwhile).

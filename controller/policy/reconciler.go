@@ -73,6 +73,9 @@ func (r *Reconciler) compile(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy)
 	return out, serving
 }
 
+// The last good generation is an annotation on the policy itself (merge patch).
+// +kubebuilder:rbac:groups=ipam.virtualization.deckhouse.io,resources=clusteripampolicies,verbs=get;list;watch;patch
+
 // persistLastGood makes p's AnnotationLastGood record serving (nil: leave it as it is, since
 // nothing better is known). It is a metadata-only patch, which does not change the
 // generation. A spec too large for an annotation is not stored, and an older stored
@@ -106,6 +109,8 @@ func (r *Reconciler) persistLastGood(ctx context.Context, p, serving *v1alpha1.C
 	}
 	return nil
 }
+
+// +kubebuilder:rbac:groups=ipam.virtualization.deckhouse.io,resources=clusteripampolicies/status,verbs=patch
 
 // writeStatus patches p's status when the outcome changes it.
 func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy, out outcome) error {

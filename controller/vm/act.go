@@ -61,6 +61,17 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	return r.writeStatus(ctx, s, p)
 }
 
+// RBAC for execute: Auto IPAddresses are created and deleted (get re-reads one after
+// AlreadyExists); their controller reference to the VM sets blockOwnerDeletion, which the
+// OwnerReferencesPermissionEnforcement admission plugin allows only to whoever may update the
+// VM's finalizers; networks-spec is merge-patched on VMs and launcher pods; events (the
+// events.k8s.io recorder) say what was created or deleted and why an interface is skipped.
+// +kubebuilder:rbac:groups=network.deckhouse.io,resources=ipaddresses,verbs=create;delete
+// +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/finalizers,verbs=update
+// +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // errForeignIPAddress is returned when Create finds an object of our name with another owner
 // that the cache has not shown yet; the retry observes it and reports IPAddressConflict.
 var errForeignIPAddress = errors.New("IPAddress exists with another owner")

@@ -155,6 +155,8 @@ func problemItems(s *scope) []string {
 	return items
 }
 
+// +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/status,verbs=patch
+
 // writeStatus patches status when the plan changed it, with optimistic locking so that a
 // concurrent writer of other status fields is never overwritten with stale data.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, p *Plan) error {

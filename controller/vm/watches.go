@@ -23,6 +23,12 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
+// RBAC for what the VM reconciler reads through the cache (list and watch) and gets.
+// +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.deckhouse.io,resources=ipaddresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.deckhouse.io,resources=networks;clusternetworks,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods;namespaces,verbs=list;watch
+
 // watches wires every input of a VM's decisions to the VMs it affects; every mapping is an
 // indexed cache read.
 func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {

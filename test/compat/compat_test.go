@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/crds"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/samples"
+	"github.com/vmipam/vmipam/test/crds"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sandbox"
 	"github.com/vmipam/vmipam/test/sim/sdn"

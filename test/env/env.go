@@ -1,6 +1,7 @@
 package env
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,12 +10,18 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/vmipam/vmipam/crds"
+	"github.com/vmipam/vmipam/test/crds"
 )
 
 // Default versions of the control plane; keep in sync with the Makefile.
@@ -25,7 +32,7 @@ const (
 
 // Options configure Start.
 type Options struct {
-	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones).
+	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones in test/crds).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// ControllerManager also runs kube-controller-manager (garbage collector, namespace,
 	// ClusterRole aggregation).
@@ -218,4 +225,30 @@ func (e *Environment) Stop() error {
 		errs = append(errs, os.RemoveAll(e.Dir))
 	}
 	return errors.Join(errs...)
+}
+
+// ServiceAccount returns a client configuration and the path of a kubeconfig (in Dir) that
+// authenticate as the ServiceAccount namespace/name with a TokenRequest token valid for an
+// hour — no admin credentials — so that a controller under test has exactly the RBAC its
+// manifests grant.
+func (e *Environment) ServiceAccount(ctx context.Context, namespace, name string) (*rest.Config, string, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("token of ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = tr.Status.Token
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
+	kc.CurrentContext = name
+	path := filepath.Join(e.Dir, "serviceaccount-"+namespace+"-"+name+".kubeconfig")
+	return cfg, path, clientcmd.WriteToFile(*kc, path)
 }

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -34,12 +35,19 @@ var (
 	mgrMu     sync.Mutex
 )
 
-// startManager starts a manager with the given setup and returns a handle to stop it.
-// Controller names must be unique per process, so every manager skips the name check.
+// startManager starts a manager with the given setup as the admin and returns a handle to
+// stop it.
 func startManager(setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
 	GinkgoHelper()
+	return startManagerAs(testEnv.Config, setup)
+}
+
+// startManagerAs starts a manager authenticated by cfg. Controller names must be unique per
+// process, so every manager skips the name check.
+func startManagerAs(cfg *rest.Config, setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
+	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: scheme,
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme,
 		Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptrTrue()}})
 	Expect(err).NotTo(HaveOccurred())
@@ -69,11 +77,11 @@ func setupStandIns(_ context.Context, mgr ctrl.Manager) error {
 	return vmruntime.New(nil).SetupWithManager(mgr)
 }
 
-// startVMIPAM (re)starts the vmipam controller of the suite.
+// startVMIPAM (re)starts the vmipam controller of the suite, as the chart's ServiceAccount.
 func startVMIPAM() {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
-	vmipamMgr = startManager(setupVMIPAM)
+	vmipamMgr = startManagerAs(vmipamConfig, setupVMIPAM)
 }
 
 // stopVMIPAM stops the vmipam controller of the suite; the stand-ins keep running.

@@ -83,7 +83,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 	})
 
 	It("never creates a second Auto IPAddress with two controller replicas running", func() {
-		second := startManager(setupVMIPAM)
+		second := startManagerAs(vmipamConfig, setupVMIPAM)
 		defer second.stop()
 		corp := pooledClusterNetwork(ctx, ns, "10.22.0.0/24")
 		createConcurrently(ctx, 30, func(i int) client.Object {

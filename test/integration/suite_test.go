@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,6 +64,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	standIns = startManager(setupStandIns)
+	vmipamConfig = installIdentity(context.Background())
 	startVMIPAM()
 })
 
