@@ -83,6 +83,8 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=test/crds
 	$(CONTROLLER_GEN) rbac:roleName=vmipam-controller paths=./controller/... paths=./cmd/ipam-controller/... output:rbac:dir=$(CHART)/files
 	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
+	cp crds/rbac/dryrun.yaml $(CHART)/files/dryrun-roles.yaml
+	cp deploy/monitoring/metrics-reader.yaml $(CHART)/files/metrics-reader.yaml
 	go run ./hack/gen-deploy $(CHART)/files
 
 ## verify-generate: fail when generated files differ from what `make generate` writes.

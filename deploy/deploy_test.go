@@ -148,3 +148,23 @@ func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
 		t.Fatal(err)
 	}
 }
+
+func TestCallerRolesShipWithTheChart(t *testing.T) {
+	objs := render(t, nil)
+	for _, name := range []string{"vmipam:dryrun:evaluator", "vmipam:dryrun:policy-evaluator", "vmipam-metrics-reader"} {
+		role, ok := objs["ClusterRole/"+name]
+		if !ok {
+			t.Errorf("the chart has no ClusterRole %s", name)
+			continue
+		}
+		if role.GetLabels()["app.kubernetes.io/name"] == "" {
+			t.Errorf("ClusterRole %s lacks the chart's labels: %v", name, role.GetLabels())
+		}
+	}
+	if got := render(t, map[string]any{"callerRoles": false}); got["ClusterRole/vmipam:dryrun:evaluator"] != nil {
+		t.Error("callerRoles: false still renders the evaluator role")
+	}
+	if agg := objs["ClusterRole/vmipam:dryrun:evaluator"]; agg != nil && agg.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"] != "true" {
+		t.Errorf("the evaluator role no longer aggregates into edit: %v", agg.GetLabels())
+	}
+}
