@@ -85,6 +85,7 @@ generate: $(CONTROLLER_GEN)
 	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
 	cp crds/rbac/dryrun.yaml $(CHART)/files/dryrun-roles.yaml
 	cp deploy/monitoring/metrics-reader.yaml $(CHART)/files/metrics-reader.yaml
+	cp deploy/monitoring/alerts.yaml $(CHART)/files/alerts.yaml
 	go run ./hack/gen-deploy $(CHART)/files
 
 ## verify-generate: fail when generated files differ from what `make generate` writes.

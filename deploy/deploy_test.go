@@ -21,6 +21,8 @@ import (
 // valueSets are the value combinations the chart supports; each must lint and render.
 var valueSets = map[string]map[string]any{
 	"defaults": nil,
+	"monitoring": {"monitoring": map[string]any{
+		"prometheusRule": map[string]any{"enabled": true}, "serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}},
 	"cert-manager, API, network policies": {
 		"certificates":  map[string]any{"mode": "cert-manager"},
 		"apiService":    map[string]any{"enabled": true},
@@ -166,5 +168,47 @@ func TestCallerRolesShipWithTheChart(t *testing.T) {
 	}
 	if agg := objs["ClusterRole/vmipam:dryrun:evaluator"]; agg != nil && agg.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"] != "true" {
 		t.Errorf("the evaluator role no longer aggregates into edit: %v", agg.GetLabels())
+	}
+}
+
+func TestMonitoringObjectsCarryTheTestedAlerts(t *testing.T) {
+	if objs := render(t, nil); objs["PrometheusRule/vmipam"] != nil || objs["ServiceMonitor/vmipam"] != nil {
+		t.Fatal("monitoring objects rendered by default (they need the Prometheus Operator's CRDs)")
+	}
+	objs := render(t, map[string]any{"monitoring": map[string]any{
+		"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}},
+		"serviceMonitor": map[string]any{"enabled": true}}})
+	rule := objs["PrometheusRule/vmipam"]
+	if rule == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	if rule.GetLabels()["release"] != "prom" {
+		t.Errorf("PrometheusRule labels %v lack the value's", rule.GetLabels())
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	alerts := 0
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			r := r.(map[string]any)
+			if r["alert"] == nil {
+				continue
+			}
+			alerts++
+			if url, _, _ := unstructured.NestedString(r, "annotations", "runbook_url"); url == "" {
+				t.Errorf("alert %v has no runbook_url", r["alert"])
+			}
+		}
+	}
+	if alerts < 10 {
+		t.Errorf("the PrometheusRule has %d alerts; deploy/monitoring/alerts.yaml has more", alerts)
+	}
+	sm := objs["ServiceMonitor/vmipam"]
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 || eps[0].(map[string]any)["scheme"] != "https" || eps[0].(map[string]any)["port"] != "metrics" {
+		t.Errorf("ServiceMonitor endpoints %v: want one https endpoint on port metrics", eps)
 	}
 }
