@@ -33,7 +33,7 @@ test: envtest-bins verify-generate vet fmt-check test-alerts
 ## with bin/kubectl_complete-ipam, kubectl's completion hook for the plugin.
 .PHONY: build
 build:
-	go build -o bin/ ./cmd/...
+	go build -ldflags "-X main.version=$(VERSION) -X github.com/vmipam/vmipam/cmd/ipamctl/cli.Version=$(VERSION)" -o bin/ ./cmd/...
 	ln -sf ipamctl bin/kubectl-ipam
 	ln -sf ipamctl bin/kubectl_complete-ipam
 

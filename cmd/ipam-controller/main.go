@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	policywebhook "github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
@@ -75,6 +76,9 @@ func main() {
 }
 
 func run(o options) error {
+	if version != "dev" { // unstamped: vmipam_build_info falls back to what Go recorded
+		metrics.SetBuildInfo(version, "") // the same string as --version
+	}
 	controller.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -76,7 +76,7 @@ func NewCommand(name string, s Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newEvaluateCommand(s), newDryRunCommand(s), newLintCommand(s), newTestCommand(s))
+	root.AddCommand(newEvaluateCommand(s), newDryRunCommand(s), newLintCommand(s), newTestCommand(s), newVersionCommand(s))
 	return root
 }
 

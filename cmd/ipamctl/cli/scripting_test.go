@@ -99,3 +99,13 @@ func TestKubectlCompletesThePluginThroughTheShim(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionPrintsTheStampedVersion(t *testing.T) {
+	saved := cli.Version
+	defer func() { cli.Version = saved }()
+	cli.Version = "v9.9.9-test"
+	code, out, errOut := run(t, "ipamctl", "version")
+	if code != 0 || !strings.HasPrefix(out, "ipamctl v9.9.9-test (go") {
+		t.Errorf("exit %d, output %q (%s), want the stamped version", code, out, errOut)
+	}
+}
