@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
+	"github.com/vmipam/vmipam/controller/metrics"
 	policywebhook "github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
 )
