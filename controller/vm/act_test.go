@@ -27,7 +27,9 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 	for _, podFails := range []bool{false, true} {
 		vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-x"}}
-		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v-auto", UID: "ip-uid"}}
+		auto := autoOf(vm, "corp", "10.0.0.5")
+		ip := &auto
+		ip.ResourceVersion = ""
 		var writes []string
 		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, pod, ip).
 			WithInterceptorFuncs(interceptor.Funcs{
@@ -44,12 +46,15 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 				},
 			}).Build()
 		r := &Reconciler{Client: c, APIReader: c}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
+			t.Fatal(err)
+		}
 		s := &scope{vm: vm, pods: []corev1.Pod{*pod}, owned: []sdnv1.IPAddress{*ip}}
-		p := &Plan{DeleteIPAddresses: []string{"v-auto"},
+		p := &Plan{DeleteIPAddresses: []string{ip.Name},
 			VMNetworksSpec: NetworksSpecWrite{Changed: true, value: "[]"},
 			Pods:           []PodWrite{{NetworksSpecWrite: NetworksSpecWrite{Changed: true, value: "[]"}}}}
 		err := r.execute(context.Background(), s, p)
-		want := []string{"patch v", "patch virt-launcher-v-x", "delete v-auto"}
+		want := []string{"patch v", "patch virt-launcher-v-x", "delete " + ip.Name}
 		if podFails {
 			want = want[:2]
 		}

@@ -34,9 +34,11 @@ func statusScope() *scope {
 		{Type: "ClusterNetwork", Name: "gone", IPAddress: "10.0.0.9"},
 	}
 	vm.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: "True", Reason: "AgentReady"}}
-	return &scope{vm: vm, interfaces: []*iface{
+	auto := allocatedIP("v-cn-x", "10.0.0.7")
+	return &scope{vm: vm, ipAddresses: map[string]*sdnv1.IPAddress{auto.Name: auto}, interfaces: []*iface{
 		{index: 1, spec: vm.Spec.Networks[1], key: "ClusterNetwork/x", dupOf: -1,
-			decision: evaluator.Decision{Allocation: evaluator.AllocationAuto}, auto: allocatedIP("v-cn-x", "10.0.0.7")},
+			decision: evaluator.Decision{Allocation: evaluator.AllocationAuto}, auto: auto, autoName: auto.Name,
+			attached: &sdnv1.NetworksSpecEntry{Type: "ClusterNetwork", Name: "x", IPAddressNames: []string{auto.Name}}},
 		{index: 2, spec: vm.Spec.Networks[2], key: "Network/x", dupOf: -1,
 			decision: evaluator.Decision{Allocation: evaluator.AllocationStatic, Skip: true},
 			problem:  &problem{"IPAddressNotFound", "IPAddress s does not exist"}},
@@ -125,19 +127,26 @@ func (r *recordingRecorder) Eventf(_, _ runtime.Object, _, _, _, note string, ar
 	r.notes = append(r.notes, fmt.Sprintf(note, args...))
 }
 
-// TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached: a policy error (or a network
-// flap) does not unplug an interface a pod carries, so status keeps showing its address.
-func TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached(t *testing.T) {
+// TestStatusShowsTheAddressOfTheAttachedNIC: status describes the NIC the guest has. An
+// interface that a transient problem (a policy error, a network flap) or a change held back
+// until restart leaves with an older entry than the spec asks for shows the address of the
+// IPAddress that entry carries; an interface that is not attached shows none.
+func TestStatusShowsTheAddressOfTheAttachedNIC(t *testing.T) {
 	s := statusScope()
+	s.ipAddresses["ip-a"] = allocatedIP("ip-a", "10.0.0.31")
+	s.ipAddresses["ip-b"] = allocatedIP("ip-b", "10.0.0.32")
 	it := s.interfaces[0]
-	it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError}
-	it.problem = &problem{string(evaluator.ReasonPolicyError), "policy p: spec.skipRules[0].expression: no such key: nope"}
-	if got := address(it); got != "" {
-		t.Fatalf("address of a skipped, not kept interface = %q", got)
+	it.spec.IPAddressName = "ip-b"
+	it.static = s.ipAddresses["ip-b"]
+	it.decision = evaluator.Decision{Allocation: evaluator.AllocationStatic, Skip: true, Reason: evaluator.ReasonNetworkNotReady}
+	it.problem = &problem{string(evaluator.ReasonNetworkNotReady), "not ready"}
+	it.attached = &sdnv1.NetworksSpecEntry{Type: "ClusterNetwork", Name: "x", IPAddressNames: []string{"ip-a"}}
+	if got := address(s, it); got != "10.0.0.31" {
+		t.Errorf("address of a kept interface = %q, want ip-a's 10.0.0.31 (the spec's ip-b is not attached)", got)
 	}
-	it.kept = true
-	if got := address(it); got != "10.0.0.7" {
-		t.Errorf("address of a kept interface = %q, want 10.0.0.7", got)
+	it.attached = nil
+	if got := address(s, it); got != "" {
+		t.Errorf("address of an interface that is not attached = %q", got)
 	}
 }
 
