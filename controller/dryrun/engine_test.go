@@ -58,6 +58,7 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning, Networks: []vmv1.NetworksStatus{
 			{Type: vmv1.NetworkTypeClusterNetwork, Name: "corp", MACAddress: "02:00:00:00:00:01"}}}}
 	auto := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-cn-corp-x", UID: "uid-ip",
+		Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/gone"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "gone"}}}
