@@ -62,7 +62,13 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "gone"}}}
-	base := fakeCluster(t, live, auto)
+	// corp's Auto IPAddress is allocated already: a plan still waiting for SDN would delete nothing.
+	current := auto.DeepCopy()
+	current.Name, current.UID = naming.AutoIPAddress("web", "ClusterNetwork", "corp"), "uid-ip-corp"
+	current.Annotations = map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}
+	current.Spec.NetworkRef.Name = "corp"
+	current.Status = sdnv1.IPAddressStatus{Address: "10.0.0.5", Phase: sdnv1.IPAddressPhaseAllocated}
+	base := fakeCluster(t, live, auto, current)
 	res := evaluate(t, e, base, nil, vmOnCorp+"objects: ["+corp+"]")
 	if !res.VM.Exists || res.VM.UID != "uid-web" {
 		t.Errorf("VM = %+v, want the live one's UID", res.VM)
