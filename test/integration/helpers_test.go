@@ -149,6 +149,18 @@ func podSpecFor(ctx context.Context, ns, podName, typ, network string) *sdnv1.Ne
 	return nil
 }
 
+// onlyPodEntry polls the networks-spec entry for ClusterNetwork network of the VM's launcher
+// pod; nil while the VM has not exactly one pod, or the pod has no such entry.
+func onlyPodEntry(ctx context.Context, ns, vm, network string) func() *sdnv1.NetworksSpecEntry {
+	return func() *sdnv1.NetworksSpecEntry {
+		pods := launcherPods(ctx, ns, vm)
+		if len(pods) != 1 {
+			return nil
+		}
+		return podSpecFor(ctx, ns, pods[0].Name, "ClusterNetwork", network)
+	}
+}
+
 // ipAddresses lists the namespace's IPAddresses.
 func ipAddresses(ctx context.Context, ns string) []sdnv1.IPAddress {
 	GinkgoHelper()

@@ -173,15 +173,7 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 	BeforeEach(func() {
 		ctx, ns, corp = pooledWorld("10.60.0.0/24", "10.60.0.10-10.60.0.40")
 	})
-	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry {
-		return func() *sdnv1.NetworksSpecEntry {
-			pods := launcherPods(ctx, ns, vm)
-			if len(pods) != 1 {
-				return nil
-			}
-			return podSpecFor(ctx, ns, pods[0].Name, "ClusterNetwork", corp)
-		}
-	}
+	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry { return onlyPodEntry(ctx, ns, vm, corp) }
 
 	It("keeps a status change another writer made while vmipam wrote networks-spec", func() {
 		var once sync.Once
