@@ -216,10 +216,13 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Expect(k8s.Update(ctx, &pod)).To(Succeed())
 		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
 
-		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) {
-			vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff
-			vm.Spec.Networks = vm.Spec.Networks[:1]
-		})
+		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
+		Eventually(func() *metav1.Time { // the guest shuts down on the address it has
+			live := &corev1.Pod{}
+			Expect(k8s.Get(ctx, keyOf(ns, pod.Name), live)).To(Succeed())
+			return live.DeletionTimestamp
+		}, timeout, interval).ShouldNot(BeNil())
+		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []string { return networksSpecNames(getVM(ctx, ns, "v")) }, timeout, interval).Should(BeEmpty())
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "2s", interval).Should(BeEmpty())
 		removeFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
