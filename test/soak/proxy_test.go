@@ -3,6 +3,8 @@ package soak
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -69,8 +71,8 @@ func newFaultProxy(cfg *rest.Config, seed uint64) (*faultProxy, error) {
 			r.Out.Host = target.Host
 		},
 		Transport:     transport,
-		FlushInterval: -1, // watches stream
-		ErrorLog:      nil,
+		FlushInterval: -1,                         // watches stream
+		ErrorLog:      log.New(io.Discard, "", 0), // cut watches are the point, not news
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -128,17 +130,47 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, fault)
 		return
 	}
-	if r.Method != http.MethodGet && !lease {
-		p.writes.Add(1)
-		p.lastPath.Store(r.Method + " " + r.URL.Path)
-	}
 	if cut > 0 {
 		p.injected.Add(1)
 		ctx, cancel := context.WithTimeout(r.Context(), cut)
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	p.proxy.ServeHTTP(w, r)
+	rec := &statusRecorder{ResponseWriter: w}
+	p.proxy.ServeHTTP(rec, r)
+	if r.Method != http.MethodGet && !lease && rec.code < 300 { // a write that changed something
+		p.writes.Add(1)
+		p.lastPath.Store(r.Method + " " + r.URL.Path)
+	}
+}
+
+// statusRecorder remembers the status code of a response; Flush passes through, for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // writeStatus answers with a Kubernetes Status of the fault's code.

@@ -31,9 +31,9 @@ import (
 
 // Settings, from the environment (make soak sets them):
 //
-//	VMIPAM_SOAK_DURATION  how long operations stream (default 70s: the short run of make test)
+//	VMIPAM_SOAK_DURATION  how long operations stream (default 60s: the short run of make test)
 //	VMIPAM_SOAK_SEED      the stream's seed (default 1); a failure prints it
-//	VMIPAM_SOAK_QUIET     operations between quiet points (default 150)
+//	VMIPAM_SOAK_QUIET     operations between quiet points (default 250)
 //	VMIPAM_SOAK_REPORT    a Markdown file to append the run's table row to
 type settings struct {
 	duration time.Duration
@@ -43,7 +43,7 @@ type settings struct {
 }
 
 func settingsFromEnv(t *testing.T) settings {
-	s := settings{duration: 70 * time.Second, seed: 1, quiet: 150, report: os.Getenv("VMIPAM_SOAK_REPORT")}
+	s := settings{duration: 60 * time.Second, seed: 1, quiet: 250, report: os.Getenv("VMIPAM_SOAK_REPORT")}
 	var err error
 	if v := os.Getenv("VMIPAM_SOAK_DURATION"); v != "" {
 		if s.duration, err = time.ParseDuration(v); err != nil {
@@ -96,7 +96,16 @@ func TestSoak(t *testing.T) {
 	st := settingsFromEnv(t)
 	t.Logf("soak: seed %d, %v of operations, a quiet point every %d", st.seed, st.duration, st.quiet)
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	e, err := env.Start(env.Options{ControllerManager: true})
+	dir, err := os.MkdirTemp("", "vmipam-soak-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // the controllers' logs stay for a failed run
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	e, err := env.Start(env.Options{ControllerManager: true, Dir: dir})
 	if e != nil {
 		defer func() { _ = e.Stop() }()
 	}
@@ -194,10 +203,10 @@ func run(t *testing.T, ctx context.Context, st settings, w *world, proxy *faultP
 	resync(t, ctx, w, proxy, rs, res)
 }
 
-// inject maybe injects a fault: about one in 25 operations.
+// inject maybe injects a fault: about one in 20 operations.
 func inject(t *testing.T, rng *rand.Rand, w *world, proxy *faultProxy, rs *replicaSet, res *results) {
 	switch rng.IntN(100) {
-	case 0: // kill -9 the leader
+	case 0, 4: // kill -9 the leader
 		if i := rs.leader(); i >= 0 {
 			w.record("fault: kill -9 replica %d (the leader)", i)
 			if err := rs.bounce(i, syscall.SIGKILL); err != nil {
