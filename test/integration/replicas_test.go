@@ -86,7 +86,9 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		settled()
 		before := calls.total(func(c *callCounter) map[string]int { return c.reconciles })
 		time.Sleep(2*vmctrl.FreshPendingGrace + 2*time.Second)
-		Expect(calls.total(func(c *callCounter) map[string]int { return c.reconciles }) - before).To(BeNumerically("<=", 100))
+		window := calls.total(func(c *callCounter) map[string]int { return c.reconciles }) - before
+		AddReportEntry("reconciles of 100 settled VMs in the window", window)
+		Expect(window).To(BeNumerically("<=", 100))
 	})
 
 	It("keeps one stable Auto IPAddress per VM, bounded writes and no conflict with two controller replicas running", func() {
@@ -113,6 +115,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		// Per VM: its IPAddress, its networks-spec and its pod's, its status — a few conflict
 		// retries on top, from two replicas and the VM-runtime stand-in writing the same VM.
 		vm, most := calls.most()
+		AddReportEntry("most writes of one VM", fmt.Sprintf("%s: %d", vm, most))
 		Expect(most).To(BeNumerically("<=", 12), "VM %s: %d writes", vm, most)
 		var evs eventsv1.EventList
 		Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())

@@ -116,7 +116,8 @@ func (p *faultProxy) roll(watch bool) (fault string, delay, cut time.Duration) {
 // ServeHTTP forwards r, or answers it with an injected fault.
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	watch := r.URL.Query().Get("watch") == "true"
-	lease := strings.Contains(r.URL.Path, "/leases")
+	// Leader election: the lease and its LeaderElection events in the lease's namespace.
+	lease := strings.Contains(r.URL.Path, "/leases") || strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"+leaseNamespace+"/events")
 	fault, delay, cut := p.roll(watch)
 	if lease { // losing the lease is a fault of its own (a kill), not of every request
 		fault, cut = "", 0

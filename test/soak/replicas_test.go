@@ -15,6 +15,9 @@ import (
 // replicaCount is how many controller replicas run, under leader election.
 const replicaCount = 2
 
+// leaseNamespace holds the replicas' leader lease.
+const leaseNamespace = "default"
+
 // buildController builds cmd/ipam-controller into dir.
 func buildController(t *testing.T, dir string) string {
 	t.Helper()
@@ -70,7 +73,7 @@ func (rs *replicaSet) start(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(rs.bin, "--kubeconfig="+rs.kubeconfig, "--leader-elect=true", "--leader-elect-namespace=default",
+	cmd := exec.Command(rs.bin, "--kubeconfig="+rs.kubeconfig, "--leader-elect=true", "--leader-elect-namespace="+leaseNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--dry-run-bind-address=0", "--webhook-port=0")
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
@@ -146,7 +149,7 @@ func (rs *replicaSet) leader() int {
 			continue
 		}
 		data, err := os.ReadFile(r.log)
-		if err == nil && strings.Contains(string(data), "successfully acquired lease") {
+		if err == nil && strings.Contains(strings.ToLower(string(data)), "successfully acquired lease") {
 			select {
 			case <-r.done:
 			default:
