@@ -231,13 +231,17 @@ func vmControllerMetric(name, label string) float64 {
 func settled() {
 	GinkgoHelper()
 	last := -1.0
-	Eventually(func() bool {
-		busy := vmControllerMetric("workqueue_depth", "name") + vmControllerMetric("controller_runtime_active_workers", "controller")
+	Eventually(func() string {
+		depth := vmControllerMetric("workqueue_depth", "name")
+		active := vmControllerMetric("controller_runtime_active_workers", "controller")
 		n := reconciles()
-		quiet := busy == 0 && n == last
+		state := fmt.Sprintf("queue depth %v, %v reconciles running, %v reconciles so far (%v at the last poll)", depth, active, n, last)
+		if depth == 0 && active == 0 && n == last {
+			state = "settled"
+		}
 		last = n
-		return quiet
-	}, timeout, 250*time.Millisecond).Should(BeTrue(), "the VM controller does not settle")
+		return state
+	}, 2*timeout, 250*time.Millisecond).Should(Equal("settled"), "the VM controller does not settle")
 }
 
 // condition returns the VM's condition of the given type, or nil.
