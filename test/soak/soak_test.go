@@ -203,10 +203,20 @@ func run(t *testing.T, ctx context.Context, st settings, w *world, proxy *faultP
 	resync(t, ctx, w, proxy, rs, res)
 }
 
-// inject maybe injects a fault: about one in 20 operations.
+// Chances, per operation, of each fault beside the proxy's: at about ten operations a second,
+// a kill -9 of the leader and a restart of either replica about once a minute each (a lease
+// takeover takes up to 15 s, so more would leave the world without a controller most of the
+// time), and an API storm about every 20 s.
+const (
+	perMilleKill    = 2
+	perMilleRestart = 2
+	perMilleStorm   = 5
+)
+
+// inject maybe injects a fault.
 func inject(t *testing.T, rng *rand.Rand, w *world, proxy *faultProxy, rs *replicaSet, res *results) {
-	switch rng.IntN(100) {
-	case 0, 4: // kill -9 the leader
+	switch n := rng.IntN(1000); {
+	case n < perMilleKill: // kill -9 the leader
 		if i := rs.leader(); i >= 0 {
 			w.record("fault: kill -9 replica %d (the leader)", i)
 			if err := rs.bounce(i, syscall.SIGKILL); err != nil {
@@ -214,14 +224,14 @@ func inject(t *testing.T, rng *rand.Rand, w *world, proxy *faultProxy, rs *repli
 			}
 			res.kills++
 		}
-	case 1: // restart either replica
+	case n < perMilleKill+perMilleRestart: // restart either replica
 		i := rng.IntN(replicaCount)
 		w.record("fault: restart replica %d", i)
 		if err := rs.bounce(i, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		res.restarts++
-	case 2, 3: // a storm of API errors and dropped watches for a few seconds
+	case n < perMilleKill+perMilleRestart+perMilleStorm: // API errors and dropped watches for a few seconds
 		w.record("fault: API storm")
 		proxy.set(true, storm)
 		res.storms++
