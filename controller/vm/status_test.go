@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -8,9 +10,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -172,5 +178,33 @@ func TestFreshPendingWaitsLongerForSDNsFirstAnswer(t *testing.T) {
 	it.auto.Status.Phase = ""
 	if _, deferred := freshPending(s, &Plan{}); deferred {
 		t.Error("past UnansweredGrace the pending state should be reported")
+	}
+}
+
+// TestSkipWarningsFollowASuccessfulStatusWrite: a Warning announces a new NetworkReady item
+// once the status carrying it is written; a status write that loses a conflict (and is retried)
+// announces nothing, so retries do not repeat events.
+func TestSkipWarningsFollowASuccessfulStatusWrite(t *testing.T) {
+	s := statusScope()
+	s.vm.Namespace, s.vm.ResourceVersion = "ns", "5"
+	p := &Plan{Status: desiredStatus(s), StatusChanged: true, Interfaces: results(s)}
+	conflict := true
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(s.vm.DeepCopy()).WithStatusSubresource(s.vm).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if conflict {
+					return apierrors.NewConflict(vmv1.GroupVersion.WithResource("virtualmachines").GroupResource(), obj.GetName(), errors.New("stale"))
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	rec := &recordingRecorder{}
+	r := &Reconciler{Client: c, APIReader: c, Recorder: rec}
+	if err := r.writeStatus(context.Background(), s, nil, p); !apierrors.IsConflict(err) || len(rec.notes) != 0 {
+		t.Fatalf("conflicting write: error %v, %d events; want the conflict and no event", err, len(rec.notes))
+	}
+	conflict = false
+	if err := r.writeStatus(context.Background(), s, nil, p); err != nil || len(rec.notes) != 1 {
+		t.Errorf("successful write: error %v, events %q; want one Warning for Network/x", err, rec.notes)
 	}
 }
