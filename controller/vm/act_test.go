@@ -22,7 +22,8 @@ import (
 
 // TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress: SDN must never see a VM
 // or running pod naming an IPAddress that is gone, and a failed networks-spec write must leave
-// the IPAddress in place for the retry.
+// the IPAddress in place for the retry. The delete carries the UID and resourceVersion seen, so
+// that a concurrent edit wins.
 func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *testing.T) {
 	for _, podFails := range []bool{false, true} {
 		vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
@@ -41,6 +42,10 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 					return c.Patch(ctx, obj, patch, opts...)
 				},
 				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					o := (&client.DeleteOptions{}).ApplyOptions(opts)
+					if pre := o.Preconditions; pre == nil || pre.UID == nil || pre.ResourceVersion == nil || *pre.ResourceVersion != obj.GetResourceVersion() {
+						t.Errorf("delete of %s without UID and resourceVersion preconditions: %+v", obj.GetName(), pre)
+					}
 					writes = append(writes, "delete "+obj.GetName())
 					return c.Delete(ctx, obj, opts...)
 				},
