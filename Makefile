@@ -47,18 +47,19 @@ $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN)/tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(TOOLS_BIN)/tmp/controller-gen $@
 
-## generate: deepcopy and CRDs from the Go types (ours and the trimmed third-party ones).
+## generate: deepcopy and CRDs from the Go types (ours and the trimmed third-party ones), and the dry-run API's schema.
 .PHONY: generate
 generate: $(CONTROLLER_GEN)
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./policies/... paths=./crds/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./policies/... paths=./crds/... paths=./controller/dryrun/v1alpha1/...
 	$(CONTROLLER_GEN) crd paths=./policies/... output:crd:dir=crds
+	$(CONTROLLER_GEN) crd paths=./controller/dryrun/v1alpha1/... output:crd:dir=controller/dryrun/v1alpha1/openapi
 	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=crds/thirdparty
 
 ## verify-generate: fail when generated files differ from what `make generate` writes.
 .PHONY: verify-generate
 verify-generate: generate
-	@if [ -n "$$(git status --porcelain -- crds policies)" ]; then \
-	  git status --porcelain -- crds policies; git diff --stat -- crds policies; \
+	@if [ -n "$$(git status --porcelain -- crds policies controller/dryrun/v1alpha1)" ]; then \
+	  git status --porcelain -- crds policies controller/dryrun/v1alpha1; git diff --stat -- crds policies controller/dryrun/v1alpha1; \
 	  echo "generated files are stale: run 'make generate' and commit"; exit 1; fi
 
 .PHONY: vet

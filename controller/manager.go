@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/policy"
@@ -63,9 +63,10 @@ func slimLauncherPod(obj any) (any, error) {
 	return slim, nil
 }
 
-// Setup registers vmipam's indexes and reconcilers with mgr, and the start-up step that
-// installs the default policies when absent. It returns the policy registry, whose snapshot
-// the dry-run endpoint reads too.
+// Setup registers vmipam's indexes and reconcilers with mgr, the policy watcher that keeps
+// the registry current on every replica, and the start-up step that installs the default
+// policies when absent. It returns the policy registry, whose snapshot the dry-run API reads
+// too.
 func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*policy.Registry, error) {
 	compiler, err := evaluator.NewCompiler(limits)
 	if err != nil {
@@ -81,6 +82,9 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err := mgr.Add(policy.DefaultsRunnable(mgr.GetClient())); err != nil {
 		return nil, err
 	}
+	if err := (&policy.Watcher{Client: mgr.GetClient(), Registry: registry}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("policy watcher: %w", err)
+	}
 	if err := (&policy.Reconciler{Client: mgr.GetClient(), Registry: registry}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("policy reconciler: %w", err)
 	}
@@ -92,16 +96,17 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	return registry, nil
 }
 
-// SetupDryRun adds the dry-run endpoint (DESIGN.md §5) to mgr: it answers from mgr's cache
-// and registry's snapshot with registry's compiler, writes nothing, and is a readiness check
-// ("dryrun"). It returns the server, whose address and certificate tests and the sandbox use.
-func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts endpoint.Options) (*endpoint.Server, error) {
+// SetupDryRun adds the dry-run API server (DESIGN.md §5) to mgr: it answers Evaluations from
+// mgr's cache and registry's snapshot with registry's compiler, on every replica, writes
+// nothing, and is a readiness check ("dryrun"). Its options must be valid (the serving
+// certificate readable, the API server reachable for the front-proxy configuration).
+func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver.Options) (*apiserver.Server, error) {
 	engine, err := dryrun.NewEngine(registry.Compiler(), mgr.GetScheme())
 	if err != nil {
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
 	engine.OnCompileError = metrics.DryRun.CompileFailed
-	srv, err := endpoint.New(mgr.GetConfig(), mgr.GetCache(), registry, engine, opts)
+	srv, err := apiserver.New(opts, engine, mgr.GetCache(), registry)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,8 @@ func bareEnvOptions() []cel.EnvOption {
 		"namespaceObject": evaluator.Namespace{}, "change": evaluator.Change{},
 	}
 	var native []any
-	opts := []cel.EnvOption{cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType))}
+	opts := []cel.EnvOption{cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("allocation", cel.StringType)}
 	for name, v := range types {
 		t := reflect.TypeOf(v)
 		native = append(native, t)
@@ -121,6 +122,7 @@ func (p *barePolicy) decide(b *testing.B, in *evaluator.Input) string {
 		vars[name] = eval(b, p.variables[name], act)
 	}
 	alloc := eval(b, p.allocation, act).(string)
+	act["allocation"] = alloc
 	for _, r := range p.skipRules {
 		if eval(b, r, act).(bool) {
 			b.Fatal("no skip rule should hold")

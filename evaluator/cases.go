@@ -32,7 +32,8 @@ import (
 //	- name: static address on the shared network is refused
 //	  input:                             # applied over defaults
 //	    interface: {type: ClusterNetwork, name: shared, ipAddressName: web}
-//	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks}
+//	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks,
+//	           provenance: {allocation: default, skip: tenant-networks, hotplug: default}}
 //
 // A case's input is applied over the defaults field by field: objects and maps merge, lists
 // and scalars replace, null clears a map or list. Only the expectations given are checked.
@@ -91,11 +92,20 @@ type Expectation struct {
 	Policy *string `json:"policy,omitempty"`
 	// Hotplug is Decision.Hotplug.
 	Hotplug *bool `json:"hotplug,omitempty"`
+	// Provenance is which policy decided each part (Decision.Provenance); "" for none.
+	Provenance *ProvenanceExpectation `json:"provenance,omitempty"`
 	// MessageContains must be a substring of the decision's message.
 	MessageContains string `json:"messageContains,omitempty"`
 	// Audit maps an Audit-mode policy's name to what it must have recorded (an evaluation
 	// error reads as a PolicyError skip with AllocationUnknown).
 	Audit map[string]Expectation `json:"audit,omitempty"`
+}
+
+// ProvenanceExpectation is what Decision.Provenance must be; absent fields are not checked.
+type ProvenanceExpectation struct {
+	Allocation *string `json:"allocation,omitempty"` // Provenance.Allocation
+	Skip       *string `json:"skip,omitempty"`       // Provenance.Skip
+	Hotplug    *string `json:"hotplug,omitempty"`    // Provenance.Hotplug
 }
 
 // CaseResult is the outcome of one case.
@@ -241,7 +251,7 @@ func (e Expectation) checkAllocations(path string) error {
 
 func (e Expectation) empty() bool {
 	return e.Allocation == nil && e.Skip == nil && e.Reason == nil && e.Rule == nil && e.Policy == nil &&
-		e.Hotplug == nil && e.MessageContains == "" && len(e.Audit) == 0
+		e.Hotplug == nil && e.Provenance == nil && e.MessageContains == "" && len(e.Audit) == 0
 }
 
 // CaseInput is the Input of case i: the suite's defaults with the case's input applied.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -23,6 +24,8 @@ import (
 type Compiler struct {
 	envSet *environment.EnvSet
 	limits Limits
+	// safety is the built-in safety policy, compiled once; every Policy carries it.
+	safety *Policy
 }
 
 // NewCompiler builds the CEL environment with the given limits; each zero field takes its
@@ -33,7 +36,11 @@ func NewCompiler(limits Limits) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
-	return &Compiler{envSet: envSet, limits: limits}, nil
+	c := &Compiler{envSet: envSet, limits: limits}
+	if c.safety, err = c.compileSafety(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Limits returns the limits the compiler was built with.
@@ -60,10 +67,14 @@ type Policy struct {
 	matchConditions []namedProgram
 	variables       []namedProgram
 	variablesType   *apiservercel.DeclType
-	allocation      program
-	skipRules       []skipRule
-	hotplug         *program
-	limits          Limits
+	// allocation and hotplug are nil when the policy leaves them to the next policy.
+	allocation *program
+	skipRules  []skipRule
+	hotplug    *program
+	limits     Limits
+	// safety is the compiled built-in safety policy (safety.yaml) of the Compiler that
+	// compiled this policy; a Set takes it from its built-in default.
+	safety *Policy
 }
 
 type program struct {
@@ -94,13 +105,28 @@ type skipRule struct {
 // had to be unique keeps serving). The controller, compiling objects already stored, passes p
 // itself; an admission webhook passes the old object on update and nil on create.
 func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList) {
-	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old)}
+	return c.compile(p, old, false)
+}
+
+// compile is Compile; builtin allows the reserved rule names (the safety policy's).
+func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*Policy, field.ErrorList) {
+	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old),
+		storedRuleNames: skipRuleNames(old), builtin: builtin}
+	return c.compileWith(cc, p)
+}
+
+// compileWith compiles p in the compilation cc.
+func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList) {
 	spec := field.NewPath("spec")
 	out := &Policy{
 		Name: p.Name, Generation: p.Generation, Priority: p.Spec.Priority,
 		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),
 		Mode:          cmp.Or(p.Spec.Mode, v1alpha1.PolicyModeEnforce),
-		limits:        c.limits, networks: p.Spec.Match.Networks,
+		limits:        c.limits, networks: p.Spec.Match.Networks, safety: c.safety,
+	}
+	if p.Spec.Allocation == nil && len(p.Spec.SkipRules) == 0 && p.Spec.Hotplug == nil {
+		cc.errs = append(cc.errs, field.Required(spec,
+			"a policy must set at least one of allocation, skipRules, hotplug (what it does not set falls through to the next policy)"))
 	}
 	cc.enums(spec, out)
 	out.namespaceSelector = cc.selector(spec.Child("match", "namespaceSelector"), p.Spec.Match.NamespaceSelector)
@@ -109,38 +135,51 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 	if env == nil {
 		return nil, cc.errs
 	}
-	cc.compileExpressions(env, spec, &p.Spec, out)
+	ruleEnv, err := withAllocation(env)
+	if err != nil {
+		return nil, append(cc.errs, field.InternalError(spec, err))
+	}
+	if cc.visitRuleEnv != nil {
+		cc.visitRuleEnv(ruleEnv)
+	}
+	cc.compileExpressions(env, ruleEnv, spec, &p.Spec, out)
 	if len(cc.errs) > 0 {
 		return nil, cc.errs
 	}
 	return out, nil
 }
 
-// compileExpressions compiles matchConditions, allocation, skipRules and hotplug in env.
-func (cc *compilation) compileExpressions(env *environment.EnvSet, spec *field.Path, s *v1alpha1.ClusterIPAMPolicySpec, out *Policy) {
+// compileExpressions compiles matchConditions and allocation in env, and skipRules and
+// hotplug in ruleEnv, which also declares `allocation` (the decided allocation).
+func (cc *compilation) compileExpressions(env, ruleEnv *environment.EnvSet, spec *field.Path, s *v1alpha1.ClusterIPAMPolicySpec, out *Policy) {
 	for i, mc := range s.MatchConditions {
+		cc.conditionName(spec.Child("matchConditions").Index(i).Child("name"), mc.Name)
 		path := spec.Child("matchConditions").Index(i).Child("expression")
 		out.matchConditions = append(out.matchConditions, namedProgram{mc.Name, cc.expr(env, path, mc.Expression, cel.BoolType)})
 	}
-	out.allocation = cc.expr(env, spec.Child("allocation", "expression"), s.Allocation.Expression, cel.StringType)
+	if s.Allocation != nil {
+		alloc := cc.expr(env, spec.Child("allocation", "expression"), s.Allocation.Expression, cel.StringType)
+		out.allocation = &alloc
+	}
 	ruleNames := make(map[string]bool, len(s.SkipRules))
 	for i, r := range s.SkipRules {
 		path := spec.Child("skipRules").Index(i)
 		cc.uniqueSkipRuleName(path.Child("name"), r.Name, ruleNames)
+		cc.unreservedSkipRuleName(path.Child("name"), r.Name)
 		if !reasonPattern.MatchString(r.Reason) {
 			cc.errs = append(cc.errs, field.Invalid(path.Child("reason"), r.Reason,
 				"must be CamelCase: a capital letter, then letters and digits"))
 		}
 		rule := skipRule{name: r.Name, reason: r.Reason, message: r.Message,
-			program: cc.expr(env, path.Child("expression"), r.Expression, cel.BoolType)}
+			program: cc.expr(ruleEnv, path.Child("expression"), r.Expression, cel.BoolType)}
 		if r.MessageExpression != "" {
-			mp := cc.expr(env, path.Child("messageExpression"), r.MessageExpression, cel.StringType)
+			mp := cc.expr(ruleEnv, path.Child("messageExpression"), r.MessageExpression, cel.StringType)
 			rule.messageProgram = &mp
 		}
 		out.skipRules = append(out.skipRules, rule)
 	}
 	if s.Hotplug != nil {
-		hp := cc.expr(env, spec.Child("hotplug", "expression"), s.Hotplug.Expression, cel.BoolType)
+		hp := cc.expr(ruleEnv, spec.Child("hotplug", "expression"), s.Hotplug.Expression, cel.BoolType)
 		out.hotplug = &hp
 	}
 }
@@ -154,6 +193,40 @@ func (cc *compilation) uniqueSkipRuleName(path *field.Path, name string, seen ma
 		cc.errs = append(cc.errs, field.Duplicate(path, name))
 	}
 	seen[name] = true
+}
+
+// conditionName checks a matchCondition's name as the CRD does (a CEL identifier): ipamctl
+// compiles files the API server never saw, and must not accept what it would refuse.
+func (cc *compilation) conditionName(path *field.Path, name string) {
+	if name == "" || !identifierPattern.MatchString(name) || len(name) > 63 {
+		cc.errs = append(cc.errs, field.Invalid(path, name,
+			"must be a CEL identifier of at most 63 characters: a letter or _, then letters, digits or _"))
+	}
+}
+
+// ReservedRulePrefix starts the names of the built-in safety policy's rules
+// ("vmipam:static-missing", …). A policy's skip rule may not use it: the safety rules can be
+// neither replaced nor disabled.
+const ReservedRulePrefix = "vmipam:"
+
+// unreservedSkipRuleName reports a skip rule name with ReservedRulePrefix, unless the stored
+// version of the policy already has it (ratcheting; such a rule replaces nothing).
+func (cc *compilation) unreservedSkipRuleName(path *field.Path, name string) {
+	if !cc.builtin && strings.HasPrefix(name, ReservedRulePrefix) && !cc.storedRuleNames[name] {
+		cc.errs = append(cc.errs, field.Invalid(path, name,
+			"names starting with "+ReservedRulePrefix+" are reserved for vmipam's safety rules, which cannot be replaced"))
+	}
+}
+
+// skipRuleNames are the skip rule names of old.
+func skipRuleNames(old *v1alpha1.ClusterIPAMPolicy) map[string]bool {
+	out := map[string]bool{}
+	if old != nil {
+		for _, r := range old.Spec.SkipRules {
+			out[r.Name] = true
+		}
+	}
+	return out
 }
 
 // duplicateSkipRuleNames are the skip rule names old repeats.
@@ -198,7 +271,15 @@ type compilation struct {
 	stored map[string]string
 	// storedDuplicateSkipRules are the skip rule names the stored version repeats.
 	storedDuplicateSkipRules map[string]bool
-	errs                     field.ErrorList
+	// storedRuleNames are the skip rule names of the stored version.
+	storedRuleNames map[string]bool
+	// builtin: compiling the safety policy, whose rule names are reserved.
+	builtin bool
+	// visit, when set, sees every expression that type-checks (Lint).
+	visit func(path *field.Path, checked *cel.Ast)
+	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
+	visitRuleEnv func(env *environment.EnvSet)
+	errs         field.ErrorList
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -269,6 +350,16 @@ func variableNameError(name string) string {
 	return ""
 }
 
+// withAllocation extends env with `allocation`, the allocation decided for the interface
+// ("Auto", "Static" or "None"), which skip rules and hotplug see and variables, match
+// conditions and allocation expressions do not (the allocation is decided from them).
+func withAllocation(env *environment.EnvSet) (*environment.EnvSet, error) {
+	return env.Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        []cel.EnvOption{cel.Variable("allocation", cel.StringType)},
+	})
+}
+
 // withVariables extends the input environment with `variables`, an object of the given fields.
 func (cc *compilation) withVariables(fields map[string]*apiservercel.DeclField) (*environment.EnvSet, error) {
 	copied := make(map[string]*apiservercel.DeclField, len(fields))
@@ -309,6 +400,9 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.Invalid(path, src, iss.Err().Error()))
 		return program{path: path.String()}, nil
 	}
+	if cc.visit != nil {
+		cc.visit(path, checked)
+	}
 	outType := checked.OutputType()
 	if want != nil && !outType.IsExactType(want) && !outType.IsExactType(cel.DynType) {
 		cc.errs = append(cc.errs, field.Invalid(path, src,
@@ -340,7 +434,8 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	return program{path: path.String(), prog: prog}, outType
 }
 
-var allocationValues = []string{string(AllocationAuto), string(AllocationStatic), string(AllocationNone)}
+// allocationValues are what an allocation expression may return.
+var allocationValues = []string{string(AllocationAuto), string(AllocationStatic), string(AllocationNone), AllocationPass}
 
 // checkAllocationLiteral returns the offending value when the allocation expression is a
 // string literal outside the enum (or a conditional whose branches are such literals).
@@ -383,7 +478,9 @@ func storedExpressions(old *v1alpha1.ClusterIPAMPolicy) map[string]string {
 	for i, m := range old.Spec.MatchConditions {
 		out[spec.Child("matchConditions").Index(i).Child("expression").String()] = m.Expression
 	}
-	out[spec.Child("allocation", "expression").String()] = old.Spec.Allocation.Expression
+	if old.Spec.Allocation != nil {
+		out[spec.Child("allocation", "expression").String()] = old.Spec.Allocation.Expression
+	}
 	for i, r := range old.Spec.SkipRules {
 		out[spec.Child("skipRules").Index(i).Child("expression").String()] = r.Expression
 		out[spec.Child("skipRules").Index(i).Child("messageExpression").String()] = r.MessageExpression

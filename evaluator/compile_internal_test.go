@@ -38,7 +38,7 @@ func futureCompiler(t *testing.T) *Compiler {
 
 func policyWithConditions(exprs ...string) *v1alpha1.ClusterIPAMPolicy {
 	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
-		Spec: v1alpha1.ClusterIPAMPolicySpec{Allocation: v1alpha1.Expression{Expression: "'Auto'"}}}
+		Spec: v1alpha1.ClusterIPAMPolicySpec{Allocation: &v1alpha1.Expression{Expression: "'Auto'"}}}
 	for _, e := range exprs {
 		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: "m", Expression: e})
 	}

@@ -16,6 +16,11 @@ const (
 	AllocationUnknown Allocation = ""
 )
 
+// AllocationPass is what an allocation expression returns to leave the allocation to the next
+// matching policy that sets one (as the Pass action of Calico tiers and Kubernetes
+// AdminNetworkPolicy). It is never a Decision's Allocation.
+const AllocationPass = "Pass"
+
 // Reason is a CamelCase skip reason, used in NetworkReady messages, events, metrics and
 // dry-run output. Policies may add their own; these are the built-in ones (DESIGN.md §4.3).
 type Reason string
@@ -34,6 +39,12 @@ const (
 	ReasonPoolExhausted             Reason = "PoolExhausted"
 	// ReasonPolicyError: a policy with failurePolicy Fail could not be evaluated.
 	ReasonPolicyError Reason = "PolicyError"
+	// ReasonAutoWithIPAddressName: a policy chose Auto for an interface that names a static
+	// IPAddress (safety rule vmipam:auto-with-ip-address-name).
+	ReasonAutoWithIPAddressName Reason = "AutoWithIPAddressName"
+	// ReasonIPAddressConflict: the interface's Auto IPAddress exists but is not controlled by
+	// the VM; it is never adopted (safety rule vmipam:auto-not-ours, and the controller).
+	ReasonIPAddressConflict Reason = "IPAddressConflict"
 )
 
 // Decision is the outcome for one interface (DESIGN.md §3.2).
@@ -49,11 +60,14 @@ type Decision struct {
 	Message string `json:"message,omitempty"`
 	// Hotplug: a change of this interface may be applied to a running VM.
 	Hotplug bool `json:"hotplug"`
-	// Policy is the name of the deciding policy; BuiltinPolicy when the built-in default
-	// decided because no installed policy matched.
+	// Policy is the policy that determined the outcome: Provenance.Skip when the interface is
+	// skipped, else Provenance.Allocation (BuiltinPolicy for the built-in default).
 	Policy string `json:"policy"`
-	// Rule is the skip rule that fired, or "" when the interface is not skipped.
+	// Rule is the skip rule that fired, or "" when the interface is not skipped (or the skip is
+	// a PolicyError). Rules of the safety policy are named ReservedRulePrefix+"<check>".
 	Rule string `json:"rule,omitempty"`
+	// Provenance says which policy decided each part.
+	Provenance Provenance `json:"provenance"`
 	// Cost is the CEL runtime cost spent on this interface, summed over all expressions of
 	// all policies evaluated (k8s.io/apiserver cost units).
 	Cost int64 `json:"cost"`
@@ -61,28 +75,63 @@ type Decision struct {
 	Trace Trace `json:"trace"`
 }
 
+// Provenance names the policy that decided each part of a Decision (DESIGN.md §3.3): the
+// first matching Enforce policy, in (priority, name) order, that sets the part.
+type Provenance struct {
+	// Allocation is the policy whose allocation expression decided; "" when the evaluation
+	// failed before, or for a removed interface (whose allocation is what was applied).
+	Allocation string `json:"allocation,omitempty"`
+	// Skip is the policy whose skip rule (Decision.Rule) fired, SafetyPolicy for a safety rule,
+	// or the failing policy of a PolicyError; "" when the interface is not skipped.
+	Skip string `json:"skip,omitempty"`
+	// Hotplug is the policy whose hotplug expression decided; "" when none sets it (then
+	// Decision.Hotplug is true) or the evaluation failed.
+	Hotplug string `json:"hotplug,omitempty"`
+}
+
 // Trace explains a Decision, for the dry-run endpoint, the CLI and events.
 type Trace struct {
-	// Matched lists the policies whose match and matchConditions held, in evaluation order,
-	// including the deciding one.
+	// Matched lists the policies whose match and matchConditions held, Enforce and Audit, in
+	// evaluation order (the built-in default as BuiltinPolicy).
 	Matched []string `json:"matched,omitempty"`
-	// Shadowed lists Enforce policies that matched after the deciding one (only with
-	// Options.Explain).
-	Shadowed []string `json:"shadowed,omitempty"`
+	// Ignored lists the matching failurePolicy Ignore policies passed over because one of their
+	// expressions failed (the error is in Errors).
+	Ignored []string `json:"ignored,omitempty"`
+	// Passed lists the policies whose allocation expression returned "Pass".
+	Passed []string `json:"passed,omitempty"`
+	// Replaced lists the skip rules not evaluated because an earlier policy has a rule of the
+	// same name.
+	Replaced []Replacement `json:"replaced,omitempty"`
 	// Audit records what each matching Audit-mode policy would have decided.
 	Audit []AuditRecord `json:"audit,omitempty"`
-	// Variables holds the values of the deciding policy's variables that were evaluated, as
-	// CEL literals.
-	Variables map[string]string `json:"variables,omitempty"`
+	// Variables holds, per policy name, the values of the policy's variables that were
+	// evaluated, as CEL literals.
+	Variables map[string]map[string]string `json:"variables,omitempty"`
 	// Errors lists evaluation errors in the order they happened, each "policy <name>: <field
 	// path>: <error>": the deciding error, those of Ignore and Audit policies that were passed
 	// over, and those of messageExpressions that fell back to the static message.
 	Errors []string `json:"errors,omitempty"`
+	// Input is the input the decision was made from (only with Options.Explain), so that a
+	// dry run shows what the policies saw. Its schema in the dry-run API is left open
+	// (Schemaless): it is output only and holds Go types (time.Time) that the schema
+	// generator cannot describe.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Input *Input `json:"input,omitempty"`
 }
 
-// AuditRecord is the would-be decision of an Audit-mode policy.
-// Its fields mean what Decision's do; Error is set, and the others are zero, when the policy
-// failed to evaluate.
+// Replacement is a skip rule replaced by name: rule Rule of Policy was not evaluated because
+// policy By, earlier in order, has a rule of that name.
+type Replacement struct {
+	Rule   string `json:"rule"`   // the rule's name
+	Policy string `json:"policy"` // the policy whose rule was replaced
+	By     string `json:"by"`     // the policy whose rule of the same name replaced it
+}
+
+// AuditRecord is the would-be decision of an Audit-mode policy: the Decision the layered
+// policies would make were it an Enforce policy. Its fields mean what Decision's do; Error is
+// set, and the others are zero, when the policy itself failed to evaluate.
 type AuditRecord struct {
 	Policy     string     `json:"policy"`            // the Audit policy's name
 	Allocation Allocation `json:"allocation"`        // Decision.Allocation
@@ -91,5 +140,6 @@ type AuditRecord struct {
 	Message    string     `json:"message,omitempty"` // Decision.Message
 	Hotplug    bool       `json:"hotplug"`           // Decision.Hotplug
 	Rule       string     `json:"rule,omitempty"`    // Decision.Rule
+	Provenance Provenance `json:"provenance"`        // Decision.Provenance
 	Error      string     `json:"error,omitempty"`   // the evaluation error, with its field path
 }

@@ -11,8 +11,12 @@
 // turns one policy generation into programs, type-checking every expression, estimating its
 // worst-case cost and reporting errors as a field.ErrorList with paths such as
 // spec.skipRules[2].messageExpression; a Set (set.go, run.go) is an immutable, ordered
-// snapshot of compiled policies whose Decide evaluates one interface under the semantics of
-// DESIGN.md §3.3, with the limits of limits.go, and explains itself in a Trace (trace.go).
+// snapshot of compiled policies, the built-in default last, whose Decide layers them for one
+// interface under the semantics of DESIGN.md §3.3 (allocation and hotplug by the first policy
+// that sets them, skip rules accumulated and replaced by name), with the limits of limits.go,
+// then applies the safety policy compiled from safety.yaml (safety.go), records which policy
+// decided each part (Provenance) and explains itself in a Trace (trace.go). Lint (lint.go)
+// warns about what compiles but is probably not meant.
 //
 // Policy test suites (cases.go, expect.go) pair inputs with expected decisions in YAML; the
 // golden tests run the ones in samples/cases, and `ipamctl test` runs admins' own.

@@ -78,8 +78,11 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if len(path) == 0 {
 		return nil
 	}
-	if path[0] == "variables" {
+	switch path[0] {
+	case "variables":
 		return variableSize(n)
+	case "allocation": // "Auto", "Static" or "None"
+		return &checker.SizeEstimate{Min: 0, Max: 8}
 	}
 	t, ok := inputVariables[path[0]]
 	if !ok {

@@ -25,7 +25,7 @@ func Example() {
 			Match: v1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{"env": "prod"}}},
 			MatchConditions: []v1alpha1.NamedExpression{{Name: "pooled", Expression: "network.ipamEnabled"}},
-			Allocation:      v1alpha1.Expression{Expression: "'Static'"},
+			Allocation:      &v1alpha1.Expression{Expression: "'Static'"},
 			SkipRules: []v1alpha1.SkipRule{{
 				Name:              "static-required",
 				Expression:        "interface.ipAddressName == ''",
@@ -79,7 +79,7 @@ func ExampleCompiler_Compile() {
 	broken := &v1alpha1.ClusterIPAMPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "broken"},
 		Spec: v1alpha1.ClusterIPAMPolicySpec{
-			Allocation: v1alpha1.Expression{Expression: "'DHCP'"},
+			Allocation: &v1alpha1.Expression{Expression: "'DHCP'"},
 			SkipRules: []v1alpha1.SkipRule{
 				{Name: "missing", Expression: "!ipAdress.exists", Reason: "IPAddressNotFound"},
 			},

@@ -21,6 +21,11 @@ func (e Expectation) diff(d Decision) []string {
 	check("rule", d.Rule, deref(e.Rule), e.Rule != nil)
 	check("policy", d.Policy, deref(e.Policy), e.Policy != nil)
 	check("hotplug", d.Hotplug, deref(e.Hotplug), e.Hotplug != nil)
+	if pe := e.Provenance; pe != nil {
+		check("provenance.allocation", d.Provenance.Allocation, deref(pe.Allocation), pe.Allocation != nil)
+		check("provenance.skip", d.Provenance.Skip, deref(pe.Skip), pe.Skip != nil)
+		check("provenance.hotplug", d.Provenance.Hotplug, deref(pe.Hotplug), pe.Hotplug != nil)
+	}
 	if e.MessageContains != "" && !strings.Contains(d.Message, e.MessageContains) {
 		out = append(out, fmt.Sprintf("message: got %q, want it to contain %q", d.Message, e.MessageContains))
 	}
@@ -49,7 +54,7 @@ func (r AuditRecord) decision() Decision {
 			Message: r.Error, Policy: r.Policy}
 	}
 	return Decision{Allocation: r.Allocation, Skip: r.Skip, Reason: r.Reason, Message: r.Message,
-		Hotplug: r.Hotplug, Rule: r.Rule, Policy: r.Policy}
+		Hotplug: r.Hotplug, Rule: r.Rule, Policy: r.Policy, Provenance: r.Provenance}
 }
 
 func deref[T any](p *T) T {

@@ -46,7 +46,9 @@ var fuzzSlots = []func(p *v1alpha1.ClusterIPAMPolicy, i int, s string){
 	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
 		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: "fuzz", Expression: s})
 	},
-	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) { p.Spec.Allocation.Expression = s },
+	func(p *v1alpha1.ClusterIPAMPolicy, _ int, s string) {
+		p.Spec.Allocation = &v1alpha1.Expression{Expression: s}
+	},
 	func(p *v1alpha1.ClusterIPAMPolicy, i int, s string) {
 		p.Spec.SkipRules[i%len(p.Spec.SkipRules)].Expression = s
 	},
@@ -147,7 +149,9 @@ func fuzzSeeds(p *v1alpha1.ClusterIPAMPolicy) []string {
 	for _, v := range p.Spec.Variables {
 		seeds = append(seeds, v.Name, v.Expression)
 	}
-	seeds = append(seeds, p.Spec.Allocation.Expression)
+	if p.Spec.Allocation != nil {
+		seeds = append(seeds, p.Spec.Allocation.Expression)
+	}
 	for _, r := range p.Spec.SkipRules {
 		seeds = append(seeds, r.Expression, r.MessageExpression, r.Reason)
 	}

@@ -75,7 +75,7 @@ func newPolicy(name string, opts ...policyOption) *v1alpha1.ClusterIPAMPolicy {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
 		Spec: v1alpha1.ClusterIPAMPolicySpec{
 			Priority:   100,
-			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+			Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 		},
 	}
 	for _, o := range opts {
@@ -89,7 +89,15 @@ func priority(n int32) policyOption {
 }
 
 func allocation(expr string) policyOption {
-	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Allocation.Expression = expr }
+	return func(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Allocation = &v1alpha1.Expression{Expression: expr} }
+}
+
+// noAllocation leaves the allocation to the next policy.
+func noAllocation(p *v1alpha1.ClusterIPAMPolicy) { p.Spec.Allocation = nil }
+
+// layer builds a policy that sets only what opts set (no allocation unless given).
+func layer(name string, opts ...policyOption) *v1alpha1.ClusterIPAMPolicy {
+	return newPolicy(name, append([]policyOption{noAllocation}, opts...)...)
 }
 
 func variable(name, expr string) policyOption {

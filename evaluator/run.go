@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +11,12 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apiserver/pkg/cel/lazy"
+
+	"github.com/vmipam/vmipam/policies"
 )
 
-// run is the state of one interface evaluation: its input, deadline, cost budget and the
+// run is the state of one interface evaluation: its input, deadline, cost budget, the
+// activations of the policies evaluated (their variables are evaluated at most once) and the
 // trace built so far.
 type run struct {
 	ctx    context.Context
@@ -20,67 +24,176 @@ type run struct {
 	budget int64
 	spent  int64
 	trace  Trace
+	// acts are the policies' activations by policy name.
+	acts map[string]*activation
+	// auditErrors are the records of Audit policies whose matchConditions failed, by name.
+	auditErrors map[string]AuditRecord
+	// allocation is the decided allocation, which skip rules and hotplug see.
+	allocation Allocation
+	// explain: Options.Explain; also list the replaced rules in the trace.
+	explain bool
 }
 
-// policy evaluates one policy on the interface: whether it matches and, if so, its decision.
-// d.Trace.Variables holds the variables evaluated, also when err is set.
-func (r *run) policy(p *Policy) (d Decision, matched bool, err error) {
+// attempt is one layered evaluation: the decision, or the error of the policy that failed,
+// and the messageExpression errors that fell back to static messages.
+type attempt struct {
+	d      Decision
+	err    *policyError
+	errors []string
+}
+
+// attempt layers the Enforce policies (in order, the built-in default last) and, for an
+// interface attached with an address, the safety policy.
+func (r *run) attempt(enforce []*Policy, safety *Policy) attempt {
+	a := attempt{d: Decision{Hotplug: true}}
+	removed := r.in.Change.Kind == ChangeRemove
+	if removed {
+		a.d.Allocation = Allocation(r.in.Change.From.Allocation)
+	} else if a.err = r.allocate(enforce, &a.d); a.err != nil {
+		return a
+	}
+	r.allocation = a.d.Allocation
+	if !removed {
+		if r.explain {
+			a.d.Trace.Replaced = replacements(enforce)
+		}
+		if a.err = r.skipRules(enforce, &a); a.err != nil {
+			return a
+		}
+	}
+	if a.err = r.hotplug(enforce, &a.d); a.err != nil {
+		return a
+	}
+	if !removed && !a.d.Skip && (a.d.Allocation == AllocationAuto || a.d.Allocation == AllocationStatic) {
+		if a.err = r.rules(safety, safety.skipRules, &a); a.err != nil {
+			return a
+		}
+	}
+	a.d.Policy = cmp.Or(a.d.Provenance.Skip, a.d.Provenance.Allocation)
+	return a
+}
+
+// allocate: the first policy that sets allocation and does not return Pass decides.
+func (r *run) allocate(enforce []*Policy, d *Decision) *policyError {
+	for _, p := range enforce {
+		if p.allocation == nil {
+			continue
+		}
+		v, err := r.eval(p, *p.allocation, r.activation(p))
+		if err != nil {
+			return err
+		}
+		s, _ := v.Value().(string)
+		switch {
+		case s == AllocationPass:
+			d.Trace.Passed = append(d.Trace.Passed, p.Name)
+			continue
+		case !validAllocation(s):
+			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %q, want one of Auto, Static, None, Pass", s)}
+		}
+		d.Allocation, d.Provenance.Allocation = Allocation(s), p.Name
+		return nil
+	}
+	last := enforce[len(enforce)-1]
+	return &policyError{last, "spec.allocation.expression",
+		errors.New("no policy decided the allocation: every policy that sets it returned Pass")}
+}
+
+// skipRules evaluates the accumulated skip rules, policy by policy; a rule named like a rule
+// of an earlier policy is replaced (not evaluated).
+func (r *run) skipRules(enforce []*Policy, a *attempt) *policyError {
+	seen := map[string]bool{}
+	for _, p := range enforce {
+		var rules []skipRule
+		for _, rule := range p.skipRules {
+			if !seen[rule.name] {
+				rules = append(rules, rule)
+			}
+		}
+		for _, rule := range p.skipRules {
+			seen[rule.name] = true
+		}
+		if err := r.rules(p, rules, a); err != nil || a.d.Skip {
+			return err
+		}
+	}
+	return nil
+}
+
+// rules applies the first of p's rules that holds.
+func (r *run) rules(p *Policy, rules []skipRule, a *attempt) *policyError {
 	act := r.activation(p)
-	defer func() { d.Trace.Variables = act.variableTrace() }()
-	if matched, err = r.matchesWith(p, act); err != nil || !matched {
-		return d, false, err
-	}
-	d = Decision{Policy: p.Name, Hotplug: true}
-	alloc, err := r.eval(p, p.allocation, act)
-	if err != nil {
-		return d, true, err
-	}
-	s, _ := alloc.Value().(string)
-	if !validAllocation(s) {
-		return d, true, &policyError{p.Name, p.allocation.path,
-			fmt.Errorf("evaluated to %q, want one of Auto, Static, None", s)}
-	}
-	d.Allocation = Allocation(s)
-	if err := r.skipRules(p, act, &d); err != nil {
-		return d, true, err
-	}
-	if p.hotplug != nil {
-		if d.Hotplug, err = r.evalBool(p, *p.hotplug, act); err != nil {
-			return d, true, err
-		}
-	}
-	return d, true, nil
-}
-
-func (r *run) matches(p *Policy) (bool, error) { return r.matchesWith(p, r.activation(p)) }
-
-func (r *run) matchesWith(p *Policy, act *activation) (bool, error) {
-	if !p.matchesStatic(r.in) {
-		return false, nil
-	}
-	for _, mc := range p.matchConditions {
-		ok, err := r.evalBool(p, mc.program, act)
-		if err != nil || !ok {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// skipRules applies the first rule that holds.
-func (r *run) skipRules(p *Policy, act *activation, d *Decision) error {
-	for _, rule := range p.skipRules {
+	for _, rule := range rules {
 		hit, err := r.evalBool(p, rule.program, act)
 		if err != nil {
 			return err
 		}
 		if hit {
-			d.Skip, d.Reason, d.Rule = true, Reason(rule.reason), rule.name
-			d.Message = r.message(p, rule, act)
+			a.d.Skip, a.d.Reason, a.d.Rule, a.d.Provenance.Skip = true, Reason(rule.reason), rule.name, p.Name
+			a.d.Message = r.message(p, rule, act, a)
 			return nil
 		}
 	}
 	return nil
+}
+
+// replacements lists the rules of enforce that an earlier policy's rule of the same name
+// replaces; the built-in default's rules replaced by the installed default (its own copy) are
+// not worth listing.
+func replacements(enforce []*Policy) []Replacement {
+	by := map[string]string{}
+	var out []Replacement
+	for _, p := range enforce {
+		for _, rule := range p.skipRules {
+			first, ok := by[rule.name]
+			if ok && first != p.Name && (p.Name != BuiltinPolicy || first != policies.BuiltinName) {
+				out = append(out, Replacement{Rule: rule.name, Policy: p.Name, By: first})
+			}
+		}
+		for _, rule := range p.skipRules {
+			if _, ok := by[rule.name]; !ok {
+				by[rule.name] = p.Name
+			}
+		}
+	}
+	return out
+}
+
+// hotplug: the first policy that sets hotplug decides; true when none does.
+func (r *run) hotplug(enforce []*Policy, d *Decision) *policyError {
+	for _, p := range enforce {
+		if p.hotplug == nil {
+			continue
+		}
+		v, err := r.evalBool(p, *p.hotplug, r.activation(p))
+		if err != nil {
+			return err
+		}
+		d.Hotplug, d.Provenance.Hotplug = v, p.Name
+		return nil
+	}
+	return nil
+}
+
+// matches evaluates p's match block and then its matchConditions as ValidatingAdmissionPolicy
+// does: any false condition means no match, whatever errors the others raise; only when none
+// is false does the first error count.
+func (r *run) matches(p *Policy) (bool, *policyError) {
+	if !p.matchesStatic(r.in) {
+		return false, nil
+	}
+	act := r.activation(p)
+	var first *policyError
+	for _, mc := range p.matchConditions {
+		ok, err := r.evalBool(p, mc.program, act)
+		switch {
+		case err != nil && first == nil:
+			first = err
+		case err == nil && !ok:
+			return false, nil
+		}
+	}
+	return first == nil, first
 }
 
 // maxMessageLength bounds a messageExpression's result, as Kubernetes does for
@@ -91,7 +204,7 @@ const maxMessageLength = 5 * 1024
 // non-empty string of at most maxMessageLength bytes; else the static message (or the reason)
 // followed by why the messageExpression was not used. The failure does not fail the decision;
 // it is recorded in the trace's errors.
-func (r *run) message(p *Policy, rule skipRule, act *activation) string {
+func (r *run) message(p *Policy, rule skipRule, act *activation, a *attempt) string {
 	static := rule.message
 	if static == "" {
 		static = rule.reason
@@ -101,21 +214,29 @@ func (r *run) message(p *Policy, rule skipRule, act *activation) string {
 	}
 	v, err := r.eval(p, *rule.messageProgram, act)
 	if err == nil {
-		s, ok := valueString(v)
-		switch {
-		case !ok:
-			err = &policyError{p.Name, rule.messageProgram.path, errors.New("did not evaluate to a string")}
-		case strings.TrimSpace(s) == "":
-			err = &policyError{p.Name, rule.messageProgram.path, errors.New("evaluated to an empty message")}
-		case len(s) > maxMessageLength:
-			err = &policyError{p.Name, rule.messageProgram.path,
-				fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
-		default:
-			return s
-		}
+		err = checkMessage(p, rule, v)
 	}
-	r.trace.Errors = append(r.trace.Errors, err.Error())
+	if err == nil {
+		s, _ := valueString(v)
+		return s
+	}
+	a.errors = append(a.errors, err.Error())
 	return fmt.Sprintf("%s (messageExpression failed: %v)", static, err)
+}
+
+// checkMessage says why v cannot be rule's message, or returns nil.
+func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
+	s, ok := valueString(v)
+	switch {
+	case !ok:
+		return &policyError{p, rule.messageProgram.path, errors.New("did not evaluate to a string")}
+	case strings.TrimSpace(s) == "":
+		return &policyError{p, rule.messageProgram.path, errors.New("evaluated to an empty message")}
+	case len(s) > maxMessageLength:
+		return &policyError{p, rule.messageProgram.path,
+			fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
+	}
+	return nil
 }
 
 func valueString(v ref.Val) (string, bool) {
@@ -126,14 +247,14 @@ func valueString(v ref.Val) (string, bool) {
 	return s, ok
 }
 
-func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, error) {
+func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, *policyError) {
 	v, err := r.eval(p, prog, act)
 	if err != nil {
 		return false, err
 	}
 	b, ok := v.Value().(bool)
 	if !ok {
-		return false, &policyError{p.Name, prog.path, errNotBool}
+		return false, &policyError{p, prog.path, errNotBool}
 	}
 	return b, nil
 }
@@ -141,13 +262,13 @@ func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, error) {
 // eval runs one program, charging its cost to the interface budget. Every failure — a runtime
 // error, the per-call cost limit, the budget, the deadline — is an error, never false. An
 // error raised while evaluating a variable keeps the variable's path.
-func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, error) {
+func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyError) {
 	if prog.prog == nil {
-		return nil, &policyError{p.Name, prog.path, errors.New("expression was not compiled")}
+		return nil, &policyError{p, prog.path, errors.New("expression was not compiled")}
 	}
 	if err := r.ctx.Err(); err != nil {
 		// ContextEval only checks the context inside comprehensions.
-		return nil, &policyError{p.Name, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
 	v, det, err := prog.prog.ContextEval(r.ctx, act)
 	if det != nil && det.ActualCost() != nil {
@@ -161,10 +282,10 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, error) {
 		if errors.As(err, &inner) {
 			return nil, inner
 		}
-		return nil, &policyError{p.Name, prog.path, err}
+		return nil, &policyError{p, prog.path, err}
 	}
 	if r.spent > r.budget {
-		return nil, &policyError{p.Name, prog.path,
+		return nil, &policyError{p, prog.path,
 			fmt.Errorf("interface cost budget %d exceeded (spent %d)", r.budget, r.spent)}
 	}
 	return v, nil
@@ -180,8 +301,14 @@ type activation struct {
 
 var _ interpreter.Activation = (*activation)(nil)
 
+// activation returns p's activation, made on first use: its variables are evaluated at most
+// once per interface, whichever part and attempt needs them.
 func (r *run) activation(p *Policy) *activation {
+	if a, ok := r.acts[p.Name]; ok {
+		return a
+	}
 	a := &activation{r: r, p: p, values: map[string]ref.Val{}}
+	r.acts[p.Name] = a
 	a.vars = lazy.NewMapValue(p.variablesType.CelType())
 	for _, v := range p.variables {
 		a.vars.Append(v.name, func(*lazy.MapValue) ref.Val {
@@ -216,12 +343,28 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &in.Change, true
 	case "variables":
 		return a.vars, true
+	case "allocation":
+		return types.String(a.r.allocation), true
 	}
 	return nil, false
 }
 
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
+
+// variableTrace renders the evaluated variables of every policy, by policy name.
+func (r *run) variableTrace() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for name, a := range r.acts {
+		if vars := a.variableTrace(); vars != nil {
+			out[name] = vars
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 func (a *activation) variableTrace() map[string]string {
 	if len(a.values) == 0 {

@@ -31,7 +31,7 @@ func TestVariablesAreEvaluatedAtMostOncePerInterface(t *testing.T) {
 	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
 		Variables:       []v1alpha1.NamedExpression{{Name: "v", Expression: "vm.name"}, {Name: "unused", Expression: "vm.uid"}},
 		MatchConditions: []v1alpha1.NamedExpression{{Name: "m", Expression: uses}},
-		Allocation:      v1alpha1.Expression{Expression: uses + " ? 'Auto' : 'None'"},
+		Allocation:      &v1alpha1.Expression{Expression: uses + " ? 'Auto' : 'None'"},
 		SkipRules: []v1alpha1.SkipRule{
 			{Name: "a", Expression: "!(" + uses + ")", Reason: "A"},
 			{Name: "b", Expression: uses, Reason: "B", MessageExpression: "variables.v + variables.v"},
@@ -45,7 +45,12 @@ func TestVariablesAreEvaluatedAtMostOncePerInterface(t *testing.T) {
 	var used, unused int
 	compiled.variables[0].prog = countingProgram{compiled.variables[0].prog, &used}
 	compiled.variables[1].prog = countingProgram{compiled.variables[1].prog, &unused}
-	set := NewSet([]*Policy{compiled}, compiled)
+	builtin, errs := c.Compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{Allocation: &v1alpha1.Expression{Expression: "'None'"}}}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	set := NewSet([]*Policy{compiled}, builtin)
 	in := Input{VM: VM{Name: "vm-a"}}
 
 	for i := 1; i <= 3; i++ {

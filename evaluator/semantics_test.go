@@ -36,66 +36,61 @@ func names(ps []*evaluator.Policy) []string {
 	return out
 }
 
-func TestFirstMatchDecides(t *testing.T) {
+func TestFirstMatchingPolicyThatSetsAllocationDecidesIt(t *testing.T) {
 	c := newCompiler(t)
+	const b = evaluator.BuiltinPolicy
 	cases := []struct {
 		name     string
 		policies []*v1alpha1.ClusterIPAMPolicy
 		decider  string
 		matched  []string
-		shadowed []string
 	}{
 		{"a lower priority matching policy decides",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("late", priority(50)), newPolicy("early", priority(5))},
-			"early", []string{"early"}, []string{"late"}},
+			"early", []string{"early", "late", b}},
 		{"a policy whose vmSelector does not hold is passed over",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("web", priority(1), vmSelector(map[string]string{"app": "web"})),
 				newPolicy("any", priority(2))},
-			"any", []string{"any"}, nil},
+			"any", []string{"any", b}},
 		{"a policy whose namespaceSelector holds decides",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("prod", priority(1), namespaceSelector(map[string]string{"env": "prod"})),
 				newPolicy("any", priority(2))},
-			"prod", []string{"prod"}, []string{"any"}},
+			"prod", []string{"prod", "any", b}},
 		{"a policy for another network type is passed over",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("ns-nets", priority(1), networks(v1alpha1.NetworkSelector{Type: "Network"})),
 				newPolicy("any", priority(2))},
-			"any", []string{"any"}, nil},
+			"any", []string{"any", b}},
 		{"a policy for any network of the type matches",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("cluster-nets", priority(1), networks(v1alpha1.NetworkSelector{Type: "ClusterNetwork"}))},
-			"cluster-nets", []string{"cluster-nets"}, nil},
+			"cluster-nets", []string{"cluster-nets", b}},
 		{"a policy for another network name is passed over",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("shared", priority(1),
 				networks(v1alpha1.NetworkSelector{Type: "ClusterNetwork", Name: "shared"}),
 			)},
-			evaluator.BuiltinPolicy, nil, nil},
+			b, []string{b}},
 		{"a policy whose matchCondition is false is passed over",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("second-nic", priority(1), matchCondition("m", "interface.index == 2"))},
-			evaluator.BuiltinPolicy, nil, nil},
+			b, []string{b}},
 		{"all matchConditions must hold",
 			[]*v1alpha1.ClusterIPAMPolicy{newPolicy("both", priority(1),
 				matchCondition("pooled", "network.ipamEnabled"), matchCondition("first", "interface.index == 1"))},
-			"both", []string{"both"}, nil},
+			"both", []string{"both", b}},
+		{"a matching policy without allocation leaves it to the next",
+			[]*v1alpha1.ClusterIPAMPolicy{layer("hotplug-only", priority(1), hotplug("true")), newPolicy("any", priority(2))},
+			"any", []string{"hotplug-only", "any", b}},
 		{"no match leaves the decision to the built-in default",
-			nil, evaluator.BuiltinPolicy, nil, nil},
+			nil, b, []string{b}},
 	}
 	in := pooledAuto()
 	in.Namespace.Labels = map[string]string{"env": "prod"}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := setOf(t, c, tc.policies...).Decide(context.Background(), in, evaluator.Options{Explain: true})
-			if d.Policy != tc.decider || !slices.Equal(d.Trace.Matched, tc.matched) ||
-				!slices.Equal(d.Trace.Shadowed, tc.shadowed) {
-				t.Errorf("policy = %q matched = %v shadowed = %v, want %q %v %v",
-					d.Policy, d.Trace.Matched, d.Trace.Shadowed, tc.decider, tc.matched, tc.shadowed)
+			if d.Policy != tc.decider || d.Provenance.Allocation != tc.decider || !slices.Equal(d.Trace.Matched, tc.matched) {
+				t.Errorf("policy = %q allocation by %q matched = %v, want %q %v",
+					d.Policy, d.Provenance.Allocation, d.Trace.Matched, tc.decider, tc.matched)
 			}
 		})
-	}
-}
-
-func TestShadowedNeedsExplain(t *testing.T) {
-	set := setOf(t, newCompiler(t), newPolicy("a", priority(1)), newPolicy("b", priority(2)))
-	if d := decide(set, pooledAuto()); d.Trace.Shadowed != nil {
-		t.Errorf("Shadowed = %v without Explain, want none", d.Trace.Shadowed)
 	}
 }
 
@@ -110,7 +105,8 @@ func TestAuditNeverDecides(t *testing.T) {
 			newPolicy("watch", audit, priority(1), allocation("'None'"),
 				skipRule("outside", "!cidr('192.168.0.0/16').containsIP(ipAddress.address)", "OutsideRange", "", "")),
 			evaluator.AuditRecord{Policy: "watch", Allocation: evaluator.AllocationNone, Skip: true,
-				Reason: "OutsideRange", Message: "OutsideRange", Rule: "outside", Hotplug: true}},
+				Reason: "OutsideRange", Message: "OutsideRange", Rule: "outside", Hotplug: true,
+				Provenance: evaluator.Provenance{Allocation: "watch", Skip: "watch", Hotplug: evaluator.BuiltinPolicy}}},
 		{"a failing Audit policy records its error, even under Fail",
 			newPolicy("broken", audit, priority(1), allocation("vm.labels['missing']")),
 			evaluator.AuditRecord{Policy: "broken",
@@ -299,15 +295,17 @@ func TestTrace(t *testing.T) {
 	in.Holders.VMs = []string{"vm-b", "vm-c"}
 
 	d := decide(setOf(t, c, p, failing), in)
-	want := map[string]string{
+	want := map[string]map[string]string{"p": {
 		"name": `"vm-a"`, "pooled": "true", "index": "1", "holders": `["vm-b", "vm-c"]`,
 		"labels": `{"app": "shop", "tier": "web"}`, "pool": `{"kind":"ClusterIPAddressPool","name":"corp-pool"}`,
-	}
+	}, "failing": {"n": `"vm-a"`}}
 	if !reflect.DeepEqual(d.Trace.Variables, want) {
 		t.Errorf("Variables = %v\nwant        %v", d.Trace.Variables, want)
 	}
-	if !slices.Equal(d.Trace.Matched, []string{"p"}) || d.Policy != "p" || d.Rule != "r" {
-		t.Errorf("policy = %q rule = %q matched = %v, want p, r, [p]", d.Policy, d.Rule, d.Trace.Matched)
+	if !slices.Equal(d.Trace.Matched, []string{"p", evaluator.BuiltinPolicy}) || d.Policy != "p" || d.Rule != "r" ||
+		!slices.Equal(d.Trace.Ignored, []string{"failing"}) {
+		t.Errorf("policy = %q rule = %q matched = %v ignored = %v, want p, r, [p builtin:default], [failing]",
+			d.Policy, d.Rule, d.Trace.Matched, d.Trace.Ignored)
 	}
 	if wantErr := `policy failing: spec.matchConditions[0].expression: type conversion error`; len(d.Trace.Errors) != 1 ||
 		!strings.HasPrefix(d.Trace.Errors[0], wantErr) {
@@ -322,7 +320,7 @@ func TestTraceKeepsVariablesOfAFailedPolicy(t *testing.T) {
 	p := newPolicy("p", variable("name", "vm.name"), variable("n", "int(variables.name)"),
 		allocation("variables.n > 0 ? 'Auto' : 'None'"))
 	d := decide(setOf(t, newCompiler(t), p), pooledAuto())
-	if d.Reason != evaluator.ReasonPolicyError || !reflect.DeepEqual(d.Trace.Variables, map[string]string{"name": `"vm-a"`}) {
+	if d.Reason != evaluator.ReasonPolicyError || !reflect.DeepEqual(d.Trace.Variables, map[string]map[string]string{"p": {"name": `"vm-a"`}}) {
 		t.Errorf("reason = %q variables = %v, want PolicyError with name=\"vm-a\"", d.Reason, d.Trace.Variables)
 	}
 	if want := "policy p: spec.variables[1].expression: "; !strings.HasPrefix(d.Message, want) {
@@ -354,7 +352,7 @@ func TestNilMapsAndListsAreEmpty(t *testing.T) {
 		"vm.labels.size() == 0 && vm.annotations.size() == 0 && network.labels.size() == 0 && "+
 			"namespaceObject.labels.size() == 0 && holders.vms.size() == 0 && !('x' in vm.labels)"))
 	d := decide(setOf(t, newCompiler(t), p), evaluator.Input{})
-	if d.Policy != "p" || d.Allocation != evaluator.AllocationAuto {
+	if d.Provenance.Allocation != "p" || d.Allocation != evaluator.AllocationAuto {
 		t.Errorf("decision = %+v, want p to match a zero Input", d)
 	}
 }

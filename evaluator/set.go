@@ -12,154 +12,234 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// BuiltinPolicy is Decision.Policy when the compiled-in default decided.
+// BuiltinPolicy is the built-in default's name in a Decision's provenance.
 const BuiltinPolicy = "builtin:default"
 
 // Set is an immutable snapshot of compiled policies in evaluation order (priority, then
-// name), plus the built-in default that decides when none of them matches. It is safe for
-// concurrent use; publish a new Set to change policies.
+// name), followed by the built-in default, which is always there, and the safety policy. It is
+// safe for concurrent use; publish a new Set to change policies.
 type Set struct {
-	policies []*Policy
-	builtin  *Policy
-	limits   Limits
+	// layers are the installed policies in order, then the built-in default.
+	layers []*Policy
+	safety *Policy
+	limits Limits
 }
 
-// NewSet orders policies by (priority, name), whatever order they come in. builtin decides
-// when no policy matches; it must not be nil.
+// NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
+// after them; builtin must not be nil. The safety policy is the one of builtin's Compiler.
 func NewSet(policies []*Policy, builtin *Policy) *Set {
 	ordered := slices.Clone(policies)
 	slices.SortFunc(ordered, func(a, b *Policy) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
-	return &Set{policies: ordered, builtin: builtin, limits: builtin.limits}
+	layers := append(ordered, builtin.asBuiltin())
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits}
 }
 
-// Policies returns the names of the set's policies in evaluation order.
+// asBuiltin is a copy of p named BuiltinPolicy, always Enforce and Fail.
+func (p *Policy) asBuiltin() *Policy {
+	b := *p
+	b.Name, b.Mode, b.FailurePolicy = BuiltinPolicy, v1alpha1.PolicyModeEnforce, v1alpha1.FailurePolicyFail
+	return &b
+}
+
+// Policies returns the names of the set's installed policies in evaluation order.
 func (s *Set) Policies() []string {
-	names := make([]string, len(s.policies))
-	for i, p := range s.policies {
-		names[i] = p.Name
+	names := make([]string, 0, len(s.layers)-1)
+	for _, p := range s.layers[:len(s.layers)-1] {
+		names = append(names, p.Name)
 	}
 	return names
 }
 
 // Options tune one Decide call.
 type Options struct {
-	// Explain evaluates the match of every policy after the deciding one to fill
-	// Trace.Shadowed (dry-run and CLI); the controller leaves it off.
+	// Explain records the input in Trace.Input and the replaced rules in Trace.Replaced
+	// (dry-run and CLI); the controller leaves it off.
 	Explain bool
 }
 
-// Decide evaluates one interface (DESIGN.md §3.3): the first policy, in (priority, name)
-// order, whose match and matchConditions hold decides; Audit policies only record what they
-// would decide; an evaluation error skips the interface with ReasonPolicyError under
-// failurePolicy Fail and passes the policy over under Ignore; when nothing decides, the
-// built-in default does. An interface the decision attaches although it cannot have that
-// address (another VM's, missing, on another network, not allocated, …) is skipped by guard
-// whatever the policy says. Decide never returns an error and never panics on bad input; it is
-// deterministic for a given input. A failed evaluation always has AllocationUnknown.
+// Decide evaluates one interface under the semantics of DESIGN.md §3.3. The matching Enforce
+// policies, in order and the built-in default last, are layered: for allocation and for hotplug
+// the first policy that sets it decides (an allocation of "Pass" leaves it to the next); skip
+// rules accumulate in policy then rule order, a rule replacing the same-named rules of later
+// policies, and the first true one skips. Skip rules and hotplug see the decided allocation.
+// Then the safety policy checks an interface attached with an address. An evaluation error
+// under failurePolicy Fail skips the interface with ReasonPolicyError; under Ignore the policy
+// is passed over as if it did not match. Audit policies record what they would decide.
+//
+// A removed interface (Change.Kind ChangeRemove) is only asked hotplug: its allocation is the
+// applied one, it is never skipped.
+//
+// Decide never returns an error and never panics on bad input; it is deterministic for a given
+// input. A failed evaluation always has AllocationUnknown.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget}
-	for i, p := range s.policies {
-		if d, decided := r.consider(p); decided {
-			return s.finish(r, guard(&in, d), i+1, opts)
-		}
-	}
-	return s.finish(r, guard(&in, r.builtin(s.builtin)), len(s.policies), opts)
-}
-
-// consider evaluates policy p and says whether it decides the interface, recording in the
-// trace what it did otherwise.
-func (r *run) consider(p *Policy) (Decision, bool) {
-	d, matched, err := r.policy(p)
-	switch {
-	case err != nil:
-		r.trace.Errors = append(r.trace.Errors, err.Error())
-		if p.Mode == v1alpha1.PolicyModeAudit {
-			r.trace.Audit = append(r.trace.Audit, AuditRecord{Policy: p.Name, Error: err.Error()})
-			return d, false
-		}
-		if p.FailurePolicy == v1alpha1.FailurePolicyIgnore {
-			return d, false
-		}
-		r.trace.Matched = append(r.trace.Matched, p.Name)
-		return failed(p, err, d.Trace.Variables), true
-	case !matched:
-		return d, false
-	}
-	r.trace.Matched = append(r.trace.Matched, p.Name)
-	if p.Mode == v1alpha1.PolicyModeAudit {
-		r.trace.Audit = append(r.trace.Audit, d.audit(p.Name))
-		return d, false
-	}
-	return d, true
-}
-
-// builtin lets the built-in default decide. It is meant to match every interface; if it
-// does not, that is an error too, so that no decision is ever made up.
-func (r *run) builtin(b *Policy) Decision {
-	d, matched, err := r.policy(b)
-	if err == nil && !matched {
-		err = &policyError{b.Name, "spec.match", errors.New("the built-in policy does not match the interface")}
-	}
-	if err != nil {
-		r.trace.Errors = append(r.trace.Errors, err.Error())
-		d = failed(b, err, d.Trace.Variables)
-	}
-	d.Policy = BuiltinPolicy
-	return d
-}
-
-// finish completes d with its cost and trace. With Options.Explain it also evaluates the
-// match of the Enforce policies from index next on, to list the ones d shadows; that work is
-// not part of d's cost, and its errors are ignored.
-func (s *Set) finish(r *run, d Decision, next int, opts Options) Decision {
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
+		explain: opts.Explain}
+	d := s.decide(r)
 	d.Cost = r.spent
-	variables := d.Trace.Variables
+	d.Trace.Variables = r.variableTrace()
 	if opts.Explain {
-		for _, p := range s.policies[min(next, len(s.policies)):] {
-			if p.Mode != v1alpha1.PolicyModeEnforce {
-				continue
-			}
-			if ok, err := r.matches(p); ok && err == nil {
-				r.trace.Shadowed = append(r.trace.Shadowed, p.Name)
-			}
+		d.Trace.Input = &in
+	}
+	return d
+}
+
+func (s *Set) decide(r *run) Decision {
+	matched, failure := r.matching(s.layers)
+	var d Decision
+	if failure != nil {
+		d = failure.decision()
+	} else {
+		d, _ = r.layered(enforcing(matched, nil), s.safety, true)
+	}
+	for _, p := range s.layers {
+		if p.Mode != v1alpha1.PolicyModeAudit {
+			continue
+		}
+		if rec, failed := r.auditErrors[p.Name]; failed {
+			d.Trace.Audit = append(d.Trace.Audit, rec)
+		} else if failure == nil && slices.Contains(matched, p) {
+			d.Trace.Audit = append(d.Trace.Audit, r.audit(matched, p, s.safety))
 		}
 	}
-	d.Trace = r.trace
-	d.Trace.Variables = variables
+	d.Trace.Matched, d.Trace.Ignored, d.Trace.Errors = r.trace.Matched, r.trace.Ignored, r.trace.Errors
 	return d
+}
+
+// enforcing returns the Enforce policies of matched, and promoted (an Audit policy of matched)
+// as if it were one.
+func enforcing(matched []*Policy, promoted *Policy) []*Policy {
+	var out []*Policy
+	for _, p := range matched {
+		switch {
+		case p == promoted:
+			q := *p
+			q.Mode = v1alpha1.PolicyModeEnforce
+			out = append(out, &q)
+		case p.Mode == v1alpha1.PolicyModeEnforce:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// matching evaluates the match of every layer and returns the matching ones in order; or the
+// failure of a Fail Enforce policy whose matchConditions could not be evaluated. An Ignore
+// policy whose matchConditions fail does not match; an Audit policy's failure is recorded.
+func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
+	var out []*Policy
+	for _, p := range layers {
+		ok, err := r.matches(p)
+		if err == nil && !ok && p.Name == BuiltinPolicy {
+			err = &policyError{p, "spec.match", errors.New("the built-in policy does not match the interface")}
+		}
+		switch {
+		case err != nil && p.Mode == v1alpha1.PolicyModeAudit:
+			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.auditErrors[p.Name] = AuditRecord{Policy: p.Name, Error: err.Error()}
+		case err != nil && p.FailurePolicy == v1alpha1.FailurePolicyIgnore:
+			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+		case err != nil:
+			r.trace.Matched = append(r.trace.Matched, p.Name)
+			r.trace.Errors = append(r.trace.Errors, err.Error())
+			return nil, asPolicyError(p, err)
+		case ok:
+			r.trace.Matched = append(r.trace.Matched, p.Name)
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// layered decides with the given Enforce policies. An Ignore policy that fails is passed
+// over by starting again without it, so that none of its parts counts; the errors of those
+// passed over are returned. With record, errors and passed-over policies go into the run's
+// trace (not for audit runs).
+func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision, []*policyError) {
+	var ignored []*policyError
+	for {
+		a := r.attempt(enforce, safety)
+		if a.err == nil {
+			if record {
+				r.trace.Errors = append(r.trace.Errors, a.errors...)
+			}
+			return a.d, ignored
+		}
+		if record {
+			r.trace.Errors = append(r.trace.Errors, a.err.Error())
+		}
+		failed := func(p *Policy) bool { return p.Name == a.err.p.Name }
+		if a.err.p.FailurePolicy != v1alpha1.FailurePolicyIgnore || !slices.ContainsFunc(enforce, failed) {
+			return a.err.decision(), ignored
+		}
+		ignored = append(ignored, a.err)
+		if record {
+			r.trace.Ignored = append(r.trace.Ignored, a.err.p.Name)
+		}
+		enforce = slices.DeleteFunc(slices.Clone(enforce), failed)
+	}
+}
+
+// audit is what the decision would be were the Audit policy p (one of matched) an Enforce
+// policy; its own evaluation error is recorded as the record's Error.
+func (r *run) audit(matched []*Policy, p *Policy, safety *Policy) AuditRecord {
+	d, ignored := r.layered(enforcing(matched, p), safety, false)
+	for _, e := range ignored {
+		if e.p.Name == p.Name {
+			return r.auditError(p, e)
+		}
+	}
+	if d.Reason == ReasonPolicyError && d.Provenance.Skip == p.Name {
+		return r.auditError(p, errors.New(d.Message))
+	}
+	return d.audit(p.Name)
+}
+
+func (r *run) auditError(p *Policy, err error) AuditRecord {
+	r.trace.Errors = append(r.trace.Errors, err.Error())
+	return AuditRecord{Policy: p.Name, Error: err.Error()}
 }
 
 func (d Decision) audit(policy string) AuditRecord {
 	return AuditRecord{Policy: policy, Allocation: d.Allocation, Skip: d.Skip, Reason: d.Reason,
-		Message: d.Message, Hotplug: d.Hotplug, Rule: d.Rule}
-}
-
-// failed is the Decision of a policy that failed under failurePolicy Fail: skipped, with the
-// allocation unknown so that nothing existing is deleted. variables are the values the
-// policy's variables had before it failed.
-func failed(p *Policy, err error, variables map[string]string) Decision {
-	return Decision{Allocation: AllocationUnknown, Skip: true, Reason: ReasonPolicyError,
-		Message: err.Error(), Policy: p.Name, Trace: Trace{Variables: variables}}
+		Message: d.Message, Hotplug: d.Hotplug, Rule: d.Rule, Provenance: d.Provenance}
 }
 
 // policyError is an evaluation error of one expression of one policy.
 type policyError struct {
-	policy, path string
-	err          error
+	p    *Policy
+	path string
+	err  error
 }
 
 // Error renders "policy <name>: <field path>: <error>".
 func (e *policyError) Error() string {
-	return fmt.Sprintf("policy %s: %s: %v", e.policy, e.path, e.err)
+	return fmt.Sprintf("policy %s: %s: %v", e.p.Name, e.path, e.err)
 }
 
 // Unwrap returns the CEL error, so that errors.Is(err, context.DeadlineExceeded) works.
 func (e *policyError) Unwrap() error { return e.err }
+
+// asPolicyError returns err as a *policyError, attributing an unexpected error to p.
+func asPolicyError(p *Policy, err error) *policyError {
+	var pe *policyError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &policyError{p, "spec", err}
+}
+
+// decision is the Decision of a policy that failed under failurePolicy Fail: skipped, with the
+// allocation unknown so that nothing existing is deleted.
+func (e *policyError) decision() Decision {
+	return Decision{Allocation: AllocationUnknown, Skip: true, Reason: ReasonPolicyError,
+		Message: e.Error(), Policy: e.p.Name, Provenance: Provenance{Skip: e.p.Name}}
+}
 
 // matchesStatic checks the match block: selectors and networks, no CEL.
 func (p *Policy) matchesStatic(in *Input) bool {

@@ -59,7 +59,8 @@ func Builtin() (*v1alpha1.ClusterIPAMPolicy, error) {
 // Decode reads every ClusterIPAMPolicy document of a YAML or JSON stream (documents separated
 // by "---"; empty and comment-only ones are skipped). Unknown fields are errors, so that a
 // misspelled key is reported, not dropped; documents of another kind are errors too. Errors
-// name the document's index (from 0).
+// name the document's index (from 0). An absent spec.priority is DefaultPriority, as the API
+// server defaults it, so that files order like the installed objects.
 func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 	docs, err := manifest.Split(data)
 	if err != nil {
@@ -67,7 +68,7 @@ func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 	}
 	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(docs))
 	for _, doc := range docs {
-		var p v1alpha1.ClusterIPAMPolicy
+		p := v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}}
 		if err := yaml.UnmarshalStrict(doc.JSON, &p); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
 		}

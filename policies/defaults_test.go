@@ -30,3 +30,15 @@ func TestDecodeSkipsEmptyDocumentsAndNamesTheOthers(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeDefaultsPriorityAsTheAPIServerDoes(t *testing.T) {
+	data := strings.Replace(policyDoc, "%s", "absent", 1) + "---\n" +
+		strings.Replace(strings.Replace(policyDoc, "%s", "zero", 1), "spec: {", "spec: {priority: 0, ", 1)
+	got, err := policies.Decode([]byte(data))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Decode = %v, %v", got, err)
+	}
+	if got[0].Spec.Priority != 100 || got[1].Spec.Priority != 0 {
+		t.Errorf("priorities = %d, %d; want 100 for an absent one (the CRD default) and 0 as written", got[0].Spec.Priority, got[1].Spec.Priority)
+	}
+}

@@ -6,9 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -16,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	policywebhook "github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -32,11 +33,11 @@ type options struct {
 	qps                    float32
 	burst                  int
 	zap                    zap.Options
-	dryRun                 endpoint.Options
+	dryRun                 *apiserver.Options
 }
 
 func main() {
-	var o options
+	o := options{dryRun: apiserver.NewOptions()}
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
 		Short:         "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
@@ -55,12 +56,9 @@ func main() {
 	f.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the leader lease (default: the pod's namespace; required outside a cluster with --leader-elect)")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
-	f.StringVar(&o.dryRun.BindAddress, "dry-run-bind-address", ":8443", "address of the HTTPS dry-run endpoint (\"0\" disables it)")
-	f.StringVar(&o.dryRun.CertFile, "dry-run-cert-file", "", "PEM serving certificate of the dry-run endpoint (default: a generated self-signed one)")
-	f.StringVar(&o.dryRun.KeyFile, "dry-run-key-file", "", "PEM key of --dry-run-cert-file")
-	f.StringVar(&o.dryRun.ClientCAFile, "dry-run-client-ca-file", "", "also accept client certificates signed by this CA at the dry-run endpoint")
-	f.DurationVar(&o.dryRun.Timeout, "dry-run-timeout", 10*time.Second, "longest time one dry-run answer may take")
-	f.IntVar(&o.dryRun.MaxInFlight, "dry-run-max-in-flight", endpoint.DefaultMaxInFlight, "dry runs evaluated at once; more get 429 Too Many Requests")
+	// The dry-run API server (aggregated API dryrun.ipam.virtualization.deckhouse.io): the
+	// library's --secure-port (0 disables it), --tls-cert-file, --authentication-kubeconfig, …
+	o.dryRun.AddFlags(f)
 	goflags := flag.NewFlagSet("", flag.ExitOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -74,7 +72,9 @@ func main() {
 }
 
 func run(o options) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	logger := zap.New(zap.UseFlagOptions(&o.zap))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // the dry-run API server (k8s.io/apiserver) logs through klog
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -109,7 +109,8 @@ func run(o options) error {
 			return err
 		}
 	}
-	if o.dryRun.BindAddress != "0" {
+	if o.dryRun.Enabled() {
+		delegateWith(o.dryRun)
 		if _, err := controller.SetupDryRun(mgr, registry, o.dryRun); err != nil {
 			return err
 		}
@@ -121,4 +122,25 @@ func run(o options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// delegateWith makes the dry-run API server ask the API server of --kubeconfig (or
+// $KUBECONFIG) for delegated authentication and authorization when run outside a cluster
+// with a kubeconfig and without --authentication-kubeconfig / --authorization-kubeconfig.
+// In a cluster, both default to the pod's ServiceAccount.
+func delegateWith(o *apiserver.Options) {
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		kubeconfig = f.Value.String()
+	}
+	if kubeconfig == "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return
+	}
+	kubeconfig, _, _ = strings.Cut(kubeconfig, string(os.PathListSeparator))
+	if o.Authentication.RemoteKubeConfigFile == "" {
+		o.Authentication.RemoteKubeConfigFile = kubeconfig
+	}
+	if o.Authorization.RemoteKubeConfigFile == "" {
+		o.Authorization.RemoteKubeConfigFile = kubeconfig
+	}
 }

@@ -24,10 +24,14 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// DecodeOptions tune Decode.
+// DecodeOptions tune Decode and DecodeBody.
 type DecodeOptions struct {
-	// DefaultNamespace is the namespace of a VM manifest that names none (ipamctl's
-	// --namespace). The endpoint leaves it empty: a VM without a namespace is invalid there.
+	// Root is where the body sits in the object the caller sent, prefixed to every field
+	// path (the API server: spec, so that errors read spec.vm.spec.networks[1].type); nil
+	// for a bare body (ipamctl).
+	Root *field.Path
+	// DefaultNamespace is the namespace of a VM manifest that names none (the Evaluation's
+	// namespace, ipamctl's --namespace); when empty, such a VM is invalid.
 	DefaultNamespace string
 	// Authorize, when set, is asked whether the caller may have this request answered, once
 	// the VM's namespace is known and before the candidate policies are compiled (the costly
@@ -38,40 +42,57 @@ type DecodeOptions struct {
 	Authorize func(namespace string, withPolicies bool) error
 }
 
-// Decode parses and validates a request body (JSON or YAML) and compiles its candidate
-// policies. Every problem it can find is reported at once in one *InvalidError, each with its
-// JSON path: invalid YAML (with its line), an unknown top-level field, a VM or object failing
-// its CRD schema or metadata validation, a VM without additional networks, an object outside
-// the VM's namespace or of a kind a request may not carry, a candidate policy with unknown
-// fields or that does not compile. Only a body that cannot be read at all (not YAML, not an
-// object) stops it early; the parts of a request are checked independently of each other.
+// Decode parses a request body (JSON or YAML) and decodes it as DecodeBody does. A body that
+// cannot be read at all (not YAML, not an object) is an *InvalidError at "body"; an unknown
+// top-level field is reported with the other problems.
 func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
 	body, errs := parseBody(data)
 	if body == nil {
 		return nil, invalid(errs)
 	}
-	vm, verrs := e.decodeVM(field.NewPath("vm"), body.VM, opts)
-	errs = append(errs, verrs...)
+	req, err := e.DecodeBody(body, opts)
+	var inv *InvalidError
+	switch {
+	case len(errs) == 0:
+		return req, err
+	case err == nil:
+		return nil, invalid(errs)
+	case errors.As(err, &inv):
+		return nil, invalid(inBodyOrder(nil, append(errs, inv.Errs...)))
+	}
+	return nil, err
+}
+
+// DecodeBody validates a request and compiles its candidate policies. Every problem it can
+// find is reported at once in one *InvalidError, each with its JSON path below opts.Root: a
+// VM or object failing its CRD schema or metadata validation, a VM without additional
+// networks, an object outside the VM's namespace or of a kind a request may not carry, a
+// candidate policy with unknown fields or that does not compile. The parts of a request are
+// checked independently of each other.
+func (e *Engine) DecodeBody(body *Body, opts DecodeOptions) (*Request, error) {
+	root := opts.Root
+	vmPath := root.Child("vm")
+	vm, errs := e.decodeVM(vmPath, body.VM, opts)
 	namespace := ""
-	if vm != nil && !hasErrorAt(verrs, "vm.metadata.namespace") {
+	if vm != nil && !hasErrorAt(errs, vmPath.Child("metadata", "namespace").String()) {
 		namespace = vm.Namespace
 	}
-	candidates, perrs := e.decodePolicies(field.NewPath("policies"), body.Policies)
+	candidates, perrs := e.decodePolicies(root.Child("policies"), body.Policies)
 	errs = append(errs, perrs...)
-	objects, oerrs := e.decodeObjects(field.NewPath("objects"), body.Objects, namespace)
+	objects, oerrs := e.decodeObjects(root.Child("objects"), body.Objects, namespace)
 	errs = append(errs, oerrs...)
 	if opts.Authorize != nil {
 		if namespace == "" {
-			return nil, invalid(inBodyOrder(errs)) // nobody to ask whether compiling is allowed
+			return nil, invalid(inBodyOrder(root, errs)) // nobody to ask whether compiling is allowed
 		}
 		if err := opts.Authorize(namespace, body.Policies != nil); err != nil {
 			return nil, err
 		}
 	}
-	set, cerrs := e.compileCandidates(field.NewPath("policies"), candidates)
+	set, cerrs := e.compileCandidates(root.Child("policies"), candidates)
 	errs = appendNew(errs, cerrs)
 	if len(errs) > 0 {
-		return nil, invalid(inBodyOrder(errs))
+		return nil, invalid(inBodyOrder(root, errs))
 	}
 	req := &Request{VM: vm, Objects: objects, compiled: set}
 	if body.Policies != nil {
@@ -83,13 +104,17 @@ func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
 	return req, nil
 }
 
-// inBodyOrder sorts errs by the part of the body they are in — the envelope, vm, then each
+// inBodyOrder sorts errs by the part of the body below root they are in — vm, then each
 // policy and each object by index — keeping their order within a part.
-func inBodyOrder(errs field.ErrorList) field.ErrorList {
+func inBodyOrder(root *field.Path, errs field.ErrorList) field.ErrorList {
 	type place struct{ part, index int }
+	prefix := ""
+	if root != nil {
+		prefix = root.String() + "."
+	}
 	of := func(e *field.Error) place {
 		for i, part := range []string{"vm", "policies", "objects"} {
-			rest, ok := strings.CutPrefix(e.Field, part)
+			rest, ok := strings.CutPrefix(strings.TrimPrefix(e.Field, prefix), part)
 			if !ok || rest != "" && rest[0] != '.' && rest[0] != '[' {
 				continue
 			}
@@ -119,7 +144,7 @@ func hasErrorAt(errs field.ErrorList, fieldPath string) bool {
 }
 
 // parseBody converts YAML to JSON and decodes the envelope strictly. It returns a nil body
-// when the rest of the request cannot be read.
+// when the request cannot be read, and errors for unknown top-level fields.
 func parseBody(data []byte) (*Body, field.ErrorList) {
 	root := field.NewPath("body")
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -137,14 +162,7 @@ func parseBody(data []byte) (*Body, field.ErrorList) {
 	if err != nil {
 		return nil, field.ErrorList{typeError(nil, err)}
 	}
-	errs := strictErrors(nil, strict)
-	if body.APIVersion != "" && body.APIVersion != APIVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), body.APIVersion, []string{APIVersion}))
-	}
-	if body.Kind != "" && body.Kind != KindRequest {
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), body.Kind, []string{KindRequest}))
-	}
-	return body, errs
+	return body, strictErrors(nil, strict)
 }
 
 // decodeVM validates the VM manifest and returns it typed, also when it has problems (its
@@ -169,19 +187,7 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		vm.Namespace = opts.DefaultNamespace
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
-	return vm, appendNew(errs, validateNetworks(path.Child("spec", "networks"), vm))
-}
-
-// validateNetworks requires at least one additional network: without one there is nothing
-// to decide.
-func validateNetworks(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
-	for _, n := range vm.Spec.Networks {
-		if n.Type != vmv1.NetworkTypeMain {
-			return nil
-		}
-	}
-	return field.ErrorList{field.Required(path,
-		"the VM has no additional network (type Network or ClusterNetwork): there is nothing to evaluate, vmipam does not manage the Main network")}
+	return vm, errs
 }
 
 // candidate is a policy of a request that could be decoded (it may still have problems), and
@@ -263,7 +269,7 @@ func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.
 	if obj == nil {
 		return nil, errs
 	}
-	p := &v1alpha1.ClusterIPAMPolicy{}
+	p := &v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}} // the CRD's default
 	strict, err := sigsjson.UnmarshalStrict(raw, p)
 	if err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better

@@ -25,10 +25,6 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 		{"no vm", "objects: []\n", []string{"vm: Required value"}},
 		{"an unsupported network type", `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}, {type: Bogus, name: x}]}}`,
 			[]string{`vm.spec.networks[1].type: Unsupported value: "Bogus"`}},
-		{"a VM without networks", `vm: {metadata: {name: web, namespace: demo}, spec: {}}`,
-			[]string{"vm.spec.networks: Required value: the VM has no additional network"}},
-		{"a VM with only Main", `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`,
-			[]string{"vm.spec.networks: Required value"}},
 		{"a VM without namespace", `vm: {metadata: {name: web}, spec: {networks: [{type: Network, name: lan}]}}`,
 			[]string{"vm.metadata.namespace: Required value"}},
 		{"a VM with a bad name", `vm: {metadata: {name: Web_1, namespace: demo}, spec: {networks: [{type: Network, name: lan}]}}`,
@@ -76,7 +72,7 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 
 func TestDecodeAcceptsJSONAndFillsDefaults(t *testing.T) {
 	e := newEngine(t)
-	req, err := e.Decode([]byte(`{"apiVersion": "dryrun/v1alpha1", "kind": "EvaluationRequest",
+	req, err := e.Decode([]byte(`{
 		"vm": {"metadata": {"name": "web"}, "spec": {"runPolicy": "AlwaysOn", "cpu": {"cores": 1}, "unknownToTheTrimmedCRD": true,
 		       "networks": [{"type": "Network", "name": "lan"}]}},
 		"objects": [{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "Network", "metadata": {"name": "lan"}}]}`),
@@ -185,5 +181,13 @@ func TestDecodeAsksAuthorizeBeforeCompiling(t *testing.T) {
 	_, err = e.Decode([]byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: allow})
 	if err == nil || !strings.Contains(err.Error(), "policies[0].spec.allocation.expression") {
 		t.Errorf("Decode with an allowing Authorize = %v, want the compile error", err)
+	}
+}
+
+func TestCandidatePoliciesGetTheCRDDefaultPriority(t *testing.T) {
+	p, errs := newEngine(t).CheckPolicy(nil, []byte(`{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
+		"metadata": {"name": "p"}, "spec": {"hotplug": {"expression": "true"}}}`))
+	if len(errs) > 0 || p == nil || p.Spec.Priority != 100 {
+		t.Errorf("CheckPolicy = %+v, %v; want priority 100 as the API server defaults it", p, errs)
 	}
 }

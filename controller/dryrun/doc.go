@@ -1,11 +1,11 @@
 // Package dryrun answers "what would the controller do to this VM?" without writing anything
-// (DESIGN.md §5). Its Engine is shared by the controller's HTTPS endpoint
-// (controller/dryrun/endpoint) and by `ipamctl evaluate` (offline), so that both give the
-// same answer for the same input — and the same as a reconcile, because the evaluation is
-// controller/vm's own Evaluate: the reconciler's observation, decisions and plan, over a
-// reader instead of the cache.
+// (DESIGN.md §5). Its Engine is shared by the controller's dry-run API server
+// (controller/dryrun/apiserver, which serves Evaluations) and by `ipamctl evaluate`
+// (offline), so that both give the same answer for the same input — and the same as a
+// reconcile, because the evaluation is controller/vm's own Evaluate: the reconciler's
+// observation, decisions and plan, over a reader instead of the cache.
 //
-// A request is a JSON or YAML object:
+// A request (Body: an Evaluation's spec, or what ipamctl reads from files) holds:
 //
 //	vm:        a VirtualMachine manifest (it may or may not exist)
 //	policies:  optional ClusterIPAMPolicy manifests that replace the installed policies for
@@ -14,18 +14,20 @@
 //	           Network, IPAddressPool, VirtualMachine and Pod in the VM's namespace;
 //	           ClusterNetwork and ClusterIPAddressPool; the VM's Namespace
 //
-// Engine.Decode validates it as the API server would validate the manifests on create (CRD
-// schemas, metadata), compiles the candidate policies as the admission webhook would, and
-// reports every problem it finds at once, each with its JSON path, in an *InvalidError:
-// vm.spec.networks[1].type: Unsupported value: "Bogus": …; policies[0].spec.nmae: Invalid
-// value: unknown field; policies[1].spec.skipRules[0].expression: … undeclared reference …;
-// objects[0].metadata.namespace: …. The VM, each policy and each object are checked on their
-// own, so fixing one problem does not reveal the next. A VM without an additional network is
-// invalid, since there is nothing to evaluate. With DecodeOptions.Authorize (the endpoint),
-// the caller is authorized once the VM's namespace is known, before anything is compiled.
-// Engine.Evaluate lays the objects over the base reader (restricted to the VM's namespace and
-// cluster-scoped networks and pools), merges the VM with its live copy and returns a Result:
-// per interface the decision with its trace, the actions (Auto IPAddresses to create and
-// delete, networks-spec for the VM and for each running launcher pod, interfaces pending a
-// restart) and vmipam's part of the resulting status.
+// Engine.DecodeBody validates it as the API server would validate the manifests on create
+// (CRD schemas, metadata), compiles the candidate policies as the admission webhook would,
+// and reports every problem it finds at once, each with its JSON path, in an *InvalidError:
+// spec.vm.spec.networks[1].type: Unsupported value: "Bogus": …; spec.policies[0].spec.nmae:
+// Invalid value: unknown field; spec.policies[1].spec.skipRules[0].expression: … undeclared
+// reference …; spec.objects[0].metadata.namespace: …. The VM, each policy and each object
+// are checked on their own, so fixing one problem does not reveal the next. A VM without an
+// additional network is answered too: the controller still acts on it (unplugs what the pod
+// carries, deletes its Auto IPAddresses). With
+// DecodeOptions.Authorize (the API server), the caller is authorized once the VM's namespace
+// is known, before anything is compiled. Engine.Evaluate lays the objects over the base
+// reader (restricted to the VM's namespace and cluster-scoped networks and pools), merges the
+// VM with its live copy and returns an Evaluation's status: per interface the decision with
+// its trace, the actions (Auto IPAddresses to create and delete, networks-spec for the VM and
+// for each running launcher pod, interfaces pending a restart) and vmipam's part of the
+// resulting status.
 package dryrun

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/overlay"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
@@ -20,7 +21,7 @@ import (
 	"github.com/vmipam/vmipam/policies"
 )
 
-// Engine decodes and evaluates dry-run requests. The endpoint and ipamctl share one, so the
+// Engine decodes and evaluates dry-run requests. The API server and ipamctl share one, so the
 // same request gets the same answer online and offline. It is safe for concurrent use.
 type Engine struct {
 	compiler *evaluator.Compiler
@@ -30,7 +31,7 @@ type Engine struct {
 	now      func() time.Time
 
 	// OnCompileError, when set, is called once for every candidate policy that does not
-	// compile (the endpoint counts them in a metric).
+	// compile (the API server counts them in a metric).
 	OnCompileError func()
 }
 
@@ -88,7 +89,7 @@ func (e *Engine) Defaults() (*evaluator.Set, error) {
 // The candidate policies of a Request from Decode are already compiled; those of a Request
 // built otherwise are compiled here, and one that does not compile is an *InvalidError. Other
 // errors are failures to read from base.
-func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *evaluator.Set, req *Request) (*Result, error) {
+func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *evaluator.Set, req *Request) (*dryrunv1.EvaluationStatus, error) {
 	set, source, err := e.policySet(req, installed)
 	if err != nil {
 		return nil, err
@@ -101,26 +102,26 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 	if err != nil {
 		return nil, fmt.Errorf("evaluating VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
-	return newResult(vm, exists, PolicySummary{Source: source, Order: set.Policies()}, plan), nil
+	return newStatus(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, plan), nil
 }
 
 // policySet is req's compiled candidate policies, or installed (nil: Defaults).
 func (e *Engine) policySet(req *Request, installed *evaluator.Set) (*evaluator.Set, string, error) {
 	switch {
 	case req.compiled != nil:
-		return req.compiled, PoliciesRequest, nil
+		return req.compiled, dryrunv1.PoliciesRequest, nil
 	case req.Policies != nil:
 		candidates := make([]candidate, len(req.Policies))
 		for i := range req.Policies {
 			candidates[i] = candidate{index: i, policy: &req.Policies[i]}
 		}
 		set, errs := e.compileCandidates(field.NewPath("policies"), candidates)
-		return set, PoliciesRequest, invalid(errs)
+		return set, dryrunv1.PoliciesRequest, invalid(errs)
 	case installed != nil:
-		return installed, PoliciesInstalled, nil
+		return installed, dryrunv1.PoliciesInstalled, nil
 	}
 	set, err := e.Defaults()
-	return set, PoliciesInstalled, err
+	return set, dryrunv1.PoliciesInstalled, err
 }
 
 // world builds the reader the evaluation observes and the VM as it would be after applying
@@ -230,17 +231,16 @@ func (e *Engine) vmUID(ctx context.Context, reader client.Reader, vm *vmv1.Virtu
 	return standInUID("VirtualMachine", vm.Namespace, name)
 }
 
-// newResult presents a plan.
-func newResult(vm *vmv1.VirtualMachine, exists bool, policies PolicySummary, plan *vmctrl.Plan) *Result {
-	return &Result{
-		APIVersion: APIVersion, Kind: KindResult,
-		VM:         VMSummary{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), Exists: exists},
+// newStatus presents a plan as an Evaluation's status.
+func newStatus(vm *vmv1.VirtualMachine, exists bool, policies dryrunv1.PolicySummary, plan *vmctrl.Plan) *dryrunv1.EvaluationStatus {
+	return &dryrunv1.EvaluationStatus{
+		VM:         dryrunv1.VMSummary{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), Exists: exists},
 		Policies:   policies,
 		Interfaces: plan.Interfaces,
-		Actions: Actions{CreateIPAddresses: plan.CreateIPAddresses, DeleteIPAddresses: plan.DeleteIPAddresses,
+		Actions: dryrunv1.Actions{CreateIPAddresses: plan.CreateIPAddresses, DeleteIPAddresses: plan.DeleteIPAddresses,
 			VMNetworksSpec: plan.VMNetworksSpec, Pods: plan.Pods, PendingRestart: plan.PendingRestart,
 			Deferred: plan.Deferred},
-		Status: StatusSummary{Networks: plan.Status.Networks, Conditions: ownConditions(plan.Status.Conditions),
+		VMStatus: dryrunv1.VMStatus{Networks: plan.Status.Networks, Conditions: ownConditions(plan.Status.Conditions),
 			Changed: plan.StatusChanged},
 	}
 }

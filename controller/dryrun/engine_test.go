@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/naming"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -20,7 +21,7 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-func evaluate(t *testing.T, e *dryrun.Engine, base client.Reader, installed *evaluator.Set, body string) *dryrun.Result {
+func evaluate(t *testing.T, e *dryrun.Engine, base client.Reader, installed *evaluator.Set, body string) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	res, err := e.Evaluate(context.Background(), base, installed, decode(t, e, body))
 	if err != nil {
@@ -41,7 +42,7 @@ func TestANewVMGetsItsAutoIPAddressPlanned(t *testing.T) {
 		string(res.Actions.CreateIPAddresses[0].OwnerReferences[0].UID) != res.VM.UID {
 		t.Errorf("create = %+v, want the interface's Auto IPAddress owned by the VM", res.Actions.CreateIPAddresses)
 	}
-	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrun.PoliciesInstalled || !res.Status.Changed {
+	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesInstalled || !res.VMStatus.Changed {
 		t.Errorf("result %+v: want a new VM with a stand-in UID, installed policies, a status to write", res.VM)
 	}
 	again := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
@@ -76,7 +77,7 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != "web-cn-corp-x" {
 		t.Errorf("delete = %v, want the live VM's Auto IPAddress that no interface wants", res.Actions.DeleteIPAddresses)
 	}
-	if got := res.Status.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
+	if got := res.VMStatus.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
 		t.Errorf("status.networks[1].macAddress = %q, want the live one kept", got)
 	}
 }
@@ -129,7 +130,7 @@ objects:
 func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	e := newEngine(t)
 	hold := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "hold"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Priority: 1, Allocation: v1alpha1.Expression{Expression: "'None'"},
+		Priority: 1, Allocation: &v1alpha1.Expression{Expression: "'None'"},
 		SkipRules: []v1alpha1.SkipRule{{Name: "all", Expression: "true", Reason: "Held", Message: "held"}}}}
 	installed := installedSet(t, e, hold)
 	body := vmOnCorp + "objects: [" + corp + "]\n"
@@ -137,7 +138,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 		t.Errorf("installed: decided by %q, want hold", res.Interfaces[0].Decision.Policy)
 	}
 	res := evaluate(t, e, nil, installed, body+"policies: []\n")
-	if res.Interfaces[0].Decision.Policy != evaluator.BuiltinPolicy || res.Policies.Source != dryrun.PoliciesRequest {
+	if res.Interfaces[0].Decision.Policy != evaluator.BuiltinPolicy || res.Policies.Source != dryrunv1.PoliciesRequest {
 		t.Errorf("policies []: decided by %q (%s), want the built-in default alone", res.Interfaces[0].Decision.Policy, res.Policies.Source)
 	}
 	broken := `policies: [{metadata: {name: broken}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}]`
@@ -148,7 +149,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 	}
 	req := decode(t, e, body)
 	req.Policies = []v1alpha1.ClusterIPAMPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 		SkipRules:  []v1alpha1.SkipRule{{Name: "a", Reason: "R", Expression: "ipAdress.exists"}}}}}
 	_, err = e.Evaluate(context.Background(), nil, installed, req)
 	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {
@@ -181,7 +182,26 @@ func TestOnlyVMIPAMConditionsAreReported(t *testing.T) {
 	e := newEngine(t)
 	res := evaluate(t, e, nil, nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: ClusterNetwork, name: corp}]},
   status: {conditions: [{type: Running, status: "True", reason: X, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]}}`)
-	if len(res.Status.Conditions) != 1 || res.Status.Conditions[0].Type != vmctrl.ConditionNetworkReady {
-		t.Errorf("conditions = %+v, want NetworkReady only", res.Status.Conditions)
+	if len(res.VMStatus.Conditions) != 1 || res.VMStatus.Conditions[0].Type != vmctrl.ConditionNetworkReady {
+		t.Errorf("conditions = %+v, want NetworkReady only", res.VMStatus.Conditions)
+	}
+}
+
+func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
+	e := newEngine(t)
+	auto := naming.AutoIPAddress("web", "ClusterNetwork", "corp")
+	live := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "uid-web",
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}},
+		Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {Type: vmv1.NetworkTypeClusterNetwork, Name: "corp"}}}}
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
+			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}
+	res := evaluate(t, e, fakeCluster(t, live, ip), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
+	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != evaluator.AllocationAuto {
+		t.Errorf("interfaces = %+v, want the removed ClusterNetwork/corp with its applied Auto allocation", res.Interfaces)
+	}
+	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.VMNetworksSpec.Changed {
+		t.Errorf("actions = %+v, want the Auto IPAddress deleted and the VM's networks-spec emptied", res.Actions)
 	}
 }

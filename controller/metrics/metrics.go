@@ -42,7 +42,7 @@ var (
 	}, []string{"source", "policy", "outcome", "reason"})
 	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmipam_dryrun_requests_total",
-		Help: "Dry-run evaluation requests by HTTP status code.",
+		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers).",
 	}, []string{"code"})
 )
 
@@ -60,7 +60,7 @@ type Recorder struct {
 var (
 	// Controller records for the reconcilers.
 	Controller = Recorder{source: SourceController}
-	// DryRun records for the dry-run endpoint.
+	// DryRun records for the dry-run API.
 	DryRun = Recorder{source: SourceDryRun}
 )
 
@@ -90,7 +90,7 @@ func (r Recorder) CompileFailed() {
 	compileErrors.WithLabelValues(r.source).Inc()
 }
 
-// Request counts one dry-run request answered with the HTTP status code.
+// Request counts one dry-run request answered with the HTTP status code (the evaluations handler's answers).
 func Request(code int) {
 	dryRunRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 }

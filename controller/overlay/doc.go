@@ -2,7 +2,7 @@
 // over a base reader (usually the manager's cache), or from those objects alone when there is
 // no base.
 //
-// The dry-run endpoint lays the objects of one request (an IPAddress that does not exist yet,
+// The dry-run API lays the objects of one request (an IPAddress that does not exist yet,
 // a Network as it will be after an edit, …) over the live cache, so that vm.Evaluate sees the
 // world as it would be; ipamctl lays files over nothing, so that the same code answers
 // offline. An overlay object replaces the base object of the same kind, namespace and name;

@@ -1,7 +1,9 @@
-// Package policy keeps the compiled ClusterIPAMPolicies: the Reconciler compiles each policy
-// when its generation changes and reports the outcome on its status, the Registry publishes an
-// immutable evaluator.Set snapshot that VM reconciles read without locks, and ApplyDefaults
-// installs the shipped default policies when they are absent.
+// Package policy keeps the compiled ClusterIPAMPolicies: the Watcher, on every replica,
+// compiles each policy into the Registry when its generation changes; the Reconciler, on the
+// leader, does the same and reports the outcome on the policy's status and in
+// AnnotationLastGood; the Registry publishes an immutable evaluator.Set snapshot that VM
+// reconciles and dry runs read without locks; and ApplyDefaults installs the shipped default
+// policies when they are absent.
 //
 // # Last good generation
 //
@@ -41,10 +43,11 @@
 // # Start-up
 //
 // Until every stored policy has been compiled once, a snapshot holds only some of them, and
-// the built-in default would decide interfaces an installed policy governs. The Reconciler
-// therefore adds a start-up load that, when the replica starts leading, compiles every policy
-// from the cache (no writes) and then closes Registry.Loaded; the VM reconciler must wait for
-// it.
+// the built-in default would decide interfaces an installed policy governs. The Watcher
+// therefore adds a start-up load that compiles every policy from the cache (no writes) on
+// every replica and then closes Registry.Loaded; the VM reconciler and the dry-run API wait
+// for it. A standby's registry is thus current (its dry-run answers use the installed
+// policies, its readiness check passes), and a standby that takes over needs no reload.
 //
 // The validating webhook (package controller/webhook) rejects most broken policies before
 // they are stored; everything above covers policies admitted while it was unavailable.

@@ -28,7 +28,7 @@ func newTestRegistry(t *testing.T) *Registry {
 func goodSpec() v1alpha1.ClusterIPAMPolicySpec {
 	return v1alpha1.ClusterIPAMPolicySpec{
 		Priority:   10,
-		Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+		Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 		SkipRules: []v1alpha1.SkipRule{{Name: "hold", Expression: "true", Reason: "Held",
 			Message: "held by policy"}},
 	}

@@ -6,17 +6,21 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// loader compiles every stored policy into the registry once, when this replica starts
-// leading (alongside the controllers, with the caches synced), then closes Registry.Loaded.
-// It writes nothing: the reconciler writes status and annotations. Loading at leadership
-// rather than at process start means a standby that takes over decides VMs with the policies
-// as they are then, not as they were when it started.
-type loader struct{ r *Reconciler }
+// loader compiles every stored policy into the registry once, at start-up on every replica
+// (with the caches synced), then closes Registry.Loaded. It writes nothing: the reconciler
+// writes status and annotations. From then on the Watcher keeps the registry current, so a
+// standby that takes over decides VMs with the policies as they are then, not as they were
+// when it started.
+type loader struct {
+	client   client.Reader
+	registry *Registry
+}
 
 var (
 	_ manager.Runnable               = (*loader)(nil)
@@ -31,7 +35,7 @@ const loadRetry = time.Second
 func (l *loader) Start(ctx context.Context) error {
 	var list v1alpha1.ClusterIPAMPolicyList
 	_ = wait.PollUntilContextCancel(ctx, loadRetry, true, func(ctx context.Context) (bool, error) {
-		if err := l.r.Client.List(ctx, &list); err != nil {
+		if err := l.client.List(ctx, &list); err != nil {
 			ctrl.LoggerFrom(ctx).Info("Listing ClusterIPAMPolicies for the start-up load failed; retrying", "error", err.Error())
 			return false, nil
 		}
@@ -42,12 +46,12 @@ func (l *loader) Start(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		if p := &list.Items[i]; p.DeletionTimestamp == nil {
-			l.r.compile(ctx, p)
+			l.registry.sync(ctx, p)
 		}
 	}
-	l.r.Registry.markLoaded()
+	l.registry.markLoaded()
 	return nil
 }
 
-// NeedLeaderElection is true: see loader.
-func (l *loader) NeedLeaderElection() bool { return true }
+// NeedLeaderElection is false: every replica loads (see Watcher).
+func (l *loader) NeedLeaderElection() bool { return false }

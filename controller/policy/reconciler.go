@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +19,8 @@ import (
 )
 
 // Reconciler compiles ClusterIPAMPolicies into the Registry, keeps each policy's last good
-// generation in AnnotationLastGood and writes their status.
+// generation in AnnotationLastGood and writes their status. It runs on the leader; the
+// Watcher keeps the Registry current on every replica.
 type Reconciler struct {
 	Client   client.Client
 	Registry *Registry
@@ -60,51 +60,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency race runs again.
 const conflictRetry = time.Second
 
-// compile decides which generation of p serves and makes the registry serve it. It returns
-// the outcome for the status and the object (spec and generation) that serves, or nil.
+// compile makes the registry serve the right generation of p (Registry.sync) and counts a
+// generation that does not compile.
 func (r *Reconciler) compile(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (outcome, *v1alpha1.ClusterIPAMPolicy) {
-	out := outcome{generation: p.Generation}
-	compiled, errs := r.Registry.Compiler().Compile(p, p)
-	if len(errs) == 0 {
-		if src := r.Registry.servingSource(p); src == nil || src.Generation != p.Generation {
-			r.Registry.Put(p, compiled)
-		}
-		out.serving = p.Generation
-		return out, p
+	out, serving := r.Registry.sync(ctx, p)
+	if len(out.errs) > 0 {
+		metrics.Controller.CompileFailed()
 	}
-	out.errs = errs
-	metrics.Controller.CompileFailed()
-	if src := r.Registry.servingSource(p); src != nil {
-		out.serving = src.Generation
-		return out, src
-	}
-	src, err := r.restore(p)
-	if err != nil {
-		out.restoreErr = err
-		ctrl.LoggerFrom(ctx).Info("Last good generation not restored", "policy", klog.KObj(p), "reason", err.Error())
-	}
-	if src == nil {
-		r.Registry.Remove(p.Name) // an earlier incarnation of the same name must not serve
-		return out, nil
-	}
-	out.serving = src.Generation
-	return out, src
-}
-
-// restore compiles the generation stored in p's AnnotationLastGood, as the previously stored
-// object it is (StoredExpressions environment), and serves it. It returns nil without error
-// when nothing is stored.
-func (r *Reconciler) restore(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy, error) {
-	src, err := decodeLastGood(p)
-	if err != nil || src == nil {
-		return nil, err
-	}
-	compiled, errs := r.Registry.Compiler().Compile(src, src)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("stored generation %d does not compile: %w", src.Generation, errs.ToAggregate())
-	}
-	r.Registry.Put(src, compiled)
-	return src, nil
+	return out, serving
 }
 
 // persistLastGood makes p's AnnotationLastGood record serving (nil: leave it as it is, since
@@ -155,19 +118,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPol
 	return nil
 }
 
-// SetupWithManager registers the reconciler and its start-up load (see Registry.Loaded). The
-// reconciler runs on generation changes and on changes of AnnotationLastGood (so that a
-// removed or edited record is rewritten at once); status-only and other metadata updates do
-// not trigger it.
+// SetupWithManager registers the reconciler, which runs on the leader only, on generation
+// changes and on changes of AnnotationLastGood (so that a removed or edited record is
+// rewritten at once); status-only and other metadata updates do not trigger it. The Watcher
+// keeps the registry of every replica current.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(&loader{r: r}); err != nil {
-		return fmt.Errorf("adding the policy start-up load: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).Named("clusteripampolicy").
-		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, lastGoodChanged))).
+		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(compiledChanges)).
 		Complete(r)
 }
+
+// compiledChanges passes the events that can change which generation of a policy serves.
+var compiledChanges = predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, lastGoodChanged)
 
 // lastGoodChanged passes updates that change AnnotationLastGood.
 var lastGoodChanged = predicate.Funcs{

@@ -284,7 +284,7 @@ func TestStartupLoadServesEveryPolicyBeforeLoadedCloses(t *testing.T) {
 		t.Fatal("Loaded is closed before the load")
 	default:
 	}
-	if err := (&loader{r: r}).Start(context.Background()); err != nil {
+	if err := (&loader{client: r.Client, registry: r.Registry}).Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	select {

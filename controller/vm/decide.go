@@ -7,7 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/naming"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 )
 
@@ -35,6 +37,7 @@ func decide(ctx context.Context, s *scope, opts evaluator.Options) error {
 			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
 		}
 	}
+	decideRemoved(ctx, s, opts)
 	if err := ctx.Err(); err != nil { // decisions made past the end are PolicyErrors, not answers
 		return fmt.Errorf("deciding %d interfaces: %w", len(s.interfaces), err)
 	}
@@ -53,10 +56,7 @@ func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eval
 				VirtualMachineMACAddressName: it.spec.VirtualMachineMACAddressName, IPAddressName: it.spec.IPAddressName}},
 		Network:   networkInput(it.network),
 		Holders:   it.holders,
-		Namespace: evaluator.Namespace{Name: vm.Namespace},
-	}
-	if s.namespace != nil {
-		in.Namespace.Labels = s.namespace.Labels
+		Namespace: namespaceInput(s),
 	}
 	if it.spec.IPAddressName != "" {
 		in.IPAddress = ipAddressInput(it.spec.IPAddressName, it.static)
@@ -134,6 +134,46 @@ func change(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eva
 	return c
 }
 
+// decideRemoved asks the policies, for every interface the applied networks-spec carries and
+// the spec no longer names, whether its removal may be applied to the running VM (change.kind
+// Remove; the evaluator decides only hotplug for it). The input describes what was applied:
+// the interface and the change; its network and IPAddress are not looked up.
+func decideRemoved(ctx context.Context, s *scope, opts evaluator.Options) {
+	inSpec := map[string]bool{}
+	for _, it := range s.interfaces {
+		inSpec[it.key] = true
+	}
+	for _, e := range appliedList(s) {
+		key := index.NetworkKey(e.Type, e.Name)
+		if inSpec[key] || ctx.Err() != nil {
+			continue
+		}
+		inSpec[key] = true // a repeated entry is one interface
+		it := &iface{index: -1, key: key, dupOf: -1, spec: vmv1.NetworksSpec{Type: vmv1.NetworkType(e.Type), Name: e.Name},
+			autoName: naming.AutoIPAddress(s.vm.Name, e.Type, e.Name)}
+		from := appliedState(e, it.autoName)
+		it.spec.IPAddressName = from.IPAddressName
+		in := evaluator.Input{
+			VM: evaluator.VM{Name: s.vm.Name, Namespace: s.vm.Namespace, UID: string(s.vm.UID), Labels: s.vm.Labels,
+				Annotations: s.vm.Annotations, Phase: string(s.vm.Status.Phase), CreationTimestamp: s.vm.CreationTimestamp.Time},
+			Interface: evaluator.Interface{Index: -1, ID: e.ID, Type: e.Type, Name: e.Name, IPAddressName: from.IPAddressName,
+				Spec: evaluator.InterfaceSpec{ID: e.ID, Type: e.Type, Name: e.Name, IPAddressName: from.IPAddressName}},
+			Namespace: namespaceInput(s),
+			Change:    evaluator.Change{Kind: evaluator.ChangeRemove, From: from, VMRunning: len(s.pods) > 0},
+		}
+		it.decision = s.set.Decide(ctx, in, opts)
+		s.removed = append(s.removed, it)
+	}
+}
+
+func namespaceInput(s *scope) evaluator.Namespace {
+	out := evaluator.Namespace{Name: s.vm.Namespace}
+	if s.namespace != nil {
+		out.Labels = s.namespace.Labels
+	}
+	return out
+}
+
 func appliedState(e sdnv1.NetworksSpecEntry, autoName string) evaluator.ChangeState {
 	switch {
 	case len(e.IPAddressNames) == 0:
@@ -145,18 +185,23 @@ func appliedState(e sdnv1.NetworksSpecEntry, autoName string) evaluator.ChangeSt
 	}
 }
 
-// appliedEntries indexes the applied networks-spec by network key: the oldest running pod's
-// when there is one, else the VM's.
+// appliedEntries indexes appliedList by network key.
 func appliedEntries(s *scope) map[string]sdnv1.NetworksSpecEntry {
+	out := map[string]sdnv1.NetworksSpecEntry{}
+	for _, e := range appliedList(s) {
+		out[index.NetworkKey(e.Type, e.Name)] = e
+	}
+	return out
+}
+
+// appliedList is the applied networks-spec: the oldest running pod's when there is one, else
+// the VM's.
+func appliedList(s *scope) []sdnv1.NetworksSpecEntry {
 	src := s.vm.Annotations[sdnv1.AnnotationNetworksSpec]
 	if len(s.pods) > 0 {
 		src = s.pods[0].Annotations[sdnv1.AnnotationNetworksSpec]
 	}
-	out := map[string]sdnv1.NetworksSpecEntry{}
-	for _, e := range parseNetworksSpec(src) {
-		out[index.NetworkKey(e.Type, e.Name)] = e
-	}
-	return out
+	return parseNetworksSpec(src)
 }
 
 func deref(p *int64) int64 {

@@ -8,6 +8,9 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 func runtimeScheme(t *testing.T) *runtime.Scheme {
@@ -18,4 +21,28 @@ func runtimeScheme(t *testing.T) *runtime.Scheme {
 		}
 	}
 	return s
+}
+
+// compiledSet is the shipped default as the built-in layer under the given policies.
+func compiledSet(t *testing.T, layers ...*v1alpha1.ClusterIPAMPolicy) *evaluator.Set {
+	t.Helper()
+	c, err := evaluator.NewCompiler(evaluator.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := policies.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, errs := c.Compile(b, b)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	compiled := make([]*evaluator.Policy, len(layers))
+	for i, p := range layers {
+		if compiled[i], errs = c.Compile(p, nil); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+	}
+	return evaluator.NewSet(compiled, builtin)
 }

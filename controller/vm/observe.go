@@ -25,6 +25,9 @@ type scope struct {
 	namespace *corev1.Namespace // nil if not found
 	// interfaces are the additional (non-Main) entries of spec.networks, in spec order.
 	interfaces []*iface
+	// removed are the interfaces the applied networks-spec carries and the spec no longer
+	// names (index -1), each with the decision whether its removal may be hot-unplugged.
+	removed []*iface
 	// owned are the IPAddresses whose controller is this VM.
 	owned []sdnv1.IPAddress
 	// pods are the VM's active launcher pods (not terminating, not finished), oldest first.

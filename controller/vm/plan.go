@@ -22,7 +22,8 @@ import (
 // Plan is everything one reconcile of a VM decides and would write. The reconciler executes
 // it; the dry-run endpoint returns it. Computing a Plan writes nothing.
 type Plan struct {
-	// Interfaces has one entry per additional interface, in spec order.
+	// Interfaces has one entry per additional interface, in spec order, then one per
+	// interface removed from the spec that the applied networks-spec still carries.
 	Interfaces []InterfaceResult `json:"interfaces"`
 	// CreateIPAddresses are the Auto IPAddresses to create.
 	CreateIPAddresses []*sdnv1.IPAddress `json:"createIPAddresses,omitempty"`
@@ -65,10 +66,13 @@ func unanswered(ip *sdnv1.IPAddress) bool {
 
 // InterfaceResult is the outcome for one additional interface.
 type InterfaceResult struct {
-	// Index is the position in spec.networks.
-	Index int    `json:"index"`
-	Type  string `json:"type"`
-	Name  string `json:"name"`
+	// Index is the position in spec.networks; -1 for a removed interface.
+	Index int `json:"index"`
+	// Removed: the spec no longer names the interface; Attached says whether a running pod
+	// keeps it until the restart because its decision forbids hotplug.
+	Removed bool   `json:"removed,omitempty"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
 	// IPAddressName is the IPAddress the interface uses: the static one or its Auto one.
 	IPAddressName string `json:"ipAddressName,omitempty"`
 	// Address is the allocated address shown in status.networks, when attached.
@@ -85,14 +89,14 @@ type InterfaceResult struct {
 type NetworksSpecWrite struct {
 	Entries []sdnv1.NetworksSpecEntry `json:"entries"`
 	// Changed is true when the object's annotation differs and would be patched.
-	Changed bool `json:"changed"`
-	value   string
+	Changed bool   `json:"changed"`
+	value   string `json:"-"` // the annotation's value; tagged so that schema generators skip it
 }
 
 // PodWrite is the networks-spec write for one running launcher pod.
 type PodWrite struct {
-	Name string `json:"name"`
-	NetworksSpecWrite
+	Name              string `json:"name"`
+	NetworksSpecWrite `json:",inline"`
 }
 
 // Evaluate computes the Plan for vm as the controller would, reading the VM's world from
@@ -240,6 +244,14 @@ func results(s *scope) []InterfaceResult {
 		}
 		if it.problem != nil {
 			r.Reason, r.Message = it.problem.reason, it.problem.message
+		}
+		out = append(out, r)
+	}
+	for _, it := range s.removed {
+		r := InterfaceResult{Index: -1, Type: string(it.spec.Type), Name: it.spec.Name, Removed: true,
+			IPAddressName: it.spec.IPAddressName, Attached: it.kept, Decision: it.decision}
+		if it.decision.Allocation == evaluator.AllocationAuto {
+			r.IPAddressName = it.autoName
 		}
 		out = append(out, r)
 	}
@@ -408,6 +420,20 @@ func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEnt
 		}
 		if want != nil {
 			out = append(out, *want)
+		}
+	}
+	if live {
+		out, pending = keepRemoved(s, have, out, pending)
+	}
+	return out, pending
+}
+
+// keepRemoved keeps on a running pod the interfaces removed from the spec whose removal the
+// decision does not let hotplug: they stay attached, with their address, until the restart.
+func keepRemoved(s *scope, have map[string]sdnv1.NetworksSpecEntry, out []sdnv1.NetworksSpecEntry, pending []string) ([]sdnv1.NetworksSpecEntry, []string) {
+	for _, it := range s.removed {
+		if old, had := have[it.key]; had && !it.decision.Hotplug {
+			out, pending, it.kept = append(out, old), append(pending, it.key), true
 		}
 	}
 	return out, pending

@@ -17,7 +17,6 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies"
 )
 
 type staticSet struct{ set *evaluator.Set }
@@ -25,19 +24,7 @@ type staticSet struct{ set *evaluator.Set }
 func (s staticSet) Set() *evaluator.Set { return s.set }
 
 func builtinSet(t *testing.T) PolicySource {
-	c, err := evaluator.NewCompiler(evaluator.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := policies.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, errs := c.Compile(b, b)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	return staticSet{evaluator.NewSet(nil, p)}
+	return staticSet{compiledSet(t)}
 }
 
 // TestTransientAPIErrorKeepsThePreviousCondition: when a read fails, Reconcile returns the

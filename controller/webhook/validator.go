@@ -6,17 +6,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// Validator rejects ClusterIPAMPolicies that do not compile.
+// Validator rejects ClusterIPAMPolicies that do not compile, and warns about what compiles
+// but is probably not meant (evaluator.Compiler.Lint), and about skip rules that replace, or
+// are replaced by, a same-named rule of an installed policy (evaluator.ReplacedRules).
 type Validator struct {
 	// Compiler must be the one the policy controller uses, so that the webhook and the
 	// controller agree on what compiles (environment and cost limits).
 	Compiler *evaluator.Compiler
+	// Reader lists the installed policies for the replacement warnings; nil: only the
+	// shipped default is compared with.
+	Reader client.Reader
 }
 
 var _ admission.Validator[*v1alpha1.ClusterIPAMPolicy] = (*Validator)(nil)
@@ -25,23 +31,44 @@ var _ admission.Validator[*v1alpha1.ClusterIPAMPolicy] = (*Validator)(nil)
 // mgr's webhook server. compiler must be the policy controller's (Registry.Compiler()).
 func SetupWebhookWithManager(mgr ctrl.Manager, compiler *evaluator.Compiler) error {
 	return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.ClusterIPAMPolicy{}).
-		WithValidator(&Validator{Compiler: compiler}).
+		WithValidator(&Validator{Compiler: compiler, Reader: mgr.GetClient()}).
 		WithValidatorCustomPath(Path).
 		Complete()
 }
 
 // ValidateCreate compiles every expression as new.
-func (v *Validator) ValidateCreate(_ context.Context, p *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
-	return nil, v.validate(p, nil)
+func (v *Validator) ValidateCreate(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
+	if err := v.validate(p, nil); err != nil {
+		return nil, err
+	}
+	return v.warnings(ctx, p), nil
 }
 
 // ValidateUpdate compiles the new spec against the old one (unchanged expressions compile
 // as stored); an update that does not change the spec is allowed as it is.
-func (v *Validator) ValidateUpdate(_ context.Context, old, p *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(ctx context.Context, old, p *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(old.Spec, p.Spec) {
 		return nil, nil
 	}
-	return nil, v.validate(p, old)
+	if err := v.validate(p, old); err != nil {
+		return nil, err
+	}
+	return v.warnings(ctx, p), nil
+}
+
+// warnings are p's lint warnings and its replaced rules among the installed policies. A
+// failed list only loses the replacement warnings against installed policies: warnings never
+// decide admission.
+func (v *Validator) warnings(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) admission.Warnings {
+	var installed v1alpha1.ClusterIPAMPolicyList
+	if v.Reader != nil {
+		_ = v.Reader.List(ctx, &installed)
+	}
+	var out admission.Warnings
+	for _, w := range append(v.Compiler.Lint(p), evaluator.ReplacedRules(p, installed.Items)...) {
+		out = append(out, w.String())
+	}
+	return out
 }
 
 // ValidateDelete allows every deletion.

@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
@@ -26,7 +28,7 @@ func policy(skip string) *v1alpha1.ClusterIPAMPolicy {
 	return &v1alpha1.ClusterIPAMPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: v1alpha1.ClusterIPAMPolicySpec{
-			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+			Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 			SkipRules:  []v1alpha1.SkipRule{{Name: "r", Expression: skip, Reason: "R"}},
 		},
 	}
@@ -93,4 +95,45 @@ func TestCreateRejectsRepeatedSkipRuleNames(t *testing.T) {
 	if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[1].name" || !strings.Contains(err.Error(), `Duplicate value: "r"`) {
 		t.Errorf("causes = %v (%v), want a Duplicate at spec.skipRules[1].name", got, err)
 	}
+}
+
+func TestWarningsNameBothReplacedRulesAndSuspiciousParts(t *testing.T) {
+	c, err := evaluator.NewCompiler(evaluator.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: 10, SkipRules: []v1alpha1.SkipRule{{Name: "r", Expression: "false", Reason: "R"}}}}
+	reader := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(installed).Build()
+	v := &webhook.Validator{Compiler: c, Reader: reader}
+	p := policy("false")
+	p.Spec.FailurePolicy = v1alpha1.FailurePolicyIgnore
+	p.Spec.SkipRules = append(p.Spec.SkipRules,
+		v1alpha1.SkipRule{Name: "static-missing", Expression: "vm.labels['team'] == ''", Reason: "R", Message: "'no team on ' + vm.name"})
+	warnings, err := v.ValidateCreate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`spec.skipRules[1].message: looks like a CEL expression`,
+		`spec.skipRules[1].expression: indexes a map without testing for the key`,
+		`spec.skipRules[0].name: rule "r" of this policy (priority 0) replaces rule "r" of policy tenant (priority 10)`,
+		`spec.skipRules[1].name: rule "static-missing" of this policy (priority 0) replaces rule "static-missing" of policy builtin:default (priority 1000)`,
+	}
+	if len(warnings) != len(want) {
+		t.Fatalf("warnings = %q, want %d", warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(warnings[i], w) {
+			t.Errorf("warning %d = %q, want it to start with %q", i, warnings[i], w)
+		}
+	}
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

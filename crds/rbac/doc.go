@@ -1,6 +1,6 @@
-// Package rbac embeds the ClusterRoles vmipam ships for its dry-run endpoint (dryrun.yaml):
-// vmipam:dryrun:virtualmachines (create virtualmachines, bound per namespace) and
-// vmipam:dryrun:clusteripampolicies (create clusteripampolicies, for requests with candidate
-// policies) for callers, and vmipam:dryrun:delegator (TokenReviews, SubjectAccessReviews) for
-// the controller. The YAML is the deliverable; ClusterRoles lets tests apply exactly it.
+// Package rbac embeds the ClusterRoles vmipam ships for its dry-run API (dryrun.yaml):
+// vmipam:dryrun:evaluator (create evaluations, bound per namespace and aggregated into the
+// built-in admin and edit roles) and vmipam:dryrun:policy-evaluator (the custom verb evaluate
+// on clusteripampolicies, for Evaluations with candidate policies). The YAML is the
+// deliverable; ClusterRoles lets tests apply exactly it.
 package rbac

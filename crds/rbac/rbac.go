@@ -12,12 +12,12 @@ import (
 
 // Names of the shipped ClusterRoles.
 const (
-	// ClusterRoleVirtualMachines lets its subjects dry-run VMs: create virtualmachines.
-	ClusterRoleVirtualMachines = "vmipam:dryrun:virtualmachines"
-	// ClusterRolePolicies lets its subjects dry-run candidate policies: create clusteripampolicies.
-	ClusterRolePolicies = "vmipam:dryrun:clusteripampolicies"
-	// ClusterRoleDelegator lets the controller create TokenReviews and SubjectAccessReviews.
-	ClusterRoleDelegator = "vmipam:dryrun:delegator"
+	// ClusterRoleEvaluator lets its subjects dry-run VMs in a namespace: create evaluations
+	// (bind it per namespace; it is aggregated into admin and edit).
+	ClusterRoleEvaluator = "vmipam:dryrun:evaluator"
+	// ClusterRolePolicyEvaluator lets its subjects have candidate policies evaluated: the
+	// custom verb evaluate on clusteripampolicies.
+	ClusterRolePolicyEvaluator = "vmipam:dryrun:policy-evaluator"
 )
 
 //go:embed *.yaml

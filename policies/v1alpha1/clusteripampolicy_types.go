@@ -9,7 +9,7 @@ type FailurePolicy string
 const (
 	// FailurePolicyFail skips the interface with reason PolicyError.
 	FailurePolicyFail FailurePolicy = "Fail"
-	// FailurePolicyIgnore treats the policy as not matching; the next policy decides.
+	// FailurePolicyIgnore treats the policy as not matching: all its parts are passed over.
 	FailurePolicyIgnore FailurePolicy = "Ignore"
 )
 
@@ -20,10 +20,13 @@ type PolicyMode string
 const (
 	// PolicyModeEnforce policies decide when they match.
 	PolicyModeEnforce PolicyMode = "Enforce"
-	// PolicyModeAudit policies are evaluated and their would-be decision recorded in the
-	// trace, but the next policy decides.
+	// PolicyModeAudit policies are evaluated and the decision they would make as Enforce
+	// policies recorded in the trace; they never decide any part.
 	PolicyModeAudit PolicyMode = "Audit"
 )
+
+// DefaultPriority is spec.priority when absent (the CRD's default).
+const DefaultPriority int32 = 100
 
 // NetworkKind is the type of network a policy matches: Network or ClusterNetwork.
 // +kubebuilder:validation:Enum=Network;ClusterNetwork
@@ -85,7 +88,8 @@ type Expression struct {
 
 // SkipRule skips the interface when Expression is true; the first true rule wins.
 type SkipRule struct {
-	// Name identifies the rule in traces.
+	// Name identifies the rule in traces; a rule of a later (lower-precedence) policy with the
+	// same name is replaced by this one.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
@@ -108,9 +112,15 @@ type SkipRule struct {
 	MessageExpression string `json:"messageExpression,omitempty"`
 }
 
-// ClusterIPAMPolicySpec is the policy. DESIGN.md §2.1 and §3 define its semantics.
+// ClusterIPAMPolicySpec is the policy. DESIGN.md §2.1 and §3 define its semantics. A policy
+// states only what it changes: allocation and hotplug are optional (the first matching policy
+// that sets one decides it), skip rules accumulate over all matching policies; it must set at
+// least one of the three.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.allocation) || (has(self.skipRules) && size(self.skipRules) > 0) || has(self.hotplug)",message="a policy must set at least one of allocation, skipRules, hotplug"
 type ClusterIPAMPolicySpec struct {
-	// Priority orders policies: lower is evaluated first; ties are broken by name.
+	// Priority orders policies: lower is evaluated first; ties are broken by name. Absent
+	// means DefaultPriority (the API server's default; decoders outside it must apply it too).
 	// +kubebuilder:default=100
 	// +optional
 	Priority int32 `json:"priority"`
@@ -130,13 +140,18 @@ type ClusterIPAMPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Variables []NamedExpression `json:"variables,omitempty"`
-	// Allocation evaluates to "Auto", "Static" or "None".
-	Allocation Expression `json:"allocation"`
+	// Allocation evaluates to "Auto", "Static", "None", or "Pass" (the next matching policy
+	// that sets allocation decides). Absent: the next matching policy that sets it decides.
+	// +optional
+	Allocation *Expression `json:"allocation,omitempty"`
+	// SkipRules accumulate over all matching policies, in policy order then rule order; the
+	// first true rule skips the interface. A rule named like a rule of a later policy replaces
+	// it (expression "false" disables it). Names starting with "vmipam:" are reserved.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	SkipRules []SkipRule `json:"skipRules,omitempty"`
 	// Hotplug evaluates to bool: may a change of this interface be applied to a running VM?
-	// Absent means true.
+	// Absent: the next matching policy that sets it decides (the default policy: true).
 	// +optional
 	Hotplug *Expression `json:"hotplug,omitempty"`
 }

@@ -98,7 +98,11 @@ func (in *ClusterIPAMPolicySpec) DeepCopyInto(out *ClusterIPAMPolicySpec) {
 		*out = make([]NamedExpression, len(*in))
 		copy(*out, *in)
 	}
-	out.Allocation = in.Allocation
+	if in.Allocation != nil {
+		in, out := &in.Allocation, &out.Allocation
+		*out = new(Expression)
+		**out = **in
+	}
 	if in.SkipRules != nil {
 		in, out := &in.SkipRules, &out.SkipRules
 		*out = make([]SkipRule, len(*in))

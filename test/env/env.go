@@ -27,7 +27,8 @@ const (
 type Options struct {
 	// CRDs to install; nil installs crds.All() (ours and the trimmed third-party ones).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
-	// ControllerManager also runs kube-controller-manager (garbage collector, namespace).
+	// ControllerManager also runs kube-controller-manager (garbage collector, namespace,
+	// ClusterRole aggregation).
 	ControllerManager bool
 	// Dir holds the kubeconfig and logs; a temporary directory, removed by Stop, when empty.
 	Dir string
@@ -67,8 +68,9 @@ func AssetsDir() string {
 	return filepath.Join(cache, "k8s-"+K8sVersion+"-etcd-"+EtcdVersion)
 }
 
-// Start starts etcd and kube-apiserver, installs the CRDs and, if asked, starts the controller
-// manager. Call Stop when done, also after an error.
+// Start starts etcd and kube-apiserver — a front proxy for aggregated APIs, with the
+// --requestheader-* and --proxy-client-* flags (see RegisterAPIService) —, installs the CRDs
+// and, if asked, starts the controller manager. Call Stop when done, also after an error.
 func Start(opts Options) (*Environment, error) {
 	assets := AssetsDir()
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
@@ -97,6 +99,13 @@ func Start(opts Options) (*Environment, error) {
 		ErrorIfCRDPathMissing: true,
 	}}
 	args := e.Env.ControlPlane.GetAPIServer().Configure()
+	frontProxy, err := frontProxyFlags(dir)
+	if err != nil {
+		return e, fmt.Errorf("front-proxy certificates: %w", err)
+	}
+	for k, v := range frontProxy {
+		args.Set(k, v)
+	}
 	for k, v := range opts.APIServerFlags {
 		args.Set(k, v)
 	}
@@ -142,7 +151,8 @@ func (e *Environment) AdminUser(name string) (string, *rest.Config, error) {
 }
 
 // startControllerManager runs kube-controller-manager with only the garbage-collector and
-// namespace controllers, which is what vmipam's ownerReferences rely on.
+// namespace controllers, which is what vmipam's ownerReferences rely on, and the ClusterRole
+// aggregation (the shipped dry-run role is aggregated into admin and edit).
 func (e *Environment) startControllerManager() error {
 	logFile, err := os.Create(filepath.Join(e.Dir, "kube-controller-manager.log"))
 	if err != nil {
@@ -150,7 +160,7 @@ func (e *Environment) startControllerManager() error {
 	}
 	cmd := exec.Command(filepath.Join(e.Env.BinaryAssetsDirectory, "kube-controller-manager"),
 		"--kubeconfig="+e.Kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",

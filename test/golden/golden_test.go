@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
-	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -53,29 +53,47 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	h.setUp(t, ctx, dir, ns)
 	vm := h.subject(t, ctx, dir, ns)
 
-	expected := evaluatorDecisions(t, ctx, h, dir)
+	expected, inputs := evaluatorDecisions(t, ctx, h, dir)
 	live, world := h.settled(t, ctx, ns, vm, expected)
 	offline := h.ipamctl(t, ctx, dir, vm, world)
 
-	t.Run("the evaluator, the endpoint and ipamctl decide alike", func(t *testing.T) {
+	t.Run("the dry-run API and ipamctl decided from the suite's input", func(t *testing.T) {
+		for i, want := range inputs {
+			for _, side := range []struct {
+				name string
+				res  *dryrunv1.EvaluationStatus
+			}{{"dry-run API", live}, {"ipamctl", offline}} {
+				got := side.res.Interfaces[i].Decision.Trace.Input
+				if got == nil {
+					t.Errorf("interface %d: the %s's trace has no input", i, side.name)
+					continue
+				}
+				if g, w := mustJSON(t, canonical(*got)), mustJSON(t, canonical(want)); !bytes.Equal(g, w) {
+					t.Errorf("interface %d: the %s's input\n%s\nthe suite's\n%s", i, side.name, g, w)
+				}
+			}
+		}
+	})
+
+	t.Run("the evaluator, the dry-run API and ipamctl decide alike", func(t *testing.T) {
 		for i := range expected {
 			if got := verdictOf(live.Interfaces[i].Decision); got != expected[i] {
-				t.Errorf("interface %d: endpoint %+v, evaluator %+v", i, got, expected[i])
+				t.Errorf("interface %d: dry-run API %+v, evaluator %+v", i, got, expected[i])
 			}
 			if got := verdictOf(offline.Interfaces[i].Decision); got != expected[i] {
 				t.Errorf("interface %d: ipamctl %+v, evaluator %+v", i, got, expected[i])
 			}
 		}
 	})
-	t.Run("the endpoint and ipamctl answer byte for byte alike", func(t *testing.T) {
+	t.Run("the dry-run API and ipamctl answer byte for byte alike", func(t *testing.T) {
 		for _, part := range []struct {
 			name          string
 			online, offln any
 		}{{"interfaces", live.Interfaces, offline.Interfaces}, {"actions", live.Actions, offline.Actions},
-			{"status", live.Status, offline.Status}} {
+			{"vmStatus", live.VMStatus, offline.VMStatus}} {
 			a, b := mustJSON(t, part.online), mustJSON(t, part.offln)
 			if !bytes.Equal(a, b) {
-				t.Errorf("%s differ:\nendpoint %s\nipamctl  %s", part.name, a, b)
+				t.Errorf("%s differ:\ndry-run API %s\nipamctl     %s", part.name, a, b)
 			}
 		}
 	})
@@ -84,23 +102,47 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	})
 }
 
-// verdict is what a decision says, without its trace and cost (which depend on every byte of
-// the input, and the evaluator's input is written by hand).
+// verdict is what a decision says, with its provenance, without its trace and cost (which
+// depend on every byte of the input; the inputs are compared apart, canonical).
 type verdict struct {
 	Allocation            evaluator.Allocation
 	Skip, Hotplug         bool
 	Reason                evaluator.Reason
 	Message, Policy, Rule string
+	Provenance            evaluator.Provenance
 }
 
 func verdictOf(d evaluator.Decision) verdict {
 	return verdict{Allocation: d.Allocation, Skip: d.Skip, Hotplug: d.Hotplug, Reason: d.Reason, Message: d.Message,
-		Policy: d.Policy, Rule: d.Rule}
+		Policy: d.Policy, Rule: d.Rule, Provenance: d.Provenance}
+}
+
+// canonical is in without what a hand-written suite cannot know or need not repeat: the VM's
+// UID, creation time and annotations (the controller writes networks-spec there), the owner's
+// UID, an interface spec that only repeats the interface's fields; empty maps and lists as
+// absent.
+func canonical(in evaluator.Input) evaluator.Input {
+	in.VM.UID, in.VM.CreationTimestamp, in.VM.Annotations, in.IPAddress.Owner.UID = "", time.Time{}, nil, ""
+	derived := evaluator.InterfaceSpec{ID: in.Interface.ID, Type: in.Interface.Type, Name: in.Interface.Name,
+		IPAddressName: in.Interface.IPAddressName}
+	if in.Interface.Spec == derived {
+		in.Interface.Spec = evaluator.InterfaceSpec{}
+	}
+	for _, m := range []*map[string]string{&in.VM.Labels, &in.Network.Labels, &in.Namespace.Labels} {
+		if len(*m) == 0 {
+			*m = nil
+		}
+	}
+	if len(in.Holders.VMs) == 0 {
+		in.Holders.VMs = nil
+	}
+	return in
 }
 
 // evaluatorDecisions runs the case's suite through the evaluator: every expectation must
-// hold; the decisions are what the other paths must match.
-func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) []verdict {
+// hold; the decisions are what the other paths must match, and the inputs what they must
+// have decided from.
+func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []evaluator.Input) {
 	t.Helper()
 	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")))
 	if err != nil {
@@ -110,14 +152,17 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]verdict, len(results))
+	out, inputs := make([]verdict, len(results)), make([]evaluator.Input, len(results))
 	for i, r := range results {
 		if !r.Passed() {
 			t.Errorf("evaluator: %s", r)
 		}
 		out[i] = verdictOf(r.Decision)
+		if inputs[i], err = suite.CaseInput(i); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return out
+	return out, inputs
 }
 
 // settled returns the endpoint's answer for the converged VM and the world it was given for:
@@ -125,7 +170,7 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 // resourceVersion) from a second before the question until after the answer, so that the
 // cache the endpoint reads had caught up with them. (The stand-ins may still write once the
 // controller has nothing left to do, e.g. MAC addresses into the VM status.)
-func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrun.Result, []client.Object) {
+func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrunv1.EvaluationStatus, []client.Object) {
 	t.Helper()
 	deadline := time.Now().Add(convergeTimeout)
 	for {
@@ -153,9 +198,9 @@ func versions(objs []client.Object) string {
 
 // converged asks the endpoint about the live VM until the controller has nothing left to do
 // and the endpoint's decisions are the evaluator's, and returns that answer.
-func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrun.Result {
+func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrunv1.EvaluationStatus {
 	t.Helper()
-	var res *dryrun.Result
+	var res *dryrunv1.EvaluationStatus
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, convergeTimeout, true, func(ctx context.Context) (bool, error) {
 		live := &vmv1.VirtualMachine{}
@@ -176,13 +221,13 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 }
 
 // pending says what the controller still has to do, or how the decisions differ, or "".
-func pending(res *dryrun.Result, expected []verdict) string {
+func pending(res *dryrunv1.EvaluationStatus, expected []verdict) string {
 	a := res.Actions
 	podChanges := slices.ContainsFunc(a.Pods, func(p vmctrl.PodWrite) bool { return p.Changed })
 	switch {
 	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.VMNetworksSpec.Changed || podChanges || a.Deferred:
 		return fmt.Sprintf("writes pending: %s", mustJSONString(a))
-	case res.Status.Changed:
+	case res.VMStatus.Changed:
 		return "a status write pending"
 	case len(res.Interfaces) != len(expected):
 		return fmt.Sprintf("%d interfaces, want %d", len(res.Interfaces), len(expected))
@@ -284,7 +329,7 @@ func mustJSONString(v any) string {
 
 // ipamctl writes the VM and its world into files and runs `ipamctl evaluate` on them
 // in-process, with the same policies as installed.
-func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, world []client.Object) *dryrun.Result {
+func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, world []client.Object) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	tmp := t.TempDir()
 	vmFile, worldFile := filepath.Join(tmp, "vm.yaml"), filepath.Join(tmp, "world.yaml")
@@ -302,9 +347,9 @@ func (h *harness) ipamctl(t *testing.T, ctx context.Context, dir, vm string, wor
 	if code := cli.Main(ctx, "ipamctl", args, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != 0 {
 		t.Fatalf("ipamctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 	}
-	res := &dryrun.Result{}
-	if err := json.Unmarshal(out.Bytes(), res); err != nil {
+	ev := &dryrunv1.Evaluation{}
+	if err := json.Unmarshal(out.Bytes(), ev); err != nil {
 		t.Fatalf("ipamctl output: %v\n%s", err, out.String())
 	}
-	return res
+	return &ev.Status
 }

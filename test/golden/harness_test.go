@@ -3,12 +3,9 @@ package golden
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +31,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/dryrun"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	"github.com/vmipam/vmipam/crds/rbac"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -42,20 +40,21 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
+	"github.com/vmipam/vmipam/test/dryrunserver"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
 
-// harness is a control plane with vmipam (production wiring, dry-run endpoint included) and
-// the stand-ins, and a ServiceAccount token allowed to dry-run VMs anywhere.
+// harness is a control plane with vmipam (production wiring, dry-run API server included,
+// registered with the API server) and the stand-ins, and a client of a ServiceAccount that
+// has only the shipped evaluator role, bound cluster-wide.
 type harness struct {
 	k8s      client.Client
 	scheme   *runtime.Scheme
 	compiler *evaluator.Compiler
-	srv      *endpoint.Server
-	http     *http.Client
-	token    string
+	srv      *apiserver.Server
+	caller   client.Client
 }
 
 func startHarness(t *testing.T) *harness {
@@ -80,20 +79,21 @@ func startHarness(t *testing.T) *harness {
 	if h.compiler, err = evaluator.NewCompiler(evaluator.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	h.startManager(t, e)
-	h.token = h.caller(t, e)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(h.srv.ServingCertPEM())
-	h.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	route := h.startManager(t, e)
+	h.caller = h.newCaller(t, e)
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, convergeTimeout, true,
 		func(context.Context) (bool, error) { return h.srv.ReadyCheck(nil) == nil, nil }); err != nil {
-		t.Fatalf("dry-run endpoint not ready: %v", err)
+		t.Fatalf("dry-run API server not ready: %v", err)
+	}
+	if err := route(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	return h
 }
 
-// startManager runs vmipam with its dry-run endpoint and the stand-ins on one manager.
-func (h *harness) startManager(t *testing.T, e *env.Environment) {
+// startManager runs vmipam with its dry-run API server and the stand-ins on one manager, and
+// returns the step that registers the server with the API server.
+func (h *harness) startManager(t *testing.T, e *env.Environment) func(context.Context) error {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: h.scheme, Cache: controller.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -105,7 +105,15 @@ func (h *harness) startManager(t *testing.T, e *env.Environment) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.srv, err = controller.SetupDryRun(mgr, registry, endpoint.Options{BindAddress: "127.0.0.1:0"}); err != nil {
+	served, err := dryrunserver.New(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, port, err := served.Options(ctx, h.k8s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.srv, err = controller.SetupDryRun(mgr, registry, opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
@@ -122,11 +130,12 @@ func (h *harness) startManager(t *testing.T, e *env.Environment) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+	return func(ctx context.Context) error { return served.Route(ctx, h.k8s, port) }
 }
 
-// caller creates a ServiceAccount allowed (by the shipped ClusterRole, bound cluster-wide) to
-// dry-run VMs, and returns a token for it.
-func (h *harness) caller(t *testing.T, e *env.Environment) string {
+// newCaller creates a ServiceAccount allowed (by the shipped evaluator ClusterRole only, bound
+// cluster-wide) to dry-run VMs, and returns a client authenticating with a token for it.
+func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 	t.Helper()
 	ctx := t.Context()
 	roles, err := rbac.ClusterRoles()
@@ -136,7 +145,7 @@ func (h *harness) caller(t *testing.T, e *env.Environment) string {
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "golden-callers"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "golden-callers", Name: "golden"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-dryrun"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleVirtualMachines},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleEvaluator},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}
 	for _, r := range roles {
 		objs = append(objs, r)
@@ -155,7 +164,17 @@ func (h *harness) caller(t *testing.T, e *env.Environment) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr.Status.Token
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = tr.Status.Token
+	s := runtime.NewScheme()
+	if err := dryrunv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // setUp creates the case's namespace, world and policies, and waits for the policies to serve.
@@ -250,34 +269,20 @@ func (h *harness) createAll(t *testing.T, ctx context.Context, file, ns string,
 	return out
 }
 
-// ask sends the live VM to the dry-run endpoint.
-func (h *harness) ask(ctx context.Context, vm *vmv1.VirtualMachine) (*dryrun.Result, error) {
+// ask creates an Evaluation of the live VM through the API server, as the caller.
+func (h *harness) ask(ctx context.Context, vm *vmv1.VirtualMachine) (*dryrunv1.EvaluationStatus, error) {
 	vm = vm.DeepCopy()
 	vm.APIVersion, vm.Kind, vm.ManagedFields = vmv1.GroupVersion.String(), "VirtualMachine", nil
-	body, err := json.Marshal(map[string]any{"vm": vm})
+	raw, err := json.Marshal(vm)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+h.srv.Addr()+dryrun.Path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	ev := &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace},
+		Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: raw}}}
+	if err := h.caller.Create(ctx, ev); err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+h.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("dry-run answered %d: %s", resp.StatusCode, data)
-	}
-	res := &dryrun.Result{}
-	return res, json.Unmarshal(data, res)
+	return &ev.Status, nil
 }
 
 // launcherPods returns the VM's launcher pods.

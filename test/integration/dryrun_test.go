@@ -3,13 +3,11 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,67 +16,80 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/dryrun"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
+	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/crds/rbac"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/build"
+	"github.com/vmipam/vmipam/test/dryrunserver"
 )
 
-// The dry-run endpoint, served by the production wiring (controller.Setup and
-// controller.SetupDryRun on one manager) in place of the suite's vmipam manager, called with
-// real ServiceAccount tokens (TokenRequest) that the API server reviews. Every request the
-// manager sends to the API server passes through drCounter, so "never writes" is measured,
-// not assumed: while the controller has nothing to do, dry runs whose answers are full of
-// writes leave the write count and every resourceVersion unchanged; the only requests that
-// are not reads are the TokenReviews and SubjectAccessReviews the endpoint asks for.
-var _ = Describe("Dry-run endpoint", Ordered, func() {
+// The dry-run API, served by the production wiring (controller.Setup and
+// controller.SetupDryRun on one manager) in place of the suite's vmipam manager and reached
+// only through the kube-apiserver: an APIService, an ExternalName Service for localhost, the
+// front proxy's headers. Callers are real: ServiceAccount tokens (TokenRequest), a client
+// certificate user, the admin. Every request the manager sends to the API server — the
+// controller's and the dry-run server's delegated authentication and authorization —
+// passes through drCounter, so "never writes" is measured, not assumed: while the controller
+// has nothing to do, dry runs whose answers are full of writes leave the write count and
+// every resourceVersion unchanged; the only requests that are not reads are the
+// SubjectAccessReviews the server asks for.
+var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 	var (
-		ctx                      context.Context
-		srv                      *endpoint.Server
-		counter                  *drCounter
-		ns, network              string
-		vmUser, author, stranger string
-		httpClient               *http.Client
-		answer                   func(token, body string) (int, []byte)
+		ctx                         context.Context
+		served                      *dryrunserver.Server
+		srv                         *apiserver.Server
+		port                        int32
+		counter                     *drCounter
+		ns, other, network          string
+		evaluatorSA, policyReviewer client.Client // the shipped roles only; policyReviewer has the evaluate verb too
+		stranger                    client.Client // nothing
 	)
 
 	BeforeAll(func() {
 		ctx = context.Background()
 		counter = &drCounter{}
+		var err error
+		served, err = dryrunserver.New(testEnv)
+		Expect(err).NotTo(HaveOccurred())
 		stopVMIPAM()
-		srv = startDryRunVMIPAM(counter)
+		var stop func()
+		srv, port, stop = startDryRunVMIPAM(served, counter, false, 0)
 		DeferCleanup(func() {
-			stopVMIPAM()
+			stop()
 			startVMIPAM()
 		})
 		Eventually(func() error { return srv.ReadyCheck(nil) }, timeout, interval).Should(Succeed())
-		httpClient = drHTTPClient(srv.ServingCertPEM())
-		answer = func(token, body string) (int, []byte) { return drPost(httpClient, srv, token, strings.NewReader(body)) }
+		Expect(served.Route(ctx, k8s, port)).To(Succeed())
 
 		drInstallRoles(ctx)
-		ns = newNamespace(ctx)
-		vmUser = drServiceAccount(ctx, ns, "vm-user", rbac.ClusterRoleVirtualMachines)
-		author = drServiceAccount(ctx, ns, "author", rbac.ClusterRoleVirtualMachines, rbac.ClusterRolePolicies)
+		ns, other = newNamespace(ctx), newNamespace(ctx)
+		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", rbac.ClusterRoleEvaluator)
+		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator)
 		stranger = drServiceAccount(ctx, ns, "stranger")
 
 		network = pooledClusterNetwork(ctx, ns, "10.231.0.0/24")
@@ -87,15 +98,15 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 			timeout, interval).ShouldNot(BeEmpty())
 	})
 
-	It("answers a ServiceAccount with the shipped RBAC, as the controller decided and as a change would go, and never writes", func() {
+	It("answers a ServiceAccount with only the shipped role with 201, as the controller decided, and never writes", func() {
 		rvs := drSettled(ctx, counter, ns, network)
-		writes, reviews := counter.writesFor(ns), counter.reviews()
+		writes, reviews, mark := counter.writesFor(ns), counter.reviews(), auditMark()
 		Expect(writes).To(ContainElement(ContainSubstring("/ipaddresses")), "the counter sees the controller's writes")
 
 		By("the live VM: what the controller did, nothing left to do")
 		live := getVM(ctx, ns, "web")
-		res := drResult(answer(vmUser, drBody(live)))
-		Expect(res.VM).To(Equal(dryrun.VMSummary{Namespace: ns, Name: "web", UID: string(live.UID), Exists: true}))
+		res := drCreate(ctx, evaluatorSA, drEvaluation(ns, live))
+		Expect(res.VM).To(Equal(dryrunv1.VMSummary{Namespace: ns, Name: "web", UID: string(live.UID), Exists: true}))
 		Expect(res.Interfaces).To(HaveLen(1))
 		Expect(res.Interfaces[0]).To(And(HaveField("Attached", true),
 			HaveField("Address", statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, network)),
@@ -103,8 +114,8 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 		Expect(res.Actions.CreateIPAddresses).To(BeEmpty())
 		Expect(res.Actions.DeleteIPAddresses).To(BeEmpty())
 		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
-		Expect(res.Status.Changed).To(BeFalse())
-		Expect(res.Status.Conditions[0].Message).To(Equal(networkReady(ctx, ns, "web").Message))
+		Expect(res.VMStatus.Changed).To(BeFalse())
+		Expect(res.VMStatus.Conditions[0].Message).To(Equal(networkReady(ctx, ns, "web").Message))
 
 		By("a second interface on a Network that exists only in the request")
 		changed := live.DeepCopy()
@@ -112,135 +123,339 @@ var _ = Describe("Dry-run endpoint", Ordered, func() {
 		lan := build.Network("", "lan", "lan-pool")
 		lan.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 			LastTransitionTime: metav1.Now()}}
-		res = drResult(answer(vmUser, drBody(changed, drTyped(lan, "Network"), drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool"))))
+		res = drCreate(ctx, evaluatorSA, drEvaluation(ns, changed, drTyped(lan, "Network"), drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool")))
 		Expect(res.Interfaces[1]).To(And(HaveField("Decision.Allocation", evaluator.AllocationAuto),
 			HaveField("Reason", string(evaluator.ReasonIPAddressPending))))
 		Expect(res.Actions.CreateIPAddresses).To(ConsistOf(HaveField("Spec.NetworkRef.Name", "lan")))
 
 		By("the objects lived for that request only")
-		res = drResult(answer(vmUser, drBody(changed)))
+		res = drCreate(ctx, evaluatorSA, drEvaluation(ns, changed))
 		Expect(res.Interfaces[1].Reason).To(Equal(string(evaluator.ReasonNetworkNotFound)))
 
-		By("a VM that does not exist, and candidate policies in place of the installed ones")
-		fresh := build.VM(ns, "fresh", build.OnClusterNetwork(network, "fresh-ip"))
-		res = drResult(answer(vmUser, drBody(fresh)))
+		By("a VM that does not exist")
+		res = drCreate(ctx, evaluatorSA, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "fresh-ip"))))
 		Expect(res.VM.Exists).To(BeFalse())
 		Expect(res.Interfaces[0].Reason).To(Equal(string(evaluator.ReasonIPAddressNotFound)))
-		res = drResult(answer(author, drBodyWithPolicies(fresh, drHoldPolicy)))
-		Expect(res.Interfaces[0].Decision).To(And(HaveField("Policy", "hold-all"), HaveField("Reason", evaluator.Reason("HeldByCandidate"))))
 
 		By("nothing was written")
 		Consistently(func() []string { return counter.writesFor(ns) }, 2*time.Second, interval).Should(Equal(writes),
 			"requests other than reads and reviews")
-		Expect(counter.reviews()).To(BeNumerically(">", reviews), "callers were reviewed by the API server")
+		Expect(counter.reviews()).To(BeNumerically(">", reviews), "callers were authorized by the API server")
 		Expect(drResourceVersions(ctx, ns, network)).To(Equal(rvs))
+		Expect(auditedWrites(mark, ns, network)).To(BeEmpty(), "the API server's audit log has no write but the Evaluations")
+		Expect(auditedEvaluations(mark, ns)).To(BeNumerically(">=", 4), "the audit log saw the Evaluations")
 	})
 
-	It("refuses a request without a token with 401", func() {
-		code, data := answer("", drBody(getVM(ctx, ns, "web")))
-		Expect(code).To(Equal(http.StatusUnauthorized))
-		Expect(drStatus(data)).To(HaveField("Reason", metav1.StatusReasonUnauthorized))
+	It("refuses the same ServiceAccount in another namespace, and candidate policies without the evaluate verb, with 403", func() {
+		vm := getVM(ctx, ns, "web")
+		err := drCreateErr(ctx, evaluatorSA, drEvaluation(other, build.VM(other, "web", build.OnClusterNetwork(network, ""))))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`cannot create resource "evaluations" in API group "dryrun.ipam.virtualization.deckhouse.io" in the namespace %q`, other))
+
+		Expect(apierrors.IsForbidden(drCreateErr(ctx, stranger, drEvaluation(ns, vm)))).To(BeTrue())
+
+		withPolicies := drEvaluation(ns, vm)
+		withPolicies.Spec.Policies = []runtime.RawExtension{{Raw: []byte(drHoldPolicy)}}
+		err = drCreateErr(ctx, evaluatorSA, withPolicies.DeepCopy())
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`cannot evaluate resource "clusteripampolicies" in API group "ipam.virtualization.deckhouse.io" at the cluster scope`))
+
+		By("with the evaluate verb (and no power to create policies): 201, the candidate decides")
+		res := drCreate(ctx, policyReviewer, withPolicies.DeepCopy())
+		Expect(res.Policies.Source).To(Equal(dryrunv1.PoliciesRequest))
+		Expect(res.Interfaces[0].Decision).To(And(HaveField("Policy", "hold-all"), HaveField("Reason", evaluator.Reason("HeldByCandidate"))))
+		Expect(apierrors.IsForbidden(policyReviewer.Create(ctx, &unstructured.Unstructured{Object: drPolicyObject()}))).To(BeTrue(),
+			"evaluate grants no create")
 	})
 
-	It("refuses a token without the RBAC with 403, and candidate policies without theirs", func() {
-		code, data := answer(stranger, drBody(getVM(ctx, ns, "web")))
-		Expect(code).To(Equal(http.StatusForbidden))
-		Expect(drStatus(data).Message).To(ContainSubstring(
-			`User "system:serviceaccount:%s:stranger" cannot create resource "virtualmachines" in API group "virtualization.deckhouse.io" in the namespace %q`, ns, ns))
+	It("needs get on the VM to evaluate it by name", func() {
+		byName := &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}
+		err := drCreateErr(ctx, evaluatorSA, byName.DeepCopy())
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`cannot get resource "virtualmachines"`))
 
-		code, data = answer(vmUser, drBodyWithPolicies(getVM(ctx, ns, "web"), drHoldPolicy))
-		Expect(code).To(Equal(http.StatusForbidden))
-		Expect(drStatus(data).Message).To(ContainSubstring(`cannot create resource "clusteripampolicies"`))
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}}
+		create(ctx, role, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "evaluator"}}})
+		var res *dryrunv1.EvaluationStatus
+		Eventually(func() error {
+			ev := byName.DeepCopy()
+			err := evaluatorSA.Create(ctx, ev)
+			res = &ev.Status
+			return err
+		}, timeout, interval).Should(Succeed())
+		Expect(res.VM).To(HaveField("Exists", true))
+		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
 	})
 
-	It("refuses a 10 MiB body with 413", func() {
-		body := drBody(getVM(ctx, ns, "web")) + strings.Repeat(" ", 10<<20)
-		code, data := drPost(httpClient, srv, vmUser, strings.NewReader(body), "Expect", "100-continue")
-		Expect(code).To(Equal(http.StatusRequestEntityTooLarge))
-		Expect(drStatus(data).Message).To(ContainSubstring("larger than the limit of %d bytes", dryrun.MaxBodyBytes))
+	It("authorizes a user who authenticated with a client certificate: the API server authenticates, not vmipam", func() {
+		user, err := testEnv.Env.AddUser(envtest.User{Name: "alice"}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleEvaluator},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}})
+		Expect(user.Config().CertData).NotTo(BeEmpty())
+		Expect(user.Config().BearerToken).To(BeEmpty())
+		alice := drClient(user.Config())
+		var res *dryrunv1.EvaluationStatus
+		Eventually(func() error {
+			ev := drEvaluation(ns, getVM(ctx, ns, "web"))
+			err := alice.Create(ctx, ev)
+			res = &ev.Status
+			return err
+		}, timeout, interval).Should(Succeed())
+		Expect(res.VM.Exists).To(BeTrue())
+		Expect(apierrors.IsForbidden(drCreateErr(ctx, alice, drEvaluation(other, build.VM(other, "web", build.OnClusterNetwork(network, "")))))).To(BeTrue())
 	})
 
-	It("answers malformed input with 400 naming the place", func() {
+	It("gives namespace admins the role by default (aggregated into admin)", func() {
+		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "stranger"}}})
+		Eventually(func() error { return stranger.Create(ctx, drEvaluation(ns, getVM(ctx, ns, "web"))) }, timeout, interval).Should(Succeed())
+	})
+
+	It("answers malformed input with 422 naming the place", func() {
 		compileErrors := drMetric("vmipam_policy_compile_errors_total", "source", "dryrun")
-		for _, tc := range []struct{ body, field, message string }{
-			{"vm:\n  metadata: {name: web\n  spec: [", "body", "yaml: line"},
-			{fmt.Sprintf(`{"vm": {"metadata": {"name": "web", "namespace": %q}, "spec": {}}}`, ns),
-				"vm.spec.networks", "the VM has no additional network"},
-			{drBodyWithPolicies(getVM(ctx, ns, "web"), strings.Replace(drHoldPolicy, `"true"`, `"ipAdress.exists"`, 1)),
-				"policies[0].spec.skipRules[0].expression", "undeclared reference to 'ipAdress'"},
+		vm := getVM(ctx, ns, "web")
+		bogus := drManifest(vm)
+		bogus.Spec.Networks[1].Type = "Bogus"
+		broken := drEvaluation(ns, vm)
+		broken.Spec.Policies = []runtime.RawExtension{{Raw: []byte(strings.Replace(drHoldPolicy, `"true"`, `"ipAdress.exists"`, 1))}}
+		for _, tc := range []struct {
+			ev             *dryrunv1.Evaluation
+			field, message string
+		}{
+			{drEvaluation(ns, bogus), "spec.vm.spec.networks[1].type", `Unsupported value: "Bogus"`},
+			{broken, "spec.policies[0].spec.skipRules[0].expression", "undeclared reference to 'ipAdress'"},
+			{&dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, "spec.vm", "Required value"},
+			{drEvaluation(ns, build.VM(other, "web", build.OnClusterNetwork(network, ""))), "spec.vm.metadata.namespace", "must be the Evaluation's namespace"},
 		} {
-			code, data := answer(author, tc.body)
-			Expect(code).To(Equal(http.StatusBadRequest), "%s", data)
-			st := drStatus(data)
+			err := drCreateErr(ctx, policyReviewer, tc.ev)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			st := err.(apierrors.APIStatus).Status()
+			Expect(st.Code).To(BeEquivalentTo(http.StatusUnprocessableEntity))
 			Expect(st.Details.Causes).To(ContainElement(And(HaveField("Field", tc.field), HaveField("Message", ContainSubstring(tc.message)))))
-			Expect(st.Message).To(ContainSubstring(tc.field))
 		}
 		Expect(drMetric("vmipam_policy_compile_errors_total", "source", "dryrun")-compileErrors).To(Equal(1.0),
 			"the candidate policy that did not compile is counted")
 	})
 
-	It("serves `ipamctl dry-run` with a kubeconfig holding a ServiceAccount token and --server", func() {
+	It("refuses a 10 MiB body", func() {
+		big := drManifest(getVM(ctx, ns, "web"))
+		big.Annotations = map[string]string{"padding": strings.Repeat("x", 10<<20)}
+		err := drCreateErr(ctx, evaluatorSA, drEvaluation(ns, big))
+		Expect(apierrors.IsRequestEntityTooLargeError(err)).To(BeTrue(), "%v", err)
+	})
+
+	It("answers an evaluation past its deadline with 504, from a standby replica with a 1ns --dry-run-timeout", func() {
+		slow, slowPort, stop := startDryRunVMIPAM(served, &drCounter{}, true, time.Nanosecond)
+		defer stop()
+		defer func() { Expect(served.Route(ctx, k8s, port)).To(Succeed()) }()
+		Eventually(func() error { return slow.ReadyCheck(nil) }, timeout, interval).Should(Succeed())
+		Expect(served.Route(ctx, k8s, slowPort)).To(Succeed())
+		var err error
+		Eventually(func() bool {
+			err = drCreateErr(ctx, evaluatorSA, drEvaluation(ns, getVM(ctx, ns, "web")))
+			return apierrors.IsTimeout(err)
+		}, timeout, interval).Should(BeTrue(), "last: %v", err)
+		Expect(err.(apierrors.APIStatus).Status().Code).To(BeEquivalentTo(http.StatusGatewayTimeout))
+		Expect(err.Error()).To(ContainSubstring("the evaluation did not finish within 1ns"))
+	})
+
+	It("is answered by a standby replica too, with the installed policies, and the standby is Ready", func() {
+		installed := drPolicyObject()
+		installed["metadata"] = map[string]any{"name": "dryrun-standby-hold"}
+		spec := installed["spec"].(map[string]any)
+		spec["match"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "no-such-namespace"}}}
+		policy := &unstructured.Unstructured{Object: installed}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed()) })
+
+		standby, standbyPort, stop := startDryRunVMIPAM(served, &drCounter{}, true, 0)
+		defer stop()
+		defer func() { Expect(served.Route(ctx, k8s, port)).To(Succeed()) }()
+		Eventually(func() error { return standby.ReadyCheck(nil) }, timeout, interval).Should(Succeed(), "a standby turns Ready")
+		Expect(served.Route(ctx, k8s, standbyPort)).To(Succeed())
+		live := getVM(ctx, ns, "web")
+		var res *dryrunv1.EvaluationStatus
+		Eventually(func() []string {
+			ev := drEvaluation(ns, live)
+			if err := evaluatorSA.Create(ctx, ev); err != nil {
+				return []string{err.Error()}
+			}
+			res = &ev.Status
+			return res.Policies.Order
+		}, timeout, interval).Should(ContainElement("dryrun-standby-hold"), "the standby's registry follows the installed policies")
+		Expect(res.Interfaces[0]).To(And(HaveField("Decision.Policy", "default"), HaveField("Attached", true)))
+		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
+	})
+
+	It("serves discovery and OpenAPI: kubectl create -f an Evaluation prints its status, kubectl explain describes it", func() {
 		dir := GinkgoT().TempDir()
-		ca, vmFile := filepath.Join(dir, "dryrun-ca.crt"), filepath.Join(dir, "vm.yaml")
-		Expect(os.WriteFile(ca, srv.ServingCertPEM(), 0o600)).To(Succeed())
+		evFile := filepath.Join(dir, "evaluation.yaml")
+		ev := drEvaluation(ns, getVM(ctx, ns, "web"))
+		ev.APIVersion, ev.Kind = dryrunv1.SchemeGroupVersion.String(), dryrunv1.Kind
+		data, err := yaml.Marshal(ev)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(evFile, data, 0o600)).To(Succeed())
+
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			By("no kubectl here: the dynamic client creates the Evaluation from the YAML")
+			obj := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
+			dyn, err := dynamic.NewForConfig(testEnv.Config)
+			Expect(err).NotTo(HaveOccurred())
+			out, err := dyn.Resource(dryrunv1.SchemeGroupVersion.WithResource(dryrunv1.Resource)).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out.Object).To(HaveKeyWithValue("status", HaveKeyWithValue("vm", HaveKeyWithValue("exists", true))))
+			return
+		}
+		run := func(args ...string) string {
+			cmd := exec.Command(kubectl, append([]string{"--kubeconfig", testEnv.Kubeconfig}, args...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			Expect(err).NotTo(HaveOccurred(), "kubectl %s: %s", strings.Join(args, " "), stderr.String())
+			return string(out)
+		}
+		out := run("create", "-f", evFile, "-o", "yaml")
+		answer := &dryrunv1.Evaluation{}
+		Expect(yaml.Unmarshal([]byte(out), answer)).To(Succeed())
+		Expect(answer.Status.VM).To(And(HaveField("Name", "web"), HaveField("Exists", true)))
+		Expect(answer.Status.Interfaces).To(ConsistOf(HaveField("Decision.Allocation", evaluator.AllocationAuto)))
+		Expect(run("explain", "evaluations.spec")).To(And(ContainSubstring("virtualMachineName"), ContainSubstring("policies")))
+		Expect(run("explain", "evaluations.status.interfaces.decision")).To(ContainSubstring("allocation"))
+	})
+
+	It("serves `kubectl ipam dry-run` with a kubeconfig alone", func() {
+		dir := GinkgoT().TempDir()
+		vmFile := filepath.Join(dir, "vm.yaml")
 		vm := build.VM("", "web", build.OnClusterNetwork(network, ""))
 		vm.APIVersion, vm.Kind = vmv1.GroupVersion.String(), "VirtualMachine"
 		data, err := yaml.Marshal(vm)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.WriteFile(vmFile, data, 0o600)).To(Succeed())
 		var out, errOut bytes.Buffer
-		code := cli.Main(ctx, "kubectl-ipam", []string{"dry-run", "-f", vmFile, "--kubeconfig", testEnv.Kubeconfig,
-			"--server", "https://" + srv.Addr(), "--certificate-authority", ca, "--token", vmUser, "-n", ns},
+		code := cli.Main(ctx, "kubectl-ipam", []string{"dry-run", "-f", vmFile, "--kubeconfig", testEnv.Kubeconfig, "-n", ns},
 			cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		Expect(code).To(Equal(0), errOut.String())
 		Expect(out.String()).To(And(ContainSubstring("VirtualMachine %s/web (exists)", ns),
 			MatchRegexp(`ClusterNetwork/%s\s+Auto\s+yes`, network)))
 	})
 
-	It("accepts the client certificate of the admin kubeconfig, with --dry-run-client-ca-file", func() {
-		dir := GinkgoT().TempDir()
-		ca, vmFile := filepath.Join(dir, "dryrun-ca.crt"), filepath.Join(dir, "vm.json")
-		Expect(os.WriteFile(ca, srv.ServingCertPEM(), 0o600)).To(Succeed())
-		Expect(os.WriteFile(vmFile, []byte(drJSON(drManifest(getVM(ctx, ns, "web")))), 0o600)).To(Succeed())
-		var out, errOut bytes.Buffer
-		code := cli.Main(ctx, "ipamctl", []string{"dry-run", "-f", vmFile, "--kubeconfig", testEnv.Kubeconfig,
-			"--server", "https://" + srv.Addr(), "--certificate-authority", ca, "-o", "json"},
-			cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		Expect(code).To(Equal(0), errOut.String())
-		res := &dryrun.Result{}
-		Expect(json.Unmarshal(out.Bytes(), res)).To(Succeed())
-		Expect(res.VM.Exists).To(BeTrue())
-	})
-
 	It("is ready and counts its answers", func() {
 		Expect(srv.ReadyCheck(nil)).To(Succeed())
-		Expect(drMetric("vmipam_dryrun_requests_total", "code", "200")).To(BeNumerically(">", 0))
+		Expect(drMetric("vmipam_dryrun_requests_total", "code", "201")).To(BeNumerically(">", 0))
 		Expect(drMetric("vmipam_dryrun_requests_total", "code", "403")).To(BeNumerically(">", 0))
+		Expect(drMetric("vmipam_dryrun_requests_total", "code", "422")).To(BeNumerically(">", 0))
 		Expect(drMetric("vmipam_decisions_total", "source", "dryrun")).To(BeNumerically(">", 0))
 	})
 })
+
+// auditEntry is the part of an audit event the specs read.
+type auditEntry struct {
+	Verb      string `json:"verb"`
+	ObjectRef struct {
+		Resource, Subresource, Namespace, Name string
+	} `json:"objectRef"`
+}
+
+// auditMark is the current end of the audit log.
+func auditMark() int64 {
+	GinkgoHelper()
+	fi, err := os.Stat(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	return fi.Size()
+}
+
+// auditEntries returns the audit log's entries after mark.
+func auditEntries(mark int64) []auditEntry {
+	GinkgoHelper()
+	data, err := os.ReadFile(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	var out []auditEntry
+	dec := json.NewDecoder(bytes.NewReader(data[mark:]))
+	for {
+		var e auditEntry
+		if err := dec.Decode(&e); err != nil {
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+// auditedWrites returns the writes after mark, by anyone, to the objects a dry run of a VM in
+// ns could touch: the namespace's objects (Evaluations aside, which store nothing), the
+// Namespace itself, the ClusterNetwork, pools and policies.
+func auditedWrites(mark int64, ns, network string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range auditEntries(mark) {
+		r := e.ObjectRef
+		inScope := r.Namespace == ns && r.Resource != dryrunv1.Resource ||
+			r.Namespace == "" && (r.Resource == "namespaces" && r.Name == ns || r.Resource == "clusternetworks" && r.Name == network ||
+				r.Resource == "clusteripaddresspools" && r.Name == network+"-pool" || r.Resource == "clusteripampolicies")
+		if inScope {
+			out = append(out, fmt.Sprintf("%s %s/%s %s/%s", e.Verb, r.Resource, r.Subresource, r.Namespace, r.Name))
+		}
+	}
+	return out
+}
+
+// auditedEvaluations counts the Evaluations created in ns after mark.
+func auditedEvaluations(mark int64, ns string) int {
+	n := 0
+	for _, e := range auditEntries(mark) {
+		if e.Verb == "create" && e.ObjectRef.Resource == dryrunv1.Resource && e.ObjectRef.Namespace == ns {
+			n++
+		}
+	}
+	return n
+}
 
 // drHoldPolicy is a candidate policy that skips every interface.
 const drHoldPolicy = `{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
  "metadata": {"name": "hold-all"}, "spec": {"priority": 1, "allocation": {"expression": "'Auto'"},
  "skipRules": [{"name": "hold", "expression": "true", "reason": "HeldByCandidate", "message": "held"}]}}`
 
-// startDryRunVMIPAM starts the production wiring with the dry-run endpoint on a free local
-// port, every API request of the manager passing through counter, as the suite's vmipam
-// manager (stopVMIPAM stops it).
-func startDryRunVMIPAM(counter *drCounter) *endpoint.Server {
+// drPolicyObject is drHoldPolicy as an object.
+func drPolicyObject() map[string]any {
+	GinkgoHelper()
+	out := map[string]any{}
+	Expect(json.Unmarshal([]byte(drHoldPolicy), &out)).To(Succeed())
+	return out
+}
+
+// startDryRunVMIPAM starts the production wiring with the dry-run API server on a free local
+// port, every API request of the manager (and of the server's delegated authorization)
+// passing through counter. Without leaderElection it is the suite's vmipam manager; with it,
+// a standby: the lease is held by someone else for the whole spec. A timeout other than 0 is
+// the server's --dry-run-timeout. It returns the server, its port and how to stop it.
+func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderElection bool, evalTimeout time.Duration) (*apiserver.Server, int32, func()) {
 	GinkgoHelper()
 	cfg := rest.CopyConfig(testEnv.Config)
 	cfg.Wrap(counter.wrap)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptrTrue()}})
+	opts := ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptrTrue()}}
+	if leaderElection {
+		opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, "default", drHeldLease(context.Background())
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	registry, err := controller.Setup(ctx, mgr, evaluator.DefaultLimits)
 	Expect(err).NotTo(HaveOccurred())
-	clientCA := filepath.Join(testEnv.Env.ControlPlane.GetAPIServer().CertDir, "client-cert-auth-ca.crt")
-	srv, err := controller.SetupDryRun(mgr, registry, endpoint.Options{BindAddress: "127.0.0.1:0", DenyCacheTTL: time.Second,
-		ClientCAFile: clientCA})
+	o, port, err := served.Options(ctx, k8s, counter.wrap)
+	Expect(err).NotTo(HaveOccurred())
+	o.Authorization.AllowCacheTTL, o.Authorization.DenyCacheTTL = time.Second, time.Second
+	if evalTimeout > 0 {
+		o.EvaluationTimeout = evalTimeout
+	}
+	srv, err := controller.SetupDryRun(mgr, registry, o)
 	Expect(err).NotTo(HaveOccurred())
 	r := &running{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -248,14 +463,28 @@ func startDryRunVMIPAM(counter *drCounter) *endpoint.Server {
 		defer close(r.done)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	mgrMu.Lock()
-	vmipamMgr = r
-	mgrMu.Unlock()
-	return srv
+	if !leaderElection {
+		mgrMu.Lock()
+		vmipamMgr = r
+		mgrMu.Unlock()
+		return srv, port, stopVMIPAM
+	}
+	return srv, port, r.stop
+}
+
+// drHeldLease creates a Lease in default held by another identity for an hour and returns its
+// name: a manager electing with it stays a standby.
+func drHeldLease(ctx context.Context) string {
+	GinkgoHelper()
+	name := fmt.Sprintf("dryrun-standby-%d", time.Now().UnixNano())
+	create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("the-leader"), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &metav1.MicroTime{Time: time.Now()}, RenewTime: &metav1.MicroTime{Time: time.Now()}}})
+	return name
 }
 
 // drCounter counts the requests a manager sends to the API server: reads (GET, including
-// lists and watches), reviews (TokenReview and SubjectAccessReview creates, which store
+// lists and watches), reviews (SubjectAccessReview and TokenReview creates, which store
 // nothing) and writes (everything else).
 type drCounter struct {
 	mu        sync.Mutex
@@ -290,20 +519,15 @@ func (c *drCounter) record(r *http.Request) {
 // API server, and their cleanup (namespace deletion, policy deletion) keeps the manager busy
 // there for a while.
 func (c *drCounter) writesFor(ns string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []string
-	for _, w := range c.writes() {
+	for _, w := range c.written {
 		if strings.Contains(w, "/namespaces/"+ns+"/") || !strings.Contains(w, "/namespaces/") {
 			out = append(out, w)
 		}
 	}
 	return out
-}
-
-// writes returns the writes so far.
-func (c *drCounter) writes() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.written...)
 }
 
 func (c *drCounter) reviews() int {
@@ -385,16 +609,16 @@ func drInstallRoles(ctx context.Context) {
 	}
 }
 
-// drServiceAccount creates a ServiceAccount bound to the ClusterRoles — the VM role with a
-// RoleBinding in ns, the others with ClusterRoleBindings — and returns a token for it from
-// the TokenRequest API.
-func drServiceAccount(ctx context.Context, ns, name string, roles ...string) string {
+// drServiceAccount creates a ServiceAccount bound to the ClusterRoles — the evaluator role
+// with a RoleBinding in ns, the others with ClusterRoleBindings — and returns a client that
+// authenticates with a token for it from the TokenRequest API.
+func drServiceAccount(ctx context.Context, ns, name string, roles ...string) client.Client {
 	GinkgoHelper()
 	create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
 	for _, role := range roles {
 		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
-		if role == rbac.ClusterRoleVirtualMachines {
+		if role == rbac.ClusterRoleEvaluator {
 			create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, RoleRef: ref, Subjects: subject})
 			continue
 		}
@@ -405,54 +629,45 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) str
 	cs, err := kubernetes.NewForConfig(testEnv.Config)
 	Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	return tr.Status.Token
+	cfg := rest.AnonymousClientConfig(testEnv.Config)
+	cfg.BearerToken = tr.Status.Token
+	return drClient(cfg)
 }
 
-func ptrInt64(v int64) *int64 { return &v }
-
-// drHTTPClient trusts the endpoint's certificate and waits for 100 Continue when asked to.
-func drHTTPClient(certPEM []byte) *http.Client {
+// drClient is a client of the API server with cfg's credentials that knows Evaluations (its
+// REST mapping comes from the API server's discovery, which includes the aggregated group).
+func drClient(cfg *rest.Config) client.Client {
 	GinkgoHelper()
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(certPEM)).To(BeTrue())
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ExpectContinueTimeout: 5 * time.Second}}
+	s := runtime.NewScheme()
+	Expect(dryrunv1.AddToScheme(s)).To(Succeed())
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }
 
-// drPost posts body to the endpoint with the bearer token (none when empty) and headers.
-func drPost(c *http.Client, srv *endpoint.Server, token string, body io.Reader, header ...string) (int, []byte) {
+// drEvaluation is an Evaluation in ns of vm with the objects.
+func drEvaluation(ns string, vm *vmv1.VirtualMachine, objects ...map[string]any) *dryrunv1.Evaluation {
 	GinkgoHelper()
-	req, err := http.NewRequest(http.MethodPost, "https://"+srv.Addr()+dryrun.Path, body)
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	ev := &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns},
+		Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: []byte(drJSON(drManifest(vm)))}}}
+	for _, o := range objects {
+		ev.Spec.Objects = append(ev.Spec.Objects, runtime.RawExtension{Raw: []byte(drJSON(o))})
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return resp.StatusCode, data
+	return ev
 }
 
-// drBody is a request body for vm and objects.
-func drBody(vm *vmv1.VirtualMachine, objects ...map[string]any) string {
-	return drJSON(map[string]any{"vm": drManifest(vm), "objects": objects})
+// drCreate creates ev as c, expects 201 and returns the answer.
+func drCreate(ctx context.Context, c client.Client, ev *dryrunv1.Evaluation) *dryrunv1.EvaluationStatus {
+	GinkgoHelper()
+	Expect(c.Create(ctx, ev)).To(Succeed())
+	return &ev.Status
 }
 
-// drBodyWithPolicies is a request body for vm with candidate policies (JSON).
-func drBodyWithPolicies(vm *vmv1.VirtualMachine, policies ...string) string {
-	raws := make([]json.RawMessage, len(policies))
-	for i, p := range policies {
-		raws[i] = json.RawMessage(p)
-	}
-	return drJSON(map[string]any{"vm": drManifest(vm), "policies": raws})
+// drCreateErr creates ev as c and returns the error.
+func drCreateErr(ctx context.Context, c client.Client, ev *dryrunv1.Evaluation) error {
+	return c.Create(ctx, ev)
 }
 
 func drManifest(vm *vmv1.VirtualMachine) *vmv1.VirtualMachine {
@@ -478,24 +693,6 @@ func drTyped(obj client.Object, kind string) map[string]any {
 	out := map[string]any{}
 	Expect(json.Unmarshal(data, &out)).To(Succeed())
 	return out
-}
-
-// drResult expects a 200 answer and decodes it.
-func drResult(code int, data []byte) *dryrun.Result {
-	GinkgoHelper()
-	Expect(code).To(Equal(http.StatusOK), "%s", data)
-	res := &dryrun.Result{}
-	Expect(json.Unmarshal(data, res)).To(Succeed())
-	return res
-}
-
-// drStatus decodes an error answer.
-func drStatus(data []byte) *metav1.Status {
-	GinkgoHelper()
-	st := &metav1.Status{}
-	Expect(json.Unmarshal(data, st)).To(Succeed())
-	Expect(st.Kind).To(Equal("Status"), "%s", data)
-	return st
 }
 
 // drMetric sums the series of a vmipam metric whose label has the value.

@@ -40,7 +40,7 @@ var _ = Describe("Policy changes", func() {
 		By("a policy that makes gold's interfaces L2 only")
 		p := namespacePolicy(ns, "true")
 		p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
-		p.Spec.Allocation = v1alpha1.Expression{Expression: "'None'"}
+		p.Spec.Allocation = &v1alpha1.Expression{Expression: "'None'"}
 		p.Spec.SkipRules = nil
 		create(ctx, p)
 		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), p)).To(Succeed()) })

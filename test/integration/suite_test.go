@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -20,7 +23,20 @@ var (
 	scheme  *runtime.Scheme
 	// standIns runs the SDN and VM-runtime stand-ins for the whole suite.
 	standIns *running
+	// auditLog is the API server's audit log of every write (auditPolicy).
+	auditLog string
 )
+
+// auditPolicy logs the metadata of every write anyone makes, so that a spec can prove from the
+// API server's side that something wrote nothing.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
 
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -28,9 +44,18 @@ func TestIntegration(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // the dry-run API server (k8s.io/apiserver) logs through klog
 	var err error
-	testEnv, err = env.Start(env.Options{ControllerManager: true})
+	dir, err := os.MkdirTemp("", "vmipam-it-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(os.RemoveAll(dir)).To(Succeed()) })
+	auditLog = filepath.Join(dir, "audit.log")
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
+	testEnv, err = env.Start(env.Options{ControllerManager: true, Dir: dir, APIServerFlags: map[string]string{
+		"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-mode": "blocking", "audit-log-maxsize": "0"}})
 	Expect(err).NotTo(HaveOccurred())
 	scheme, err = controller.NewScheme()
 	Expect(err).NotTo(HaveOccurred())

@@ -169,7 +169,7 @@ func compilingPolicy(name, ns string, message ...string) *v1alpha1.ClusterIPAMPo
 			Priority: 10,
 			Match: v1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-			Allocation: v1alpha1.Expression{Expression: "'Auto'"},
+			Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
 			SkipRules: []v1alpha1.SkipRule{{Name: "hold", Expression: "true", Reason: "HeldByPolicy",
 				MessageExpression: fmt.Sprintf("%q", msg)}},
 		},

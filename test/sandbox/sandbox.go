@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,18 +9,21 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	"github.com/vmipam/vmipam/controller"
-	"github.com/vmipam/vmipam/controller/dryrun/endpoint"
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/samples"
+	"github.com/vmipam/vmipam/test/dryrunserver"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
@@ -75,6 +79,9 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	if err := showConverged(ctx, out, c, opts.Timeout, "After creating late-ip"); err != nil {
 		return err
 	}
+	if err := showDryRun(ctx, out, e); err != nil {
+		return err
+	}
 	if opts.Once {
 		return nil
 	}
@@ -84,15 +91,22 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	return nil
 }
 
-// startManager runs the vmipam controller and both stand-ins in one manager and returns a
-// client that reads straight from the API server.
+// startManager runs the vmipam controller (with its dry-run API server, registered with
+// the API server) and both stand-ins in one manager and returns a client that reads straight
+// from the API server.
 func startManager(ctx context.Context, e *env.Environment) (client.Client, error) {
 	logFile, err := os.Create(filepath.Join(e.Dir, "controller.log"))
 	if err != nil {
 		return nil, err
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // the dry-run API server (k8s.io/apiserver) logs through klog
 	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(e.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +119,8 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	if err := startDryRun(mgr, registry, e); err != nil {
+	route, err := setupDryRun(ctx, mgr, registry, e, c)
+	if err != nil {
 		return nil, err
 	}
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
@@ -119,24 +134,77 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 			fmt.Fprintln(os.Stderr, "manager stopped:", err)
 		}
 	}()
-	return client.New(e.Config, client.Options{Scheme: scheme})
+	return c, route(ctx)
 }
 
-// startDryRun serves the dry-run endpoint on a free local port with a self-signed certificate
-// (written to dryrun-ca.crt) and accepts the admin kubeconfig's client certificate, so that
-// `ipamctl dry-run --kubeconfig` works against the sandbox as it is.
-func startDryRun(mgr ctrl.Manager, registry *policy.Registry, e *env.Environment) error {
-	srv, err := controller.SetupDryRun(mgr, registry, endpoint.Options{BindAddress: "127.0.0.1:0",
-		ClientCAFile: filepath.Join(e.Env.ControlPlane.GetAPIServer().CertDir, "client-cert-auth-ca.crt")})
+// setupDryRun adds the dry-run API server on a free local port, and returns the step that
+// registers it with the API server once the manager runs (an APIService, and an ExternalName
+// Service for localhost): `kubectl create -f evaluation.yaml` and `ipamctl dry-run` then work
+// with the sandbox's admin kubeconfig alone.
+func setupDryRun(ctx context.Context, mgr ctrl.Manager, registry *policy.Registry, e *env.Environment, c client.Client) (func(context.Context) error, error) {
+	srv, err := dryrunserver.New(e)
 	if err != nil {
+		return nil, err
+	}
+	opts, port, err := srv.Options(ctx, c, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := controller.SetupDryRun(mgr, registry, opts); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return srv.Route(ctx, c, port) }, nil
+}
+
+// The sample dry run: VM web as it would be with the static IPAddress db-ip, which VM db
+// holds (files written into the sandbox's directory).
+const (
+	dryRunVM = `apiVersion: virtualization.deckhouse.io/v1alpha2
+kind: VirtualMachine
+metadata: {name: web, namespace: demo}
+spec:
+  runPolicy: AlwaysOn
+  networks:
+  - {type: Main}
+  - {type: ClusterNetwork, name: corp, ipAddressName: db-ip}
+  - {type: Network, name: lan}
+`
+	dryRunEvaluation = `apiVersion: dryrun.ipam.virtualization.deckhouse.io/v1alpha1
+kind: Evaluation
+metadata: {namespace: demo}
+spec:
+  vm:
+    apiVersion: virtualization.deckhouse.io/v1alpha2
+    kind: VirtualMachine
+    metadata: {name: web}
+    spec:
+      runPolicy: AlwaysOn
+      networks:
+      - {type: Main}
+      - {type: ClusterNetwork, name: corp, ipAddressName: db-ip}
+      - {type: Network, name: lan}
+`
+)
+
+// showDryRun writes the sample dry run's files and asks the API server with `ipamctl dry-run`
+// and the admin kubeconfig, printing its table.
+func showDryRun(ctx context.Context, out io.Writer, e *env.Environment) error {
+	vmFile, evFile := filepath.Join(e.Dir, "web.yaml"), filepath.Join(e.Dir, "web-evaluation.yaml")
+	if err := os.WriteFile(vmFile, []byte(dryRunVM), 0o600); err != nil {
 		return err
 	}
-	dryRunAddr = srv.Addr()
-	return os.WriteFile(filepath.Join(e.Dir, "dryrun-ca.crt"), srv.ServingCertPEM(), 0o600)
+	if err := os.WriteFile(evFile, []byte(dryRunEvaluation), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nDry run through the API server (an Evaluation; nothing is written) — what if web named db-ip, which db holds:\n"+
+		"$ ipamctl dry-run -f %s --kubeconfig %s\n", vmFile, e.Kubeconfig)
+	var errOut bytes.Buffer
+	if code := cli.Main(ctx, "ipamctl", []string{"dry-run", "-f", vmFile, "--kubeconfig", e.Kubeconfig},
+		cli.Streams{In: strings.NewReader(""), Out: out, ErrOut: &errOut}); code != 0 {
+		return fmt.Errorf("ipamctl dry-run through the API server: exit %d: %s", code, errOut.String())
+	}
+	return nil
 }
-
-// dryRunAddr is where the sandbox's dry-run endpoint listens.
-var dryRunAddr string
 
 // showConverged waits until two snapshots a second apart are equal and nothing is pending,
 // then prints the table.
@@ -190,9 +258,10 @@ func printAccess(out io.Writer, e *env.Environment) {
 		"  kubectl get events -n %s\n"+
 		"  kubectl get clusteripampolicy default -o yaml\n"+
 		"Logs: %s/controller.log, %s/kube-controller-manager.log\n"+
-		"Ask what would happen to a VM before applying it (dry-run endpoint, nothing is written):\n"+
-		"  kubectl get vm web -n %s -o yaml > /tmp/web.yaml   # edit it, e.g. add ipAddressName\n"+
-		"  go run ./cmd/ipamctl dry-run -f /tmp/web.yaml --kubeconfig %s --server https://%s --certificate-authority %s/dryrun-ca.crt\n"+
-		"  go run ./cmd/ipamctl evaluate -f /tmp/web.yaml -O samples/10-networks.yaml -O samples/20-ipaddresses.yaml --assume-ready   # offline, same evaluator; only the -O objects exist\n",
-		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, Namespace, e.Kubeconfig, dryRunAddr, e.Dir)
+		"Ask what would happen to a VM before applying it (an Evaluation through the API server, nothing is written):\n"+
+		"  kubectl create -f %s/web-evaluation.yaml -o yaml        # the answer is in .status\n"+
+		"  kubectl explain evaluations.status.interfaces.decision\n"+
+		"  go run ./cmd/ipamctl dry-run -f %s/web.yaml              # edit it first; or: make build && PATH=$PWD/bin:$PATH kubectl ipam dry-run -f …\n"+
+		"  go run ./cmd/ipamctl evaluate -f %s/web.yaml -O samples/10-networks.yaml -O samples/20-ipaddresses.yaml --assume-ready   # offline, same evaluator; only the -O objects exist\n",
+		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, e.Dir, e.Dir, e.Dir)
 }

@@ -39,6 +39,16 @@ func TestSandboxOnce(t *testing.T) {
 			t.Errorf("final table lacks %q:\n%s", want, final)
 		}
 	}
+	dryRun := out.String()[strings.LastIndex(out.String(), "Dry run through the API server"):]
+	for _, want := range []string{
+		`VirtualMachine demo/web \(exists\); policies \(installed\): default`,
+		`ClusterNetwork/corp\s+Static\s+no\s+db-ip\s+-\s+default\s+\S+\s+IPAddressInUse`,
+		`delete IPAddress web-cn-corp-[a-z2-7]{6}`,
+	} {
+		if !regexp.MustCompile(want).MatchString(dryRun) {
+			t.Errorf("the dry run through the API server lacks %q:\n%s", want, dryRun)
+		}
+	}
 	podOf := regexp.MustCompile(`late\s+ClusterNetwork/corp\s.*\s(virt-launcher-late-\S+)`)
 	before := podOf.FindStringSubmatch(out.String())
 	after := podOf.FindStringSubmatch(final)

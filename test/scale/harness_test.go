@@ -216,7 +216,7 @@ func (h *harness) startController() {
 	must(h.t, err)
 	cmd := exec.Command(controllerBinary(h.t), "--kubeconfig="+kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address="+h.metricsAddr, "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
-		"--dry-run-bind-address=0", "--webhook-port=0",
+		"--secure-port=0", "--webhook-port=0",
 		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst))
 	cmd.Stdout, cmd.Stderr = log, log
 	must(h.t, cmd.Start())

@@ -258,7 +258,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []
 	p.ObjectMeta = metav1.ObjectMeta{Name: "fanout"}
 	p.Spec.Priority = 10
 	p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fanout": "yes"}}
-	p.Spec.Allocation = v1alpha1.Expression{Expression: "'None'"}
+	p.Spec.Allocation = &v1alpha1.Expression{Expression: "'None'"}
 	p.Spec.SkipRules = nil
 	start := time.Now()
 	must(h.t, h.bench.Create(ctx, p))

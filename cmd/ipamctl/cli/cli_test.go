@@ -14,9 +14,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
-	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // run runs ipamctl in-process and returns its exit code, output and error output.
@@ -50,11 +52,15 @@ func TestEvaluateJSONWithCandidatePolicies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	res := &dryrun.Result{}
-	if err := json.Unmarshal([]byte(out), res); err != nil {
+	ev := &dryrunv1.Evaluation{}
+	if err := json.Unmarshal([]byte(out), ev); err != nil {
 		t.Fatal(err)
 	}
-	if d := res.Interfaces[1].Decision; d.Policy != "static-not-allowed" || d.Reason != "StaticNotAllowed" || res.Policies.Source != dryrun.PoliciesRequest {
+	if ev.Kind != dryrunv1.Kind || ev.APIVersion != dryrunv1.SchemeGroupVersion.String() {
+		t.Errorf("printed %s %s, want an Evaluation as the API server answers", ev.APIVersion, ev.Kind)
+	}
+	res := ev.Status
+	if d := res.Interfaces[1].Decision; d.Policy != "static-not-allowed" || d.Reason != "StaticNotAllowed" || res.Policies.Source != dryrunv1.PoliciesRequest {
 		t.Errorf("second interface decided %+v, want StaticNotAllowed by the candidate policy", d)
 	}
 }
@@ -78,8 +84,60 @@ func TestEvaluateTableShowsWhatAuditPoliciesWouldDecide(t *testing.T) {
 	if !audit.MatchString(out) {
 		t.Errorf("output lacks the Audit policy's would-be skip of corp-static:\n%s", out)
 	}
-	if !regexp.MustCompile(`ClusterNetwork/corp-static\s+Static\s+yes\s+web-ip\s+192.168.1.5\s+default`).MatchString(out) {
+	if !regexp.MustCompile(`ClusterNetwork/corp-static\s+Static\s+yes\s+web-ip\s+192.168.1.5\s+-\s+yes\s+default\s+-\s+default\n`).MatchString(out) {
 		t.Errorf("the interface table should still show the default's decision:\n%s", out)
+	}
+}
+
+// layeredArgs evaluate the running production VM of testdata/layered with the shipped samples
+// layered over the default policy.
+var layeredArgs = []string{"evaluate", "-f", "testdata/layered/vm.yaml", "-O", "testdata/layered/world.yaml", "--assume-ready",
+	"-p", "../../../policies/default.yaml", "-p", "../../../samples/policies/prod-changes-at-restart.yaml",
+	"-p", "../../../samples/policies/tenant-shared-network.yaml"}
+
+func TestEvaluateTableShowsWhichPolicyDecidedEachPart(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", layeredArgs...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, row := range []string{
+		`INTERFACE\s+ALLOCATION\s+ATTACHED\s+IPADDRESS\s+ADDRESS\s+REASON\s+HOTPLUG\s+ALLOCATED BY\s+SKIPPED BY\s+HOTPLUG BY\n`,
+		`ClusterNetwork/shared\s+Static\s+no\s+mine\s+-\s+StaticAddressNotAllowed\s+no\s+default\s+tenant-shared-network/static-not-allowed\s+prod-changes-at-restart\n`,
+		`ClusterNetwork/corp\s+Auto\s+yes\s+web-cn-corp-kumpx7\s+10.30.0.8\s+-\s+no\s+default\s+-\s+prod-changes-at-restart\n`,
+		`ClusterNetwork/old \(removed\)\s+Auto\s+yes\s+web-cn-old-dqdpy6\s+-\s+-\s+no\s+-\s+-\s+prod-changes-at-restart\n`,
+		`pending a restart \(hotplug not allowed\): ClusterNetwork/corp, ClusterNetwork/old\n`,
+	} {
+		if !regexp.MustCompile(row).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", row, out)
+		}
+	}
+}
+
+func TestEvaluateYAMLCarriesProvenance(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", append(layeredArgs, "-o", "yaml")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ev dryrunv1.Evaluation
+	if err := yaml.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatal(err)
+	}
+	res := ev.Status
+	want := []evaluator.Provenance{
+		{Allocation: "default", Skip: "tenant-shared-network", Hotplug: "prod-changes-at-restart"},
+		{Allocation: "default", Hotplug: "prod-changes-at-restart"},
+		{Hotplug: "prod-changes-at-restart"},
+	}
+	if len(res.Interfaces) != len(want) {
+		t.Fatalf("%d interfaces, want %d:\n%s", len(res.Interfaces), len(want), out)
+	}
+	for i, w := range want {
+		if got := res.Interfaces[i].Decision.Provenance; got != w {
+			t.Errorf("interface %d provenance = %+v, want %+v", i, got, w)
+		}
+	}
+	if tr := res.Interfaces[0].Decision.Trace; tr.Input == nil || tr.Input.Interface.IPAddressName != "mine" {
+		t.Errorf("trace.input = %+v, want the input the policies saw", tr.Input)
 	}
 }
 
@@ -198,16 +256,25 @@ func TestTestNamesTheFileAndCaseOfAMisspelledExpectation(t *testing.T) {
 	}
 }
 
-// endpoint is a fake dry-run endpoint: it checks the token and answers with answer.
-func endpoint(t *testing.T, code int, answer any) (*httptest.Server, *[]byte) {
+// apiServer is a fake API server serving the dry-run API in namespace: it checks the
+// kubeconfig's token and the path, records the body and answers with answer.
+func apiServer(t *testing.T, namespace string, code int, answer any) (*httptest.Server, *[]byte) {
 	t.Helper()
 	var got []byte
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != dryrun.Path || r.Header.Get("Authorization") != "Bearer s3cret" {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if r.Method != http.MethodPost || r.URL.Path != "/apis/dryrun.ipam.virtualization.deckhouse.io/v1alpha1/namespaces/"+namespace+"/evaluations" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"})
+			return
+		}
 		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(answer)
 	}))
@@ -232,34 +299,36 @@ current-context: ctx
 	return path
 }
 
-func TestDryRunUsesTheKubeconfigCredentialsAndServerOverride(t *testing.T) {
-	res := &dryrun.Result{APIVersion: dryrun.APIVersion, Kind: dryrun.KindResult,
-		VM: dryrun.VMSummary{Namespace: "team", Name: "web", Exists: true}, Policies: dryrun.PolicySummary{Source: dryrun.PoliciesInstalled}}
-	srv, sent := endpoint(t, http.StatusOK, res)
+func TestDryRunCreatesAnEvaluationWithTheKubeconfig(t *testing.T) {
+	answer := &dryrunv1.Evaluation{TypeMeta: metav1.TypeMeta{APIVersion: dryrunv1.SchemeGroupVersion.String(), Kind: dryrunv1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team"},
+		Status: dryrunv1.EvaluationStatus{VM: dryrunv1.VMSummary{Namespace: "team", Name: "web", Exists: true},
+			Policies: dryrunv1.PolicySummary{Source: dryrunv1.PoliciesInstalled, Order: []string{"default"}}}}
+	srv, sent := apiServer(t, "team", http.StatusCreated, answer)
 	vm := filepath.Join(t.TempDir(), "vm.yaml")
 	if err := os.WriteFile(vm, []byte("apiVersion: virtualization.deckhouse.io/v1alpha2\nkind: VirtualMachine\nmetadata: {name: web}\nspec: {networks: [{type: Network, name: lan}]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, "https://api.invalid:6443"),
-		"--server", srv.URL, "--insecure-skip-tls-verify", "-o", "yaml")
-	if code != 0 || !strings.Contains(out, "kind: Evaluation") {
+	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, srv.URL), "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "kind: Evaluation") || !strings.Contains(out, "exists: true") {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
-	var body struct {
-		VM struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		} `json:"vm"`
+	var ev dryrunv1.Evaluation
+	if err := json.Unmarshal(*sent, &ev); err != nil || ev.Kind != dryrunv1.Kind || ev.Spec.VM == nil ||
+		!strings.Contains(string(ev.Spec.VM.Raw), `"name":"web"`) {
+		t.Errorf("sent %s: want an Evaluation with the VM in spec.vm", *sent)
 	}
-	if err := json.Unmarshal(*sent, &body); err != nil || body.VM.Metadata.Namespace != "team" {
-		t.Errorf("sent %s: want the VM in the kubeconfig context's namespace", *sent)
+	code, out, _ = run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, srv.URL))
+	if code != 0 || !strings.Contains(out, "VirtualMachine team/web (exists); policies (installed): default") {
+		t.Errorf("exit %d, table:\n%s", code, out)
 	}
 }
 
-func TestDryRunShowsAnErrorAnswerAgainstTheFiles(t *testing.T) {
-	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 400,
-		Reason: metav1.StatusReasonBadRequest, Message: "invalid", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
-			{Field: "policies[0].spec.skipRules[0].expression", Message: "Invalid value: undeclared reference to 'ipAdress'"}}}}
-	srv, _ := endpoint(t, http.StatusBadRequest, st)
+func TestDryRunShowsAnInvalidAnswerAgainstTheFiles(t *testing.T) {
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 422,
+		Reason: metav1.StatusReasonInvalid, Message: "invalid", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+			{Field: "spec.policies[0].spec.skipRules[0].expression", Message: "Invalid value: undeclared reference to 'ipAdress'"}}}}
+	srv, _ := apiServer(t, "demo", http.StatusUnprocessableEntity, st)
 	code, _, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "-p", "testdata/broken.yaml",
 		"--kubeconfig", kubeconfig(t, srv.URL))
 	if code != 1 || !strings.Contains(errOut, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value: undeclared reference") {
@@ -267,24 +336,13 @@ func TestDryRunShowsAnErrorAnswerAgainstTheFiles(t *testing.T) {
 	}
 }
 
-// TestDryRunRefusesImpersonation: the endpoint ignores impersonation headers, so the CLI says
-// so instead of silently asking as the kubeconfig's own user.
-func TestDryRunRefusesImpersonation(t *testing.T) {
-	dir := t.TempDir()
-	kubeconfig := dir + "/kubeconfig"
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u, namespace: demo}}]
-current-context: x
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "--kubeconfig", kubeconfig,
-		"--server", "https://127.0.0.1:1", "--as", "someone")
-	if code == 0 || !strings.Contains(out+errOut, "impersonation") {
-		t.Errorf("exit %d, output %q %q: want a refusal naming impersonation", code, out, errOut)
+// TestDryRunHintsAtTheAPIServiceWhenTheGroupIsNotServed: a cluster without vmipam's
+// APIService answers 404 for the path; the message says what to check.
+func TestDryRunHintsAtTheAPIServiceWhenTheGroupIsNotServed(t *testing.T) {
+	srv, _ := apiServer(t, "elsewhere", http.StatusCreated, nil)
+	code, _, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "--kubeconfig", kubeconfig(t, srv.URL))
+	if code != 1 || !strings.Contains(errOut, "APIService") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }
 
@@ -308,5 +366,20 @@ func TestTestReportsASuiteWithAMistypedKind(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "testdata/kind-typo/suite.yaml") || !strings.Contains(out, `kind "PolicyTests"`) ||
 		strings.Contains(out, "policy.yaml") {
 		t.Errorf("exit %d, output:\n%s%s\nwant 1 and an error for suite.yaml naming kind \"PolicyTests\", nothing about policy.yaml", code, out, errOut)
+	}
+}
+
+func TestLintWarnsWithoutFailing(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "lint", "../../../samples/cases/layering/")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (warnings do not fail lint): %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		`layering/policies.yaml#5: spec.skipRules[0].expression: warning: indexes a map without testing for the key`,
+		`layering/legacy-full-copy.yaml: spec.skipRules[3].name: warning: rule "static-missing" of this policy (priority 100) replaces rule "static-missing" of policy builtin:default (priority 1000) wherever both match`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

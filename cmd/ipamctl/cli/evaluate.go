@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/scheme"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
@@ -29,7 +30,7 @@ func newEvaluateCommand(s Streams) *cobra.Command {
 		Use:   "evaluate -f VM.yaml [-p POLICY.yaml]... [-O OBJECTS.yaml]... [-o table|json|yaml]",
 		Short: "Evaluate a VirtualMachine offline: what vmipam would decide and do",
 		Long: "evaluate answers, without a cluster, what one reconcile of each VirtualMachine in the -f files would\n" +
-			"decide and do, with the engine the controller and its dry-run endpoint use. Only the -O objects exist\n" +
+			"decide and do, with the engine the controller and its dry-run API use. Only the -O objects exist\n" +
 			"(networks, pools, IPAddresses, other VMs, launcher pods, the Namespace); the -p policies decide, or,\n" +
 			"without -p, the shipped default policies as a fresh cluster has them. Add policies/default.yaml to -p\n" +
 			"to keep it beside candidate policies.",
@@ -64,7 +65,7 @@ func (o *evaluateOptions) run(ctx context.Context, s Streams) error {
 	if err != nil {
 		return err
 	}
-	results := make([]*dryrun.Result, 0, len(in.vms))
+	results := make([]*dryrunv1.Evaluation, 0, len(in.vms))
 	for _, vm := range in.vms {
 		res, err := o.evaluate(ctx, s.ErrOut, engine, in, vm)
 		if err != nil {
@@ -75,7 +76,9 @@ func (o *evaluateOptions) run(ctx context.Context, s Streams) error {
 	return printResults(s.Out, o.output, results)
 }
 
-func (o *evaluateOptions) evaluate(ctx context.Context, errOut io.Writer, engine *dryrun.Engine, in *input, vm document) (*dryrun.Result, error) {
+// evaluate answers for one VM as the API server would: an Evaluation in the VM's namespace
+// whose status is the answer (its spec, the input, is left out).
+func (o *evaluateOptions) evaluate(ctx context.Context, errOut io.Writer, engine *dryrun.Engine, in *input, vm document) (*dryrunv1.Evaluation, error) {
 	body, src, err := in.body(vm)
 	if err != nil {
 		return nil, err
@@ -87,11 +90,11 @@ func (o *evaluateOptions) evaluate(ctx context.Context, errOut io.Writer, engine
 	if o.assumeReady {
 		assumeReady(req.Objects)
 	}
-	res, err := engine.Evaluate(ctx, nil, nil, req)
+	status, err := engine.Evaluate(ctx, nil, nil, req)
 	if err != nil {
 		return nil, reportInvalid(errOut, src, err)
 	}
-	return res, nil
+	return &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: req.VM.Namespace}, Status: *status}, nil
 }
 
 // reportInvalid prints every problem of an *dryrun.InvalidError against the file it is in

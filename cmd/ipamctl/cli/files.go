@@ -155,7 +155,7 @@ type sources struct {
 	objects  []string
 }
 
-var requestPath = regexp.MustCompile(`^(vm|policies\[(\d+)\]|objects\[(\d+)\])(?:\.(.*))?$`)
+var requestPath = regexp.MustCompile(`^(?:spec\.)?(vm|policies\[(\d+)\]|objects\[(\d+)\])(?:\.(.*))?$`)
 
 // locate turns a request field path into "<file>: <path within the object>".
 func (s sources) locate(field string) string {

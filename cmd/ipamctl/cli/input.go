@@ -7,7 +7,10 @@ import (
 	"io"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 )
 
 // input is what evaluate and dry-run ask about: the VMs of -f, each with the same policies
@@ -108,5 +111,31 @@ func (in *input) body(vm document) ([]byte, sources, error) {
 		b.Policies = raws(in.policies)
 	}
 	data, err := json.Marshal(b)
-	return data, sources{vm: vm.source, policies: sourcesOf(in.policies), objects: sourcesOf(in.objects)}, err
+	return data, in.sources(vm), err
+}
+
+// evaluation is the Evaluation for one VM (without a namespace), and where its parts came
+// from.
+func (in *input) evaluation(vm document) (*dryrunv1.Evaluation, sources) {
+	ev := &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: vm.json},
+		Objects: extensions(in.objects)}}
+	if in.policies != nil {
+		ev.Spec.Policies = extensions(in.policies)
+	}
+	return ev, in.sources(vm)
+}
+
+func (in *input) sources(vm document) sources {
+	return sources{vm: vm.source, policies: sourcesOf(in.policies), objects: sourcesOf(in.objects)}
+}
+
+func extensions(docs []document) []runtime.RawExtension {
+	if len(docs) == 0 {
+		return nil
+	}
+	out := make([]runtime.RawExtension, len(docs))
+	for i, d := range docs {
+		out[i] = runtime.RawExtension{Raw: d.json}
+	}
+	return out
 }

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
@@ -32,15 +32,19 @@ func checkOutput(format string) error {
 
 // printResults prints one result as itself and several as a List (json, yaml), or one table
 // per result.
-func printResults(w io.Writer, format string, results []*dryrun.Result) error {
+func printResults(w io.Writer, format string, results []*dryrunv1.Evaluation) error {
 	if format == outputTable {
 		for i, r := range results {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			printTable(w, r)
+			printTable(w, &r.Status)
 		}
 		return nil
+	}
+	for _, r := range results {
+		r.APIVersion, r.Kind = dryrunv1.SchemeGroupVersion.String(), dryrunv1.Kind
+		r.ManagedFields = nil
 	}
 	var v any = results[0]
 	if len(results) > 1 {
@@ -61,7 +65,7 @@ func printResults(w io.Writer, format string, results []*dryrun.Result) error {
 	return err
 }
 
-func printTable(w io.Writer, r *dryrun.Result) {
+func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	exists := "does not exist yet"
 	if r.VM.Exists {
 		exists = "exists"
@@ -69,11 +73,12 @@ func printTable(w io.Writer, r *dryrun.Result) {
 	fmt.Fprintf(w, "VirtualMachine %s/%s (%s); policies (%s): %s, then the built-in default\n\n",
 		r.VM.Namespace, r.VM.Name, exists, strings.ToLower(r.Policies.Source), orNone(strings.Join(r.Policies.Order, ", ")))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tPOLICY\tRULE\tREASON")
+	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tREASON\tHOTPLUG\tALLOCATED BY\tSKIPPED BY\tHOTPLUG BY")
 	for _, it := range r.Interfaces {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, orDash(string(it.Decision.Allocation)),
-			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Decision.Policy),
-			orDash(it.Decision.Rule), orDash(it.Reason))
+		d := it.Decision
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), orDash(string(d.Allocation)),
+			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Reason), yesNo(d.Hotplug),
+			orDash(d.Provenance.Allocation), skippedBy(d), orDash(d.Provenance.Hotplug))
 	}
 	_ = tw.Flush()
 	printAudit(w, r)
@@ -82,18 +87,18 @@ func printTable(w io.Writer, r *dryrun.Result) {
 		fmt.Fprintln(w, "  "+line)
 	}
 	written := "unchanged"
-	if r.Status.Changed {
+	if r.VMStatus.Changed {
 		written = "would be written"
 	}
 	fmt.Fprintf(w, "\nStatus (%s):\n", written)
-	for _, c := range r.Status.Conditions {
+	for _, c := range r.VMStatus.Conditions {
 		fmt.Fprintf(w, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
 }
 
 // printAudit prints what the Audit-mode policies that matched would have decided, one line
 // per interface and policy; nothing when none matched.
-func printAudit(w io.Writer, r *dryrun.Result) {
+func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	var rows []string
 	for _, it := range r.Interfaces {
 		for _, a := range it.Decision.Trace.Audit {
@@ -101,7 +106,7 @@ func printAudit(w io.Writer, r *dryrun.Result) {
 			if a.Error != "" {
 				allocation, skip, rule, reason = "-", "-", "-", string(evaluator.ReasonPolicyError)+": "+a.Error
 			}
-			rows = append(rows, fmt.Sprintf("%s/%s\t%s\t%s\t%s\t%s\t%s\n", it.Type, it.Name, a.Policy, allocation, skip, rule, reason))
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), a.Policy, allocation, skip, rule, reason))
 		}
 	}
 	if len(rows) == 0 {
@@ -116,7 +121,27 @@ func printAudit(w io.Writer, r *dryrun.Result) {
 	_ = tw.Flush()
 }
 
-func actionLines(a dryrun.Actions) []string {
+// interfaceName is "<Type>/<name>", marked when the spec no longer names the interface.
+func interfaceName(it vmctrl.InterfaceResult) string {
+	if it.Removed {
+		return it.Type + "/" + it.Name + " (removed)"
+	}
+	return it.Type + "/" + it.Name
+}
+
+// skippedBy is the policy and rule that skipped the interface ("policy/rule"), the failing
+// policy of a PolicyError, or "-".
+func skippedBy(d evaluator.Decision) string {
+	switch {
+	case d.Provenance.Skip == "":
+		return "-"
+	case d.Rule == "":
+		return d.Provenance.Skip
+	}
+	return d.Provenance.Skip + "/" + d.Rule
+}
+
+func actionLines(a dryrunv1.Actions) []string {
 	var out []string
 	for _, ip := range a.CreateIPAddresses {
 		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, ip.Annotations[vmctrl.AnnotationInterface]))

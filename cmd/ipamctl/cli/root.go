@@ -56,8 +56,8 @@ func NewCommand(name string, s Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ipamctl",
 		Short: "Evaluate VirtualMachines against vmipam policies, lint and test policies",
-		Long: "ipamctl answers \"what would vmipam do to this VM?\" offline (evaluate) or through the controller's\n" +
-			"dry-run endpoint (dry-run), and lints and tests ClusterIPAMPolicies for admins' CI.",
+		Long: "ipamctl answers \"what would vmipam do to this VM?\" offline (evaluate) or through the cluster's API\n" +
+			"server (dry-run: an Evaluation), and lints and tests ClusterIPAMPolicies for admins' CI.",
 		SilenceUsage: true, SilenceErrors: true,
 	}
 	if name == "kubectl-ipam" {

@@ -1,0 +1,261 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/controller/metrics"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+	policyv1 "github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// PolicySource is the controller's policy snapshot; policy.Registry implements it.
+type PolicySource interface {
+	// Set is the current snapshot of the installed policies.
+	Set() *evaluator.Set
+	// Loaded is closed once every installed policy has been compiled.
+	Loaded() <-chan struct{}
+}
+
+// VerbEvaluate is the custom RBAC verb on clusteripampolicies that lets a caller have
+// candidate policies (spec.policies) evaluated — without the power to create them.
+const VerbEvaluate = "evaluate"
+
+// authorizing is what Create asks of the delegated authorizer (a SubjectAccessReview per
+// check, cached).
+type authorizing interface {
+	Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
+}
+
+// evaluations is the REST storage of the evaluations resource: create only, nothing stored.
+type evaluations struct {
+	engine     *dryrun.Engine
+	reader     client.Reader
+	policies   PolicySource
+	authorizer authorizing
+	timeout    time.Duration
+}
+
+var (
+	_ rest.Storage              = (*evaluations)(nil)
+	_ rest.Creater              = (*evaluations)(nil)
+	_ rest.Scoper               = (*evaluations)(nil)
+	_ rest.SingularNameProvider = (*evaluations)(nil)
+)
+
+// New returns an empty Evaluation, for the decoder.
+func (r *evaluations) New() runtime.Object { return &dryrunv1.Evaluation{} }
+
+// Destroy releases nothing: the storage holds no resources of its own.
+func (r *evaluations) Destroy() {}
+
+// NamespaceScoped is true: an Evaluation lives in its VM's namespace.
+func (r *evaluations) NamespaceScoped() bool { return true }
+
+// GetSingularName is "evaluation".
+func (r *evaluations) GetSingularName() string { return "evaluation" }
+
+// Create answers an Evaluation and counts the answer by status code.
+func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	out, err := r.create(ctx, obj, createValidation)
+	if err != nil && ctx.Err() != nil && !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		err = apierrors.NewTimeoutError(fmt.Sprintf("the evaluation did not finish within %s: %v", r.timeout, err), 0)
+	}
+	metrics.Request(statusCode(err))
+	return out, err
+}
+
+func (r *evaluations) create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc) (*dryrunv1.Evaluation, error) {
+	ev, ok := obj.(*dryrunv1.Evaluation)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, ev); err != nil {
+			return nil, err
+		}
+	}
+	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
+	body, err := r.body(ctx, ev, namespace, caller)
+	if err != nil {
+		return nil, err
+	}
+	authorize := func(vmNamespace string, withPolicies bool) error {
+		return r.authorize(ctx, ev, namespace, vmNamespace, caller, withPolicies)
+	}
+	req, err := r.engine.DecodeBody(body, dryrun.DecodeOptions{Root: field.NewPath("spec"), DefaultNamespace: namespace,
+		Authorize: authorize})
+	var inv *dryrun.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		return nil, invalid(ev, inv.Errs)
+	case err != nil:
+		return nil, err
+	}
+	status, err := r.evaluate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ev.Status = *status
+	return ev, nil
+}
+
+// body is the Engine's request for the Evaluation: its spec, with a VM named by
+// spec.virtualMachineName read from the cache once the caller may get it.
+func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespace string, caller user.Info) (*dryrun.Body, error) {
+	spec, path := ev.Spec, field.NewPath("spec")
+	body := &dryrun.Body{VM: rawOf(spec.VM), Objects: make([]json.RawMessage, len(spec.Objects))}
+	for i := range spec.Objects {
+		body.Objects[i] = rawOf(&spec.Objects[i])
+	}
+	if spec.Policies != nil {
+		body.Policies = make([]json.RawMessage, len(spec.Policies))
+		for i := range spec.Policies {
+			body.Policies[i] = rawOf(&spec.Policies[i])
+		}
+	}
+	switch {
+	case spec.VM != nil && spec.VirtualMachineName != "":
+		return nil, invalid(ev, field.ErrorList{field.Forbidden(path.Child("virtualMachineName"), "give either vm or virtualMachineName, not both")})
+	case spec.VM == nil && spec.VirtualMachineName == "":
+		return nil, invalid(ev, field.ErrorList{field.Required(path.Child("vm"), "a VirtualMachine manifest, or the name of an existing VM in virtualMachineName")})
+	case spec.VM != nil:
+		return body, nil
+	}
+	get := authorizer.AttributesRecord{User: caller, Verb: "get", Namespace: namespace, Name: spec.VirtualMachineName,
+		APIGroup: vmv1.GroupVersion.Group, APIVersion: vmv1.GroupVersion.Version, Resource: "virtualmachines", ResourceRequest: true}
+	if err := r.allowed(ctx, get, "naming a VM by spec.virtualMachineName"); err != nil {
+		return nil, err
+	}
+	vm := &vmv1.VirtualMachine{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: spec.VirtualMachineName}, vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, invalid(ev, field.ErrorList{field.NotFound(path.Child("virtualMachineName"), spec.VirtualMachineName)})
+		}
+		return nil, fmt.Errorf("reading VirtualMachine %s/%s: %w", namespace, spec.VirtualMachineName, err)
+	}
+	vm.APIVersion, vm.Kind = vmv1.GroupVersion.String(), "VirtualMachine"
+	raw, err := json.Marshal(vm)
+	if err != nil {
+		return nil, err
+	}
+	body.VM = raw
+	return body, nil
+}
+
+// authorize is the Engine's Authorize: the VM must be in the Evaluation's namespace (where
+// the API server allowed the caller to create evaluations), and candidate policies need the
+// verb evaluate on clusteripampolicies.
+func (r *evaluations) authorize(ctx context.Context, ev *dryrunv1.Evaluation, namespace, vmNamespace string, caller user.Info, withPolicies bool) error {
+	if vmNamespace != namespace {
+		return invalid(ev, field.ErrorList{field.Invalid(field.NewPath("spec", "vm", "metadata", "namespace"), vmNamespace,
+			fmt.Sprintf("must be the Evaluation's namespace %q", namespace))})
+	}
+	if !withPolicies {
+		return nil
+	}
+	evaluate := authorizer.AttributesRecord{User: caller, Verb: VerbEvaluate, APIGroup: policyv1.GroupVersion.Group,
+		APIVersion: policyv1.GroupVersion.Version, Resource: "clusteripampolicies", ResourceRequest: true}
+	return r.allowed(ctx, evaluate, "candidate policies in spec.policies")
+}
+
+// allowed asks the API server whether a is allowed; a denial is a 403 naming why the check
+// was made.
+func (r *evaluations) allowed(ctx context.Context, a authorizer.AttributesRecord, why string) error {
+	decision, reason, err := r.authorizer.Authorize(ctx, a)
+	switch {
+	case decision == authorizer.DecisionAllow:
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("authorizing %s: %w", why, err))
+	}
+	if reason == "" {
+		reason = why + " require it"
+	} else {
+		reason = why + " require it: " + reason
+	}
+	return responsewriters.ForbiddenStatusError(a, reason)
+}
+
+// evaluate decides with the candidate policies or, once they are loaded, the installed ones.
+func (r *evaluations) evaluate(ctx context.Context, req *dryrun.Request) (*dryrunv1.EvaluationStatus, error) {
+	var installed *evaluator.Set
+	if req.Policies == nil {
+		select {
+		case <-r.policies.Loaded():
+			installed = r.policies.Set()
+		case <-ctx.Done():
+			return nil, apierrors.NewServiceUnavailable("the controller is still loading the installed policies; retry shortly")
+		}
+	}
+	start := time.Now()
+	status, err := r.engine.Evaluate(ctx, r.reader, installed, req)
+	if err != nil {
+		return nil, err // DecodeBody compiled the candidate policies: no *InvalidError here
+	}
+	metrics.DryRun.Evaluated(start)
+	for _, it := range status.Interfaces {
+		metrics.DryRun.Decided(it.Decision)
+	}
+	return status, nil
+}
+
+// invalid is the 422 Invalid of an Evaluation with errs.
+func invalid(ev *dryrunv1.Evaluation, errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, errs)
+}
+
+// callerOf is the authenticated user of the request (the front proxy's X-Remote-User).
+func callerOf(ctx context.Context) user.Info {
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		return u
+	}
+	return &user.DefaultInfo{Name: user.Anonymous}
+}
+
+// rawOf is the JSON of a manifest in spec (nil when absent).
+func rawOf(ext *runtime.RawExtension) json.RawMessage {
+	if ext == nil {
+		return nil
+	}
+	if ext.Raw == nil && ext.Object != nil {
+		data, err := json.Marshal(ext.Object)
+		if err == nil {
+			return data
+		}
+	}
+	return ext.Raw
+}
+
+// statusCode is the HTTP status of Create's answer.
+func statusCode(err error) int {
+	if err == nil {
+		return http.StatusCreated
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return int(st.Status().Code)
+	}
+	return http.StatusInternalServerError
+}

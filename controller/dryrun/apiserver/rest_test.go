@@ -1,0 +1,232 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/vmipam/vmipam/controller/dryrun"
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/scheme"
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// allow is an authorizer that allows what its function says and records what it was asked.
+type allow struct {
+	fn    func(authorizer.Attributes) bool
+	asked []string
+}
+
+func (a *allow) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	a.asked = append(a.asked, attrs.GetVerb()+" "+attrs.GetResource())
+	if a.fn(attrs) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "no RBAC policy matched", nil
+}
+
+type loaded struct{ set *evaluator.Set }
+
+func (l loaded) Set() *evaluator.Set { return l.set }
+func (l loaded) Loaded() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+type indexer struct{ b *fake.ClientBuilder }
+
+func (i indexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, fn)
+	return nil
+}
+
+func newStorage(t *testing.T, authz *allow, timeout time.Duration) *evaluations {
+	t.Helper()
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := evaluator.NewCompiler(evaluator.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := dryrun.NewEngine(c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := engine.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(s)
+	if err := index.Setup(context.Background(), indexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	return &evaluations{engine: engine, reader: b.Build(), policies: loaded{defaults}, authorizer: authz, timeout: timeout}
+}
+
+// request is the context the generic API server gives Create: the namespace of the path and
+// the authenticated caller.
+func request(namespace string) context.Context {
+	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: "alice"})
+}
+
+func evaluation(vm string, policies ...string) *dryrunv1.Evaluation {
+	ev := &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: []byte(vm)}}}
+	for _, p := range policies {
+		ev.Spec.Policies = append(ev.Spec.Policies, runtime.RawExtension{Raw: []byte(p)})
+	}
+	return ev
+}
+
+const (
+	webVM = `{"apiVersion": "virtualization.deckhouse.io/v1alpha2", "kind": "VirtualMachine", "metadata": {"name": "web"},
+	  "spec": {"networks": [{"type": "Main"}, {"type": "ClusterNetwork", "name": "corp"}]}}`
+	holdPolicy = `{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
+	  "metadata": {"name": "hold-all"}, "spec": {"priority": 1, "allocation": {"expression": "'Auto'"},
+	  "skipRules": [{"name": "hold", "expression": "true", "reason": "HeldByCandidate", "message": "held"}]}}`
+)
+
+func allowAll(authorizer.Attributes) bool { return true }
+
+func TestCreateAnswersInTheStatusWith201(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	out, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := out.(*dryrunv1.Evaluation).Status
+	if st.VM.Namespace != "team" || st.VM.Exists || len(st.Interfaces) != 1 || st.Interfaces[0].Reason != string(evaluator.ReasonNetworkNotFound) {
+		t.Errorf("status = %+v, want web in team (the Evaluation's namespace), its corp interface skipped: NetworkNotFound", st)
+	}
+	if code := statusCode(err); code != http.StatusCreated {
+		t.Errorf("code %d, want 201", code)
+	}
+}
+
+func TestCreateReportsMalformedSpecAs422WithPathsBelowSpec(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	for _, tc := range []struct {
+		name  string
+		ev    *dryrunv1.Evaluation
+		field string
+	}{
+		{"bad network type", evaluation(strings.Replace(webVM, `"ClusterNetwork"`, `"Bogus"`, 1)), "spec.vm.spec.networks[1].type"},
+		{"policy that does not compile", evaluation(webVM, strings.Replace(holdPolicy, `"true"`, `"ipAdress.exists"`, 1)),
+			"spec.policies[0].spec.skipRules[0].expression"},
+		{"VM in another namespace", evaluation(strings.Replace(webVM, `"name": "web"`, `"name": "web", "namespace": "other"`, 1)),
+			"spec.vm.metadata.namespace"},
+		{"neither vm nor virtualMachineName", &dryrunv1.Evaluation{}, "spec.vm"},
+		{"both", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: []byte(webVM)}, VirtualMachineName: "web"}},
+			"spec.virtualMachineName"},
+		{"a VM by name that does not exist", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "nope"}}, "spec.virtualMachineName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.Create(request("team"), tc.ev, nil, &metav1.CreateOptions{})
+			var st apierrors.APIStatus
+			if !apierrors.IsInvalid(err) || !errors.As(err, &st) || st.Status().Code != http.StatusUnprocessableEntity {
+				t.Fatalf("err = %v, want 422 Invalid", err)
+			}
+			found := false
+			for _, c := range st.Status().Details.Causes {
+				found = found || c.Field == tc.field
+			}
+			if !found {
+				t.Errorf("causes %+v lack %s", st.Status().Details.Causes, tc.field)
+			}
+		})
+	}
+}
+
+func TestCreateNeedsTheEvaluateVerbForCandidatePolicies(t *testing.T) {
+	authz := &allow{fn: func(a authorizer.Attributes) bool { return a.GetVerb() != VerbEvaluate }}
+	r := newStorage(t, authz, time.Minute)
+	_, err := r.Create(request("team"), evaluation(webVM, holdPolicy), nil, &metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "alice" cannot evaluate resource "clusteripampolicies" in API group "ipam.virtualization.deckhouse.io" at the cluster scope`) {
+		t.Fatalf("err = %v, want 403 naming the evaluate verb", err)
+	}
+	if strings.Join(authz.asked, ",") != "evaluate clusteripampolicies" {
+		t.Errorf("asked %v", authz.asked)
+	}
+	authz.fn = allowAll
+	out, err := r.Create(request("team"), evaluation(webVM, holdPolicy), nil, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := out.(*dryrunv1.Evaluation).Status.Interfaces[0].Decision; d.Policy != "hold-all" {
+		t.Errorf("decided by %q, want the candidate", d.Policy)
+	}
+}
+
+func TestCreateNeedsGetOnAVMNamedByReference(t *testing.T) {
+	r := newStorage(t, &allow{fn: func(a authorizer.Attributes) bool { return a.GetVerb() != "get" }}, time.Minute)
+	_, err := r.Create(request("team"), &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}, nil, &metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot get resource "virtualmachines"`) {
+		t.Fatalf("err = %v, want 403 naming get virtualmachines", err)
+	}
+}
+
+func TestCreatePastTheDeadlineIs504(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Nanosecond)
+	_, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsTimeout(err) || !errors.As(err, &st) || st.Status().Code != http.StatusGatewayTimeout {
+		t.Fatalf("err = %v, want 504 Timeout", err)
+	}
+}
+
+func TestOpenAPIDefinitionOfEvaluation(t *testing.T) {
+	ref := func(name string) spec.Ref { return spec.MustCreateRef("#/definitions/" + name) }
+	defs := definitions(ref)
+	def, ok := defs[dryrunv1.Evaluation{}.OpenAPIModelName()]
+	if !ok {
+		t.Fatal("no definition for Evaluation")
+	}
+	if got := ptrRef(def.Schema.Properties["metadata"].Ref); !strings.HasSuffix(got, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta") {
+		t.Errorf("metadata refers to %q, want ObjectMeta", got)
+	}
+	decision := def.Schema.Properties["status"].Properties["interfaces"].Items.Schema.Properties["decision"]
+	for _, field := range []string{"allocation", "policy", "rule", "trace", "cost"} {
+		if _, ok := decision.Properties[field]; !ok {
+			t.Errorf("status.interfaces[].decision lacks %s: the schema must follow evaluator.Decision", field)
+		}
+	}
+	var required func(path string, s spec.Schema)
+	required = func(path string, s spec.Schema) {
+		if len(s.Required) > 0 {
+			t.Errorf("%s requires %v: the status is output only, kubectl must not refuse an Evaluation with an empty status", path, s.Required)
+		}
+		for name, p := range s.Properties {
+			required(path+"."+name, p)
+		}
+		if s.Items != nil && s.Items.Schema != nil {
+			required(path+"[]", *s.Items.Schema)
+		}
+	}
+	required("status", def.Schema.Properties["status"])
+	for _, dep := range def.Dependencies {
+		if _, ok := defs[dep]; !ok {
+			t.Errorf("dependency %s has no definition", dep)
+		}
+	}
+	var _ common.ReferenceCallback = ref
+}
+
+func ptrRef(r spec.Ref) string { return r.String() }

@@ -1,0 +1,28 @@
+package apiserver
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+)
+
+// Scheme holds the dry-run API and the meta types the generic API server encodes (Status,
+// discovery) and decodes (CreateOptions), as every aggregated API server registers them.
+var Scheme = newScheme()
+
+// Codecs are the serializers of Scheme.
+var Codecs = serializer.NewCodecFactory(Scheme)
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(dryrunv1.AddToScheme(s))
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	s.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
+		&metav1.APIGroup{}, &metav1.APIResourceList{})
+	return s
+}

@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// sync decides which generation of p serves and makes the registry serve it: the current
+// generation when it compiles; else the one serving already for this incarnation of the
+// policy; else the generation stored in AnnotationLastGood, compiled as stored; else none.
+// It writes nothing and is idempotent, so that the Watcher (every replica) and the
+// Reconciler (the leader) may both call it for the same object. It returns the outcome for
+// the status and the object (spec and generation) that serves, or nil.
+func (r *Registry) sync(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (outcome, *v1alpha1.ClusterIPAMPolicy) {
+	out := outcome{generation: p.Generation}
+	compiled, errs := r.compiler.Compile(p, p)
+	if len(errs) == 0 {
+		if src := r.servingSource(p); src == nil || src.Generation != p.Generation {
+			r.Put(p, compiled)
+		}
+		out.serving = p.Generation
+		return out, p
+	}
+	out.errs = errs
+	if src := r.servingSource(p); src != nil {
+		out.serving = src.Generation
+		return out, src
+	}
+	src, err := r.restore(p)
+	if err != nil {
+		out.restoreErr = err
+		ctrl.LoggerFrom(ctx).V(1).Info("Last good generation not restored", "policy", klog.KObj(p), "reason", err.Error())
+	}
+	if src == nil {
+		r.Remove(p.Name) // an earlier incarnation of the same name must not serve
+		return out, nil
+	}
+	out.serving = src.Generation
+	return out, src
+}
+
+// restore compiles the generation stored in p's AnnotationLastGood, as the previously stored
+// object it is (StoredExpressions environment), and serves it. It returns nil without error
+// when nothing is stored.
+func (r *Registry) restore(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy, error) {
+	src, err := decodeLastGood(p)
+	if err != nil || src == nil {
+		return nil, err
+	}
+	compiled, errs := r.compiler.Compile(src, src)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("stored generation %d does not compile: %w", src.Generation, errs.ToAggregate())
+	}
+	r.Put(src, compiled)
+	return src, nil
+}

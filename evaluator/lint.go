@@ -1,0 +1,157 @@
+package evaluator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// Warning is something about a policy that compiles but is probably not what its author
+// meant; `ipamctl lint` prints warnings and the admission webhook returns them.
+type Warning struct {
+	// Field is the field path, e.g. spec.skipRules[0].message.
+	Field string
+	// Message says what is wrong and what to do instead.
+	Message string
+}
+
+// String renders "<field>: <message>".
+func (w Warning) String() string { return w.Field + ": " + w.Message }
+
+// Lint compiles p as a new policy and returns what is suspicious in it alone: a skip rule's
+// static message that looks like a CEL expression (it is shown as typed), and, under
+// failurePolicy Ignore, expressions that fail on an absent map key (the policy is then
+// silently passed over). Compile errors are Compile's business; Lint returns none.
+func (c *Compiler) Lint(p *v1alpha1.ClusterIPAMPolicy) []Warning {
+	var out []Warning
+	ignore := p.Spec.FailurePolicy == v1alpha1.FailurePolicyIgnore
+	cc := &compilation{c: c, stored: map[string]string{}, storedDuplicateSkipRules: map[string]bool{},
+		storedRuleNames: map[string]bool{}}
+	cc.visit = func(path *field.Path, checked *cel.Ast) {
+		if ignore {
+			out = append(out, absentKeyWarnings(path, checked)...)
+		}
+	}
+	cc.visitRuleEnv = func(env *environment.EnvSet) {
+		for i, r := range p.Spec.SkipRules {
+			if looksLikeCEL(env, r.Message) {
+				out = append(out, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
+					"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
+			}
+		}
+	}
+	c.compileWith(cc, p)
+	return out
+}
+
+// looksLikeCEL: msg compiles in env to something other than a literal.
+func looksLikeCEL(envSet *environment.EnvSet, msg string) bool {
+	if msg == "" {
+		return false
+	}
+	env, err := envSet.Env(environment.NewExpressions)
+	if err != nil {
+		return false
+	}
+	checked, iss := env.Compile(msg)
+	return iss.Err() == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
+}
+
+// absentKeyWarnings warns about every map index (m['k'], m.k) in an expression that tests no
+// key anywhere (has(), 'k' in m, m[?'k'], m.?k): it fails on a map without the key.
+func absentKeyWarnings(path *field.Path, checked *cel.Ast) []Warning {
+	root := ast.NavigateAST(checked.NativeRep())
+	guarded := len(ast.MatchDescendants(root, func(e ast.NavigableExpr) bool {
+		switch e.Kind() {
+		case ast.SelectKind:
+			return e.AsSelect().IsTestOnly()
+		case ast.CallKind:
+			f := e.AsCall().FunctionName()
+			return f == operators.In || f == operators.OptIndex || f == operators.OptSelect
+		}
+		return false
+	})) > 0
+	if guarded {
+		return nil
+	}
+	lookups := ast.MatchDescendants(root, func(e ast.NavigableExpr) bool {
+		switch e.Kind() {
+		case ast.SelectKind:
+			return isMap(e.AsSelect().Operand(), checked)
+		case ast.CallKind:
+			c := e.AsCall()
+			return c.FunctionName() == operators.Index && len(c.Args()) == 2 && isMap(c.Args()[0], checked)
+		}
+		return false
+	})
+	if len(lookups) == 0 {
+		return nil
+	}
+	return []Warning{{path.String(), "indexes a map without testing for the key: it fails on an object without it, " +
+		"and under failurePolicy Ignore the whole policy is then passed over; use has(m.k), 'k' in m, m[?'k'].orValue(…) or m.?k"}}
+}
+
+// isMap: e is of a map type (an input's labels or annotations, a map a variable holds).
+func isMap(e ast.Expr, checked *cel.Ast) bool {
+	t := checked.NativeRep().GetType(e.ID())
+	return t != nil && t.Kind() == types.MapKind
+}
+
+// ReplacedRules warns about every skip rule of p that has the name of a skip rule of
+// another policy among others (which may include p itself, and to which the shipped default
+// is added as the last layer when no policy named like it is there): the rule of the policy
+// earlier in (priority, name) order replaces the other wherever both policies match. Each
+// warning names both rules and both policies.
+func ReplacedRules(p *v1alpha1.ClusterIPAMPolicy, others []v1alpha1.ClusterIPAMPolicy) []Warning {
+	type layer struct {
+		name     string
+		priority int32
+		last     bool
+		rules    []v1alpha1.SkipRule
+	}
+	var layers []layer
+	hasDefault := false
+	for _, o := range others {
+		hasDefault = hasDefault || o.Name == policies.BuiltinName
+		if o.Name != p.Name {
+			layers = append(layers, layer{o.Name, o.Spec.Priority, false, o.Spec.SkipRules})
+		}
+	}
+	if b, err := policies.Builtin(); err == nil && !hasDefault && p.Name != policies.BuiltinName {
+		layers = append(layers, layer{BuiltinPolicy, b.Spec.Priority, true, b.Spec.SkipRules})
+	}
+	before := func(a, b layer) bool {
+		if a.last != b.last {
+			return b.last
+		}
+		return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.name, b.name)) < 0
+	}
+	self := layer{p.Name, p.Spec.Priority, false, p.Spec.SkipRules}
+	var out []Warning
+	for i, r := range p.Spec.SkipRules {
+		path := field.NewPath("spec", "skipRules").Index(i).Child("name").String()
+		for _, l := range layers {
+			if !slices.ContainsFunc(l.rules, func(o v1alpha1.SkipRule) bool { return o.Name == r.Name }) {
+				continue
+			}
+			msg := fmt.Sprintf("rule %q of this policy (priority %d) replaces rule %q of policy %s (priority %d) wherever both match",
+				r.Name, p.Spec.Priority, r.Name, l.name, l.priority)
+			if before(l, self) {
+				msg = fmt.Sprintf("rule %q of policy %s (priority %d) replaces rule %q of this policy (priority %d) wherever both match",
+					r.Name, l.name, l.priority, r.Name, p.Spec.Priority)
+			}
+			out = append(out, Warning{path, msg})
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+func TestLintWarnsAboutAMessageThatLooksLikeCEL(t *testing.T) {
+	c := newCompiler(t)
+	cases := []struct {
+		message string
+		warn    bool
+	}{
+		{"'IPAddress ' + ipAddress.name + ' is missing'", true},
+		{"interface.ipAddressName", true},
+		{"IPAddress is missing", false},
+		{"static address outside 10.0.0.0/8", false},
+		{"'a quoted sentence'", false},
+		{"", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.message, func(t *testing.T) {
+			w := c.Lint(newPolicy("p", skipRule("r", "false", "R", tc.message, "")))
+			if got := len(w) == 1 && w[0].Field == "spec.skipRules[0].message"; got != tc.warn || len(w) > 1 {
+				t.Errorf("warnings = %v, want a warning: %v", w, tc.warn)
+			}
+		})
+	}
+}
+
+func TestLintWarnsAboutAbsentKeysUnderIgnoreOnly(t *testing.T) {
+	c := newCompiler(t)
+	cases := []struct {
+		name string
+		expr string
+		warn bool
+	}{
+		{"an index into labels", "vm.labels['team'] == 'a'", true},
+		{"a select on annotations", "vm.annotations.owner == 'a'", true},
+		{"an index into a variable's map", "{'a': 1}['b'] == 1", true},
+		{"has() guards", "has(vm.labels.team) && vm.labels.team == 'a'", false},
+		{"in guards", "'team' in vm.labels && vm.labels['team'] == 'a'", false},
+		{"an optional index", "vm.labels[?'team'].orValue('') == 'a'", false},
+		{"an optional select", "vm.labels.?team.orValue('') == 'a'", false},
+		{"a field of an input object", "network.ready", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ignore := c.Lint(newPolicy("p", ignoreErrors, matchCondition("m", tc.expr)))
+			if got := len(ignore) == 1 && ignore[0].Field == "spec.matchConditions[0].expression" &&
+				strings.Contains(ignore[0].Message, "has(m.k)"); got != tc.warn {
+				t.Errorf("under Ignore: warnings = %v, want one: %v", ignore, tc.warn)
+			}
+			if fail := c.Lint(newPolicy("p", matchCondition("m", tc.expr))); len(fail) != 0 {
+				t.Errorf("under Fail: warnings = %v, want none (an error is a PolicyError, not silence)", fail)
+			}
+		})
+	}
+}
+
+func TestShippedPoliciesLintClean(t *testing.T) {
+	c := newCompiler(t)
+	all, err := policies.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		if w := c.Lint(&all[i]); len(w) != 0 {
+			t.Errorf("%s: %v", all[i].Name, w)
+		}
+	}
+}
+
+func TestReplacedRulesNameBothRules(t *testing.T) {
+	def, err := policies.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := newPolicy("early", priority(10), skipRule("static-missing", "false", "Off", "", ""), skipRule("own", "false", "Own", "", ""))
+	late := newPolicy("late", priority(2000), skipRule("own", "true", "Late", "", ""))
+	w := evaluator.ReplacedRules(early, []v1alpha1.ClusterIPAMPolicy{*late})
+	want := []string{
+		`spec.skipRules[0].name: rule "static-missing" of this policy (priority 10) replaces rule "static-missing" of policy builtin:default (priority 1000) wherever both match`,
+		`spec.skipRules[1].name: rule "own" of this policy (priority 10) replaces rule "own" of policy late (priority 2000) wherever both match`,
+	}
+	if got := warningStrings(w); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	w = evaluator.ReplacedRules(late, []v1alpha1.ClusterIPAMPolicy{*early, *def})
+	want = []string{`spec.skipRules[0].name: rule "own" of policy early (priority 10) replaces rule "own" of this policy (priority 2000) wherever both match`}
+	if got := warningStrings(w); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings = %v, want %v", got, want)
+	}
+}
+
+func warningStrings(ws []evaluator.Warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.String()
+	}
+	return out
+}
