@@ -158,13 +158,19 @@ func plan(observed *scope) *Plan {
 // interface without changing what was observed. Objects are shared: planning never writes them.
 func (s *scope) clone() *scope {
 	c := *s
-	c.interfaces = make([]*iface, len(s.interfaces))
-	for i, it := range s.interfaces {
-		copied := *it
-		c.interfaces[i] = &copied
-	}
+	c.interfaces, c.removed = cloneIfaces(s.interfaces), cloneIfaces(s.removed)
 	c.pending = slices.Clone(s.pending)
 	return &c
+}
+
+// cloneIfaces copies each interface of list.
+func cloneIfaces(list []*iface) []*iface {
+	out := make([]*iface, len(list))
+	for i, it := range list {
+		copied := *it
+		out[i] = &copied
+	}
+	return out
 }
 
 // ReasonAwaitingRestart is the NetworkReady reason of an interface the VM is to have but its
@@ -180,6 +186,9 @@ func attach(s *scope, running []sdnv1.NetworksSpecEntry) {
 	byKey := map[string]*sdnv1.NetworksSpecEntry{}
 	for i := range running {
 		byKey[index.NetworkKey(running[i].Type, running[i].Name)] = &running[i]
+	}
+	for _, it := range s.removed { // a running pod keeps it when its removal waits for a restart
+		it.attached = byKey[it.key]
 	}
 	for _, it := range s.interfaces {
 		if it.dupOf >= 0 {
@@ -249,7 +258,7 @@ func results(s *scope) []InterfaceResult {
 	}
 	for _, it := range s.removed {
 		r := InterfaceResult{Index: -1, Type: string(it.spec.Type), Name: it.spec.Name, Removed: true,
-			IPAddressName: it.spec.IPAddressName, Attached: it.kept, Decision: it.decision}
+			IPAddressName: it.spec.IPAddressName, Attached: it.attached != nil, Decision: it.decision}
 		if it.decision.Allocation == evaluator.AllocationAuto {
 			r.IPAddressName = it.autoName
 		}
@@ -293,12 +302,14 @@ func checkOwner(s *scope, it *iface) {
 // unwanted lists this VM's Auto IPAddresses that nothing wants any more. Wanted are: the Auto
 // IPAddress of every interface decided Auto, of every interface whose decision failed, and of
 // every interface whose network is missing (it may come back; the spec still names it); every
-// IPAddress a spec entry names; and every IPAddress that the VM or a launcher pod carries now
-// (a terminating pod too: its guest may still be shutting down) or will carry after this
-// reconcile (a change held back until restart keeps its old address). Only objects of type
-// Auto, controlled by this VM's UID and carrying vmipam's interface annotation — that vmipam
-// created — are candidates, whatever their labels say. The reconciler checks the candidates
-// once more against the live VM and pods before it deletes (see execute).
+// IPAddress a spec entry names; every IPAddress the VM or a running pod carries after this
+// plan's networks-spec writes (a change held back until restart keeps its old address); and
+// every IPAddress a terminating launcher pod carries (vmipam does not write those; the guest
+// may still be shutting down on them). Only objects of type Auto, controlled by this VM's UID
+// and carrying vmipam's interface annotation — that vmipam created — are candidates, whatever
+// their labels say. The reconciler deletes only after the writes succeeded, and checks the
+// candidates once more against the live VM and pods first (see execute); a deferred plan,
+// which writes nothing, deletes nothing.
 func unwanted(s *scope, vmEntries []sdnv1.NetworksSpecEntry, pods []PodWrite) []string {
 	wanted := map[string]bool{}
 	for _, it := range s.interfaces {
@@ -313,8 +324,8 @@ func unwanted(s *scope, vmEntries []sdnv1.NetworksSpecEntry, pods []PodWrite) []
 	for _, p := range pods {
 		carried = append(carried, p.Entries)
 	}
-	for _, obj := range carriers(s) {
-		carried = append(carried, parseNetworksSpec(obj.GetAnnotations()[sdnv1.AnnotationNetworksSpec]))
+	for i := range s.terminating {
+		carried = append(carried, parseNetworksSpec(s.terminating[i].Annotations[sdnv1.AnnotationNetworksSpec]))
 	}
 	for _, entries := range carried {
 		for _, e := range entries {
@@ -328,19 +339,6 @@ func unwanted(s *scope, vmEntries []sdnv1.NetworksSpecEntry, pods []PodWrite) []
 		if ip := &s.owned[i]; !wanted[ip.Name] && ours(ip, s.vm) && ip.DeletionTimestamp == nil {
 			out = append(out, ip.Name)
 		}
-	}
-	return out
-}
-
-// carriers are the objects whose networks-spec says what the VM uses now: the VM and every
-// launcher pod that has not finished.
-func carriers(s *scope) []client.Object {
-	out := []client.Object{s.vm}
-	for i := range s.pods {
-		out = append(out, &s.pods[i])
-	}
-	for i := range s.terminating {
-		out = append(out, &s.terminating[i])
 	}
 	return out
 }
@@ -433,7 +431,7 @@ func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEnt
 func keepRemoved(s *scope, have map[string]sdnv1.NetworksSpecEntry, out []sdnv1.NetworksSpecEntry, pending []string) ([]sdnv1.NetworksSpecEntry, []string) {
 	for _, it := range s.removed {
 		if old, had := have[it.key]; had && !it.decision.Hotplug {
-			out, pending, it.kept = append(out, old), append(pending, it.key), true
+			out, pending = append(out, old), append(pending, it.key)
 		}
 	}
 	return out, pending

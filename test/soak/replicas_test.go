@@ -74,7 +74,7 @@ func (rs *replicaSet) start(i int) error {
 		return err
 	}
 	cmd := exec.Command(rs.bin, "--kubeconfig="+rs.kubeconfig, "--leader-elect=true", "--leader-elect-namespace="+leaseNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--dry-run-bind-address=0", "--webhook-port=0")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--secure-port=0", "--webhook-port=0")
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
