@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -87,5 +89,40 @@ func TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer(t *testing.T) {
 	}
 	if p, err := Evaluate(context.Background(), reader, builtinSet(t).Set(), vm, evaluator.Options{}); err != nil || len(p.Interfaces) != 50 {
 		t.Errorf("Evaluate in time = %v, %v; want 50 interfaces", p, err)
+	}
+}
+
+// TestADeleteWaitsWhileTheLiveVMOrAPodStillNamesTheIPAddress: the plan decided from the cache;
+// right before deleting, the live VM and launcher pods (a terminating one too) are read past it,
+// and an IPAddress any of them still names is kept for a later reconcile.
+func TestADeleteWaitsWhileTheLiveVMOrAPodStillNamesTheIPAddress(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+	auto := autoOf(vm, "corp", "10.0.0.5")
+	auto.ResourceVersion = ""
+	for _, holder := range []string{"vm", "terminating pod", "nobody"} {
+		live := vm.DeepCopy()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-x",
+			Labels: map[string]string{vmv1.LabelLauncherVMName: "v"}, Finalizers: []string{"guest"}}}
+		switch holder {
+		case "vm":
+			live.Annotations = annotated(t, entryFor("corp", auto.Name))
+		case "terminating pod":
+			pod.Annotations = annotated(t, entryFor("corp", auto.Name))
+			pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		ip := auto.DeepCopy()
+		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(live, pod, ip).Build()
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reconciler{Client: c, APIReader: c}
+		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}} // the cache shows nobody naming it
+		if err := r.execute(context.Background(), s, &Plan{DeleteIPAddresses: []string{ip.Name}}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), &sdnv1.IPAddress{})
+		if gone := apierrors.IsNotFound(err); gone != (holder == "nobody") {
+			t.Errorf("named by %s: deleted = %v", holder, gone)
+		}
 	}
 }
