@@ -6,10 +6,12 @@ SHELL := /usr/bin/env bash
 K8S_VERSION      ?= 1.37.2
 ETCD_VERSION     ?= 3.7.3
 CONTROLLER_GEN_VERSION ?= v0.23.0
+PROMETHEUS_VERSION ?= v0.316.0
 VMIPAM_CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vmipam
 ENVTEST_BIN_DIR  ?= $(VMIPAM_CACHE)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 TOOLS_BIN        ?= $(VMIPAM_CACHE)/tools
 CONTROLLER_GEN   := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+PROMTOOL         := $(TOOLS_BIN)/promtool-$(PROMETHEUS_VERSION)
 GO_TEST_FLAGS    ?=
 export KUBEBUILDER_ASSETS := $(ENVTEST_BIN_DIR)
 export VMIPAM_CACHE ENVTEST_BIN_DIR K8S_VERSION ETCD_VERSION
@@ -24,14 +26,16 @@ demo: envtest-bins
 
 ## test: everything CI runs: generated files current, vet, gofmt, unit and envtest suites.
 .PHONY: test
-test: envtest-bins verify-generate vet fmt-check
+test: envtest-bins verify-generate vet fmt-check test-alerts
 	go test $(GO_TEST_FLAGS) ./...
 
-## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`).
+## build: compile every binary into bin/, and bin/kubectl-ipam (ipamctl as the kubectl plugin `kubectl ipam`)
+## with bin/kubectl_complete-ipam, kubectl's completion hook for the plugin.
 .PHONY: build
 build:
 	go build -o bin/ ./cmd/...
 	ln -sf ipamctl bin/kubectl-ipam
+	ln -sf ipamctl bin/kubectl_complete-ipam
 
 ## kubectl-ipam: bin/ipamctl and bin/kubectl-ipam; put bin/ on PATH for `kubectl ipam …`.
 .PHONY: kubectl-ipam
@@ -46,6 +50,18 @@ $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_BIN)/tmp
 	GOBIN=$(TOOLS_BIN)/tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(TOOLS_BIN)/tmp/controller-gen $@
+
+# promtool of the Prometheus release whose Go module version is PROMETHEUS_VERSION (v0.316.0 = Prometheus 3.16.0).
+$(PROMTOOL):
+	mkdir -p $(TOOLS_BIN)/tmp
+	GOBIN=$(TOOLS_BIN)/tmp go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+	mv $(TOOLS_BIN)/tmp/promtool $@
+
+## test-alerts: promtool checks deploy/monitoring/alerts.yaml and runs its unit tests (alerts_test.yaml).
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL)
+	$(PROMTOOL) check rules deploy/monitoring/alerts.yaml
+	cd deploy/monitoring && $(PROMTOOL) test rules alerts_test.yaml
 
 ## generate: deepcopy and CRDs from the Go types (ours and the trimmed third-party ones), and the dry-run API's schema.
 .PHONY: generate

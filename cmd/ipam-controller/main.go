@@ -9,11 +9,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vmipam/vmipam/controller"
@@ -34,10 +32,11 @@ type options struct {
 	burst                  int
 	zap                    zap.Options
 	dryRun                 *apiserver.Options
+	operation              operation
 }
 
 func main() {
-	o := options{dryRun: apiserver.NewOptions()}
+	o := options{dryRun: apiserver.NewOptions(), zap: controller.LogOptions()}
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
 		Short:         "Policy-driven IPAM for the additional network interfaces of VirtualMachines",
@@ -47,7 +46,8 @@ func main() {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint, HTTPS unless --metrics-secure=false (\"0\" disables it)")
+	o.operation.bind(f)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go profiler's /debug/pprof endpoints, for finding where time and memory go (\"0\" disables it)")
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the ClusterIPAMPolicy validating webhook (0 disables it)")
@@ -72,9 +72,7 @@ func main() {
 }
 
 func run(o options) error {
-	logger := zap.New(zap.UseFlagOptions(&o.zap))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger) // the dry-run API server (k8s.io/apiserver) logs through klog
+	controller.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -84,15 +82,21 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme: scheme, Cache: controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
 		LeaderElectionNamespace: o.leaderElectNamespace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
-	})
+		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
+			TLSOpts: o.operation.tlsOpts()}),
+	}
+	o.operation.apply(&mgrOpts, o.metricsAddr)
+	o.operation.watchCertificates(o.webhookPort, o.webhookCertDir, o.dryRun.SecureServing.ServerCert.CertKey.CertFile)
+	if !o.operation.enableHTTP2 { // the dry-run API server too, as the webhook and metrics servers
+		o.dryRun.SecureServing.DisableHTTP2Serving = true
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return err
 	}

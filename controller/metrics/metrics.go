@@ -46,8 +46,15 @@ var (
 	}, []string{"code"})
 )
 
+// Current is the state the reconcilers of this process last decided, registered with
+// controller-runtime's registry. Only the leader reconciles, so only the leader exports
+// interface and policy series.
+var Current = NewState()
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests)
+	SetBuildInfo("", "")
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
+		Current, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use

@@ -36,15 +36,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Registry.Remove(req.Name)
+			metrics.Current.ForgetPolicy(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("getting ClusterIPAMPolicy %s: %w", req.Name, err)
 	}
 	if p.DeletionTimestamp != nil {
 		r.Registry.Remove(p.Name)
+		metrics.Current.ForgetPolicy(p.Name)
 		return reconcile.Result{}, nil
 	}
 	out, serving := r.compile(ctx, p)
+	metrics.Current.SetPolicy(p.Name, len(out.errs) == 0, len(out.errs) > 0 && out.serving != 0)
 	if err := r.persistLastGood(ctx, p, serving, &out); err != nil {
 		if apierrors.IsConflict(err) {
 			// Someone else wrote the policy since our cache saw it; that write may not

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -40,7 +41,7 @@ type Reconciler struct {
 	// PolicyChanges, when set, delivers an event (carrying the changed ClusterIPAMPolicy)
 	// whenever the policy snapshot changes; VMs are then re-evaluated.
 	PolicyChanges <-chan event.GenericEvent
-	// MaxConcurrentReconciles defaults to 4.
+	// MaxConcurrentReconciles defaults to the manager's (--max-concurrent-reconciles), else 4.
 	MaxConcurrentReconciles int
 	// Clock tells the time for FreshPendingGrace; the real clock when nil.
 	Clock clock.PassiveClock
@@ -74,9 +75,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	vm := &vmv1.VirtualMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Current.ForgetVM(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vm.DeletionTimestamp != nil {
+		metrics.Current.ForgetVM(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -89,8 +94,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	p := plan(s)
 	metrics.Controller.Evaluated(start)
+	metrics.Current.SetVM(req.NamespacedName, interfaceStates(req.NamespacedName, p))
 	for _, it := range p.Interfaces {
-		metrics.Controller.Decided(it.Decision)
+		if !it.Removed { // a removed interface is asked only hotplug: no decision to count
+			metrics.Controller.Decided(it.Decision)
+		}
 	}
 	if err := r.execute(ctx, s, p); err != nil {
 		if apierrors.IsConflict(err) {
@@ -176,7 +184,7 @@ func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, actio
 // SetupWithManager registers the reconciler and its watches (DESIGN.md §4.5).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = 4
+		r.MaxConcurrentReconciles = cmp.Or(mgr.GetControllerOptions().MaxConcurrentReconciles, 4)
 	}
 	return r.watches(ctrl.NewControllerManagedBy(mgr)).Complete(r)
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -99,9 +98,7 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger) // the dry-run API server (k8s.io/apiserver) logs through klog
+	controller.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))) // klog too: no client-go lines between the tables
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err

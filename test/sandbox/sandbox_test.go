@@ -3,6 +3,8 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,8 +22,14 @@ func TestSandboxOnce(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	stderr := captureStderr(t)
 	if err := sandbox.Run(ctx, &out, sandbox.Options{Once: true, Dir: t.TempDir(), Timeout: 90 * time.Second}); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	// client-go and k8s.io/apiserver log through klog; the sandbox routes it into the
+	// controller's log file, so nothing comes between the tables on the terminal.
+	if klogLines := regexp.MustCompile(`(?m)^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ .*$`).FindAllString(stderr(), -1); len(klogLines) > 0 {
+		t.Errorf("klog lines reach the terminal:\n%s", strings.Join(klogLines, "\n"))
 	}
 	final := out.String()[strings.LastIndex(out.String(), "After creating late-ip"):]
 	for _, want := range []string{
@@ -42,7 +50,7 @@ func TestSandboxOnce(t *testing.T) {
 	dryRun := out.String()[strings.LastIndex(out.String(), "Dry run through the API server"):]
 	for _, want := range []string{
 		`VirtualMachine demo/web \(exists\); policies \(installed\): default`,
-		`ClusterNetwork/corp\s+Static\s+no\s+db-ip\s+-\s+default\s+\S+\s+IPAddressInUse`,
+		`ClusterNetwork/corp\s+Static\s+no\s+db-ip\s+-\s+IPAddressInUse\s+yes\s+default\s+default/static-held-by-another-vm\s+default`,
 		`delete IPAddress web-cn-corp-[a-z2-7]{6}`,
 	} {
 		if !regexp.MustCompile(want).MatchString(dryRun) {
@@ -54,5 +62,25 @@ func TestSandboxOnce(t *testing.T) {
 	after := podOf.FindStringSubmatch(final)
 	if before == nil || after == nil || before[1] != after[1] {
 		t.Errorf("VM late's launcher pod changed across the hotplug: %v → %v", before, after)
+	}
+}
+
+// captureStderr sends os.Stderr to a file until the test ends and returns a function that
+// reads what was written so far.
+func captureStderr(t *testing.T) func() string {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := os.Stderr
+	os.Stderr = f
+	t.Cleanup(func() { os.Stderr = orig; _ = f.Close() })
+	return func() string {
+		data, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
 	}
 }

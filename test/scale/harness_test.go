@@ -215,7 +215,9 @@ func (h *harness) startController() {
 	log, err := os.OpenFile(filepath.Join(h.dir, "controller.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	must(h.t, err)
 	cmd := exec.Command(controllerBinary(h.t), "--kubeconfig="+kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address="+h.metricsAddr, "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
+		// Plain HTTP metrics: the harness reads them without a token (the secure endpoint is
+		// test/monitoring's subject).
+		"--metrics-bind-address="+h.metricsAddr, "--metrics-secure=false", "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
 		"--secure-port=0", "--webhook-port=0",
 		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst))
 	cmd.Stdout, cmd.Stderr = log, log

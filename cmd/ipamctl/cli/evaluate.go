@@ -53,7 +53,9 @@ func (f *requestFlags) bind(cmd *cobra.Command) {
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "file or directory with the VirtualMachine(s) to evaluate (- for stdin)")
 	fl.StringArrayVarP(&f.policies, "policy", "p", nil, "file or directory of ClusterIPAMPolicies that replace the installed ones (repeatable)")
 	fl.StringArrayVarP(&f.objects, "objects", "O", nil, "file or directory of objects to lay over the cluster's state (repeatable)")
-	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table, json or yaml")
+	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories of -f, -p and -O with their subdirectories")
+	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table, json, yaml, or for scripts name, jsonpath=TEMPLATE, go-template=TEMPLATE")
+	completeOutput(cmd)
 }
 
 func (o *evaluateOptions) run(ctx context.Context, s Streams) error {

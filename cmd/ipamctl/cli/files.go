@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,11 +29,12 @@ type document struct {
 
 // readDocuments reads every document of the given files, in order: YAML or JSON, several per
 // file separated by "---", items of a List flattened. A directory stands for its *.yaml,
-// *.yml and *.json files (not recursively); "-" is standard input.
-func readDocuments(paths []string, stdin io.Reader) ([]document, error) {
+// *.yml and *.json files, with recursive also those of its subdirectories (kubectl's -R);
+// "-" is standard input.
+func readDocuments(paths []string, recursive bool, stdin io.Reader) ([]document, error) {
 	var out []document
 	for _, p := range paths {
-		files, err := expand(p)
+		files, err := expand(p, recursive)
 		if err != nil {
 			return nil, err
 		}
@@ -47,8 +49,9 @@ func readDocuments(paths []string, stdin io.Reader) ([]document, error) {
 	return out, nil
 }
 
-// expand lists a directory's manifest files, or returns p itself.
-func expand(p string) ([]string, error) {
+// expand lists a directory's manifest files (recursive: in lexical order of their paths), or
+// returns p itself.
+func expand(p string, recursive bool) ([]string, error) {
 	if p == "-" {
 		return []string{p}, nil
 	}
@@ -59,17 +62,38 @@ func expand(p string) ([]string, error) {
 	if !info.IsDir() {
 		return []string{p}, nil
 	}
+	if recursive {
+		return walkManifests(p)
+	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range entries {
-		if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+		if !e.IsDir() && isManifest(e.Name()) {
 			out = append(out, filepath.Join(p, e.Name()))
 		}
 	}
 	return out, nil
+}
+
+// walkManifests lists the manifest files under dir, at any depth.
+func walkManifests(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && isManifest(p) {
+			out = append(out, p)
+		}
+		return err
+	})
+	return out, err
+}
+
+// isManifest: a YAML or JSON file by its name.
+func isManifest(name string) bool {
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml" || ext == ".json"
 }
 
 func readFile(name string, stdin io.Reader) ([]document, error) {

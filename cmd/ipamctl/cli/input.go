@@ -27,6 +27,8 @@ type input struct {
 type requestFlags struct {
 	files, policies, objects []string
 	output                   string
+	// recursive: directories are read with their subdirectories (-R).
+	recursive bool
 }
 
 func (f *requestFlags) load(stdin io.Reader) (*input, error) {
@@ -36,7 +38,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if err := checkOutput(f.output); err != nil {
 		return nil, err
 	}
-	docs, err := readDocuments(f.files, stdin)
+	docs, err := readDocuments(f.files, f.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if len(in.vms) == 0 {
 		return nil, errors.New("no VirtualMachine in the -f files")
 	}
-	if in.objects, err = readDocuments(f.objects, stdin); err != nil {
+	if in.objects, err = readDocuments(f.objects, f.recursive, stdin); err != nil {
 		return nil, err
 	}
 	if policies, _ := ofKind(in.objects, kindPolicy); len(policies) > 0 {
@@ -58,7 +60,7 @@ func (f *requestFlags) load(stdin io.Reader) (*input, error) {
 	if len(f.policies) == 0 {
 		return in, nil
 	}
-	docs, err = readDocuments(f.policies, stdin)
+	docs, err = readDocuments(f.policies, f.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}

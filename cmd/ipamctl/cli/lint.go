@@ -13,7 +13,8 @@ import (
 )
 
 func newLintCommand(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var recursive bool
+	cmd := &cobra.Command{
 		Use:   "lint POLICY.yaml|DIR...",
 		Short: "Validate, compile and type-check ClusterIPAMPolicies",
 		Long: "lint checks every ClusterIPAMPolicy in the files (a directory: its *.yaml, *.yml and *.json files) as the\n" +
@@ -25,12 +26,14 @@ func newLintCommand(s Streams) *cobra.Command {
 			"index that fails on an absent key (the policy would silently be passed over).",
 		Example: "  ipamctl lint policies/default.yaml samples/policies/",
 		Args:    minArgs(1, "policy file or directory"),
-		RunE:    func(_ *cobra.Command, args []string) error { return lint(s, args) },
+		RunE:    func(_ *cobra.Command, args []string) error { return lint(s, args, recursive) },
 	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "read the directories with their subdirectories")
+	return cmd
 }
 
-func lint(s Streams, paths []string) error {
-	docs, err := readDocuments(paths, s.In)
+func lint(s Streams, paths []string, recursive bool) error {
+	docs, err := readDocuments(paths, recursive, s.In)
 	if err != nil {
 		return err
 	}

@@ -27,12 +27,18 @@ func checkOutput(format string) error {
 	case outputTable, outputJSON, outputYAML:
 		return nil
 	}
-	return usageError{fmt.Errorf("--output %q: must be table, json or yaml", format)}
+	if isPrinterFormat(format) {
+		return nil
+	}
+	return usageError{fmt.Errorf("--output %q: must be table, json, yaml, name or jsonpath=TEMPLATE", format)}
 }
 
 // printResults prints one result as itself and several as a List (json, yaml), or one table
 // per result.
 func printResults(w io.Writer, format string, results []*dryrunv1.Evaluation) error {
+	if isPrinterFormat(format) {
+		return printWithPrinter(w, format, results)
+	}
 	if format == outputTable {
 		for i, r := range results {
 			if i > 0 {

@@ -30,9 +30,18 @@ const (
 	exitUsage   = 2
 )
 
+// CompletionShim is the name under which kubectl (1.26+) runs a plugin's completion: for
+// `kubectl ipam <TAB>` it runs kubectl_complete-ipam with the words typed so far. `make build`
+// links it to ipamctl, which then answers as cobra's hidden __complete command.
+const CompletionShim = "kubectl_complete-ipam"
+
 // Main runs ipamctl with args and returns the exit code. name is how the binary was
-// invoked: as kubectl-ipam, help and messages call it `kubectl ipam`.
+// invoked: as kubectl-ipam, help and messages call it `kubectl ipam`; as CompletionShim it
+// prints completions.
 func Main(ctx context.Context, name string, args []string, s Streams) int {
+	if name == CompletionShim {
+		name, args = "kubectl-ipam", append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
 	cmd := NewCommand(name, s)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)

@@ -18,6 +18,7 @@ import (
 
 type testOptions struct {
 	verbose bool
+	output  string
 }
 
 func newTestCommand(s Streams) *cobra.Command {
@@ -35,6 +36,7 @@ func newTestCommand(s Streams) *cobra.Command {
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), s, args) },
 	}
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "also list the cases that pass")
+	cmd.Flags().StringVarP(&o.output, "output", "o", outputText, "output format: text, or junit (JUnit XML for CI test reports)")
 	return cmd
 }
 
@@ -42,6 +44,9 @@ func newTestCommand(s Streams) *cobra.Command {
 type tally struct{ passed, failed, broken int }
 
 func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
+	if err := checkTestOutput(o.output); err != nil {
+		return err
+	}
 	files, err := suiteFiles(args)
 	if err != nil {
 		return err
@@ -52,6 +57,9 @@ func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
 	compiler, err := evaluator.NewCompiler(evaluator.DefaultLimits)
 	if err != nil {
 		return err
+	}
+	if o.output == outputJUnit {
+		return runJUnit(ctx, s.Out, compiler, files)
 	}
 	var t tally
 	for _, f := range files {

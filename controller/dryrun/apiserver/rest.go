@@ -216,7 +216,9 @@ func (r *evaluations) evaluate(ctx context.Context, req *dryrun.Request) (*dryru
 	}
 	metrics.DryRun.Evaluated(start)
 	for _, it := range status.Interfaces {
-		metrics.DryRun.Decided(it.Decision)
+		if !it.Removed { // a removed interface is asked only hotplug: no decision to count
+			metrics.DryRun.Decided(it.Decision)
+		}
 	}
 	return status, nil
 }
