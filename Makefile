@@ -109,4 +109,5 @@ SOAK_SEED     ?= $(shell date +%s)
 .PHONY: soak
 soak: envtest-bins
 	VMIPAM_SOAK_DURATION=$(SOAK_DURATION) VMIPAM_SOAK_SEED=$(SOAK_SEED) VMIPAM_SOAK_REPORT=$(CURDIR)/docs/RELIABILITY.md \
+	  VMIPAM_SOAK_COMMIT=$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!docs' || echo -dirty) \
 	  go test -count=1 -timeout 4h -run '^TestSoak$$' -v ./test/soak/

@@ -35,6 +35,7 @@ import (
 //	VMIPAM_SOAK_SEED      the stream's seed (default 1); a failure prints it
 //	VMIPAM_SOAK_QUIET     operations between quiet points (default 250)
 //	VMIPAM_SOAK_REPORT    a Markdown file to append the run's table row to
+//	VMIPAM_SOAK_COMMIT    the commit under test, for that row
 type settings struct {
 	duration time.Duration
 	seed     uint64
@@ -335,8 +336,8 @@ func report(t *testing.T, st settings, proxy *faultProxy, rs *replicaSet, res *r
 	exits := rs.exits
 	rs.mu.Unlock()
 	faults := int(proxy.injected.Load()) + res.kills + res.restarts + exits
-	row := fmt.Sprintf("| %s | %d | %v | %d | %d (proxy %d, kill -9 of the leader %d, restarts %d, lost leases %d, storms %d) | %d | %d | %d |",
-		time.Now().UTC().Format("2006-01-02"), st.seed, st.duration, res.ops, faults, proxy.injected.Load(), res.kills,
+	row := fmt.Sprintf("| %s | %s | %d | %v | %d | %d (proxy %d, kill -9 of the leader %d, restarts %d, lost leases %d, storms %d) | %d | %d | %d |",
+		time.Now().UTC().Format("2006-01-02"), os.Getenv("VMIPAM_SOAK_COMMIT"), st.seed, st.duration, res.ops, faults, proxy.injected.Load(), res.kills,
 		res.restarts, exits, res.storms, res.quiet, res.checks, len(res.violations))
 	t.Logf("soak figures: seed %d, %d operations, %d faults, %d quiet points, %d invariant checks, %d violations\n%s",
 		st.seed, res.ops, faults, res.quiet, res.checks, len(res.violations), row)
