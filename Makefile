@@ -119,3 +119,13 @@ FUZZTIME ?= 2m
 .PHONY: fuzz
 fuzz:
 	go test -run '^$$' -fuzz FuzzCompileAndDecide -fuzztime $(FUZZTIME) ./evaluator/
+
+## soak: the chaos soak (docs/RELIABILITY.md): SOAK_DURATION of seeded random operations and
+## faults (default 30m; SOAK_SEED defaults to the clock), its figures appended to the table.
+SOAK_DURATION ?= 30m
+SOAK_SEED     ?= $(shell date +%s)
+.PHONY: soak
+soak: envtest-bins
+	VMIPAM_SOAK_DURATION=$(SOAK_DURATION) VMIPAM_SOAK_SEED=$(SOAK_SEED) VMIPAM_SOAK_REPORT=$(CURDIR)/docs/RELIABILITY.md \
+	  VMIPAM_SOAK_COMMIT=$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!docs' || echo -dirty) \
+	  go test -count=1 -timeout 4h -run '^TestSoak$$' -v ./test/soak/

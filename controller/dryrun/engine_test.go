@@ -59,10 +59,17 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning, Networks: []vmv1.NetworksStatus{
 			{Type: vmv1.NetworkTypeClusterNetwork, Name: "corp", MACAddress: "02:00:00:00:00:01"}}}}
 	auto := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-cn-corp-x", UID: "uid-ip",
+		Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/gone"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "gone"}}}
-	base := fakeCluster(t, live, auto)
+	// corp's Auto IPAddress is allocated already: a plan still waiting for SDN would delete nothing.
+	current := auto.DeepCopy()
+	current.Name, current.UID = naming.AutoIPAddress("web", "ClusterNetwork", "corp"), "uid-ip-corp"
+	current.Annotations = map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}
+	current.Spec.NetworkRef.Name = "corp"
+	current.Status = sdnv1.IPAddressStatus{Address: "10.0.0.5", Phase: sdnv1.IPAddressPhaseAllocated}
+	base := fakeCluster(t, live, auto, current)
 	res := evaluate(t, e, base, nil, vmOnCorp+"objects: ["+corp+"]")
 	if !res.VM.Exists || res.VM.UID != "uid-web" {
 		t.Errorf("VM = %+v, want the live one's UID", res.VM)
@@ -187,6 +194,7 @@ func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
 		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}},
 		Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {Type: vmv1.NetworkTypeClusterNetwork, Name: "corp"}}}}
 	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
+		Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}

@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,13 +112,7 @@ func carried(o client.Object) []string {
 // CarriedNames returns the IPAddress names a networks-spec annotation attaches; an unreadable
 // annotation attaches nothing.
 func CarriedNames(annotation string) []string {
-	if annotation == "" {
-		return nil
-	}
-	var entries []sdnv1.NetworksSpecEntry
-	if err := json.Unmarshal([]byte(annotation), &entries); err != nil {
-		return nil
-	}
+	entries, _ := sdnv1.ParseNetworksSpec(annotation) // unreadable: it attaches nothing SDN can use
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.IPAddressNames...)

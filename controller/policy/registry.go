@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -23,6 +24,12 @@ type Registry struct {
 	serving map[string]entry
 	current atomic.Pointer[evaluator.Set]
 	changes chan event.GenericEvent
+
+	// pending holds the changes not yet delivered on changes, at most one per policy name (the
+	// newest), in the order they were first announced; wake tells the pump there are some.
+	pendingMu sync.Mutex
+	pending   []*v1alpha1.ClusterIPAMPolicy
+	wake      chan struct{}
 
 	loaded     chan struct{}
 	loadedOnce sync.Once
@@ -46,8 +53,9 @@ func NewRegistry(c *evaluator.Compiler) (*Registry, error) {
 		return nil, fmt.Errorf("built-in policy %s does not compile: %w", b.Name, errs.ToAggregate())
 	}
 	r := &Registry{compiler: c, builtin: builtin, serving: map[string]entry{},
-		changes: make(chan event.GenericEvent, 64), loaded: make(chan struct{})}
+		changes: make(chan event.GenericEvent), wake: make(chan struct{}, 1), loaded: make(chan struct{})}
 	r.current.Store(evaluator.NewSet(nil, builtin))
+	go r.pump()
 	return r, nil
 }
 
@@ -57,11 +65,12 @@ func (r *Registry) Set() *evaluator.Set { return r.current.Load() }
 // Compiler returns the compiler the registry uses.
 func (r *Registry) Compiler() *evaluator.Compiler { return r.compiler }
 
-// Changes delivers one event per published change, carrying the policy that changed: the
-// object that now serves (for a restored generation, with the stored spec and generation), or
-// a name-only object when the policy stopped serving. Feed it to the VM reconciler; if nobody
-// reads, changes are dropped once the buffer is full (the next resync re-evaluates everything
-// anyway).
+// Changes delivers the published changes, each carrying the policy that changed: the object
+// that now serves (for a restored generation, with the stored spec and generation), or a
+// name-only object when the policy stopped serving. No change is ever dropped: while nobody
+// reads, changes of the same policy coalesce into its newest (what the VM reconciler needs to
+// know is which policies changed, and what serves now), so what waits is bounded by the
+// number of policies. Feed it to the VM reconciler.
 func (r *Registry) Changes() <-chan event.GenericEvent { return r.changes }
 
 // Loaded is closed once every policy stored at start-up has been compiled into the registry
@@ -130,8 +139,39 @@ func (r *Registry) update(obj *v1alpha1.ClusterIPAMPolicy, change func(map[strin
 	}
 	r.current.Store(evaluator.NewSet(list, r.builtin))
 	r.mu.Unlock()
+	r.announce(obj)
+}
+
+// announce queues obj for Changes, replacing a change of the same policy not yet delivered.
+func (r *Registry) announce(obj *v1alpha1.ClusterIPAMPolicy) {
+	r.pendingMu.Lock()
+	i := slices.IndexFunc(r.pending, func(p *v1alpha1.ClusterIPAMPolicy) bool { return p.Name == obj.Name })
+	if i >= 0 {
+		r.pending[i] = obj
+	} else {
+		r.pending = append(r.pending, obj)
+	}
+	r.pendingMu.Unlock()
 	select {
-	case r.changes <- event.GenericEvent{Object: obj}:
-	default:
+	case r.wake <- struct{}{}:
+	default: // the pump is awake already and will see it
+	}
+}
+
+// pump delivers pending changes on Changes, blocking while nobody reads. It runs for the
+// registry's lifetime.
+func (r *Registry) pump() {
+	for range r.wake {
+		for {
+			r.pendingMu.Lock()
+			if len(r.pending) == 0 {
+				r.pendingMu.Unlock()
+				break
+			}
+			next := r.pending[0]
+			r.pending = r.pending[1:]
+			r.pendingMu.Unlock()
+			r.changes <- event.GenericEvent{Object: next}
+		}
 	}
 }

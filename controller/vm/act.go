@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller/index"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
 // Labels, annotations and reasons on objects vmipam creates.
@@ -29,36 +30,38 @@ const (
 )
 
 // execute carries out a Plan: Auto IPAddresses first, then networks-spec on the VM and the
-// pods, then deletions, then status. Deleting after the networks-spec writes means SDN never
-// sees a VM or running pod naming an IPAddress that is gone: if a networks-spec write fails,
-// nothing is deleted and the retry starts over. Create is the lock: AlreadyExists means a
-// stale cache or another replica won the race; the live object is checked for its owner,
-// never adopted.
+// pods, then status, then deletions. Status follows what was done: it is written once the
+// networks-spec writes it describes succeeded, whether or not a deletion fails later.
+// Deleting last means SDN never sees a VM or running pod naming an IPAddress that is gone: if
+// a networks-spec write fails, nothing is deleted and the retry starts over. A deferred plan
+// only creates. Create is the lock: AlreadyExists means a stale cache or another replica won
+// the race; the live object is checked for its owner, never adopted.
 func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	for _, ip := range p.CreateIPAddresses {
 		if err := r.create(ctx, s, ip); err != nil {
 			return err
 		}
 	}
-	if !p.Deferred {
-		if err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
-			return fmt.Errorf("VirtualMachine: %w", err)
-		}
-		for i := range s.pods {
-			if err := r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
-				return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
-			}
-		}
-	}
-	for _, name := range p.DeleteIPAddresses {
-		if err := r.delete(ctx, s, name); err != nil {
-			return err
-		}
-	}
 	if p.Deferred {
 		return nil
 	}
-	return r.writeStatus(ctx, s, p)
+	liveVM, err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec)
+	if err != nil {
+		return fmt.Errorf("VirtualMachine: %w", err)
+	}
+	for i := range s.pods {
+		if _, err := r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
+			return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
+		}
+	}
+	var written *vmv1.VirtualMachine
+	if liveVM != nil {
+		written = liveVM.(*vmv1.VirtualMachine)
+	}
+	if err := r.writeStatus(ctx, s, written, p); err != nil {
+		return err
+	}
+	return r.deleteUnwanted(ctx, s, p.DeleteIPAddresses)
 }
 
 // RBAC for execute: Auto IPAddresses are created and deleted (get re-reads one after
@@ -97,13 +100,70 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 	}
 }
 
+// deleteUnwanted deletes the plan's candidates that no writer-visible state names. The plan
+// decided from the cache, which may lag; so the VM and its launcher pods are read once more
+// from the API server, and a candidate that the VM's spec or networks-spec, or the
+// networks-spec of any pod that has not finished (a terminating one too), still names is kept
+// for a later reconcile. Each delete carries the UID and resourceVersion seen as
+// preconditions, so that a concurrent edit of the IPAddress wins over the delete.
+func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	inUse, err := r.namedLive(ctx, s.vm)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if inUse[name] {
+			continue
+		}
+		if err := r.delete(ctx, s, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namedLive returns the IPAddress names that the live VM (spec and networks-spec) and the
+// networks-spec of its live launcher pods that have not finished name.
+func (r *Reconciler) namedLive(ctx context.Context, vm *vmv1.VirtualMachine) (map[string]bool, error) {
+	out := map[string]bool{}
+	live := &vmv1.VirtualMachine{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vm), live); {
+	case apierrors.IsNotFound(err): // gone: the garbage collector takes its IPAddresses
+	case err != nil:
+		return nil, fmt.Errorf("read VirtualMachine before deleting IPAddresses: %w", err)
+	default:
+		for _, n := range live.Spec.Networks {
+			out[n.IPAddressName] = true
+		}
+		for _, name := range index.CarriedNames(live.Annotations[sdnv1.AnnotationNetworksSpec]) {
+			out[name] = true
+		}
+	}
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(vm.Namespace),
+		client.MatchingLabels{vmv1.LabelLauncherVMName: vm.Name}); err != nil {
+		return nil, fmt.Errorf("list launcher pods before deleting IPAddresses: %w", err)
+	}
+	for i := range pods.Items {
+		if usesAddresses(&pods.Items[i]) {
+			for _, name := range index.CarriedNames(pods.Items[i].Annotations[sdnv1.AnnotationNetworksSpec]) {
+				out[name] = true
+			}
+		}
+	}
+	return out, nil
+}
+
 func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
 	for i := range s.owned {
 		ip := &s.owned[i]
-		if ip.Name != name {
+		if ip.Name != name || !ours(ip, s.vm) {
 			continue
 		}
-		err := r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID})
+		err := r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID, ResourceVersion: &ip.ResourceVersion})
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete IPAddress %s: %w", ip.Name, err)
 		}
@@ -115,18 +175,21 @@ func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
 	return nil
 }
 
-// patchNetworksSpec merge-patches the annotation on obj (a VM or pod) when the plan says so.
-func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w NetworksSpecWrite) error {
+// patchNetworksSpec merge-patches the annotation on a copy of obj (a VM or pod) when the plan
+// says so, and returns the copy as the API server answered, or nil when nothing was written.
+// obj itself stays the object observed.
+func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w NetworksSpecWrite) (client.Object, error) {
 	if !w.Changed {
-		return nil
+		return nil, nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{sdnv1.AnnotationNetworksSpec: w.value}}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
+	written := obj.DeepCopyObject().(client.Object)
+	if err := r.Client.Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return nil, fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
 	}
-	return nil
+	return written, nil
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,12 +24,15 @@ import (
 
 // TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress: SDN must never see a VM
 // or running pod naming an IPAddress that is gone, and a failed networks-spec write must leave
-// the IPAddress in place for the retry.
+// the IPAddress in place for the retry. The delete carries the UID and resourceVersion seen, so
+// that a concurrent edit wins.
 func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *testing.T) {
 	for _, podFails := range []bool{false, true} {
 		vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-x"}}
-		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v-auto", UID: "ip-uid"}}
+		auto := autoOf(vm, "corp", "10.0.0.5")
+		ip := &auto
+		ip.ResourceVersion = ""
 		var writes []string
 		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, pod, ip).
 			WithInterceptorFuncs(interceptor.Funcs{
@@ -39,17 +44,24 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 					return c.Patch(ctx, obj, patch, opts...)
 				},
 				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					o := (&client.DeleteOptions{}).ApplyOptions(opts)
+					if pre := o.Preconditions; pre == nil || pre.UID == nil || pre.ResourceVersion == nil || *pre.ResourceVersion != obj.GetResourceVersion() {
+						t.Errorf("delete of %s without UID and resourceVersion preconditions: %+v", obj.GetName(), pre)
+					}
 					writes = append(writes, "delete "+obj.GetName())
 					return c.Delete(ctx, obj, opts...)
 				},
 			}).Build()
 		r := &Reconciler{Client: c, APIReader: c}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
+			t.Fatal(err)
+		}
 		s := &scope{vm: vm, pods: []corev1.Pod{*pod}, owned: []sdnv1.IPAddress{*ip}}
-		p := &Plan{DeleteIPAddresses: []string{"v-auto"},
+		p := &Plan{DeleteIPAddresses: []string{ip.Name},
 			VMNetworksSpec: NetworksSpecWrite{Changed: true, value: "[]"},
 			Pods:           []PodWrite{{NetworksSpecWrite: NetworksSpecWrite{Changed: true, value: "[]"}}}}
 		err := r.execute(context.Background(), s, p)
-		want := []string{"patch v", "patch virt-launcher-v-x", "delete v-auto"}
+		want := []string{"patch v", "patch virt-launcher-v-x", "delete " + ip.Name}
 		if podFails {
 			want = want[:2]
 		}
@@ -77,5 +89,40 @@ func TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer(t *testing.T) {
 	}
 	if p, err := Evaluate(context.Background(), reader, builtinSet(t).Set(), vm, evaluator.Options{}); err != nil || len(p.Interfaces) != 50 {
 		t.Errorf("Evaluate in time = %v, %v; want 50 interfaces", p, err)
+	}
+}
+
+// TestADeleteWaitsWhileTheLiveVMOrAPodStillNamesTheIPAddress: the plan decided from the cache;
+// right before deleting, the live VM and launcher pods (a terminating one too) are read past it,
+// and an IPAddress any of them still names is kept for a later reconcile.
+func TestADeleteWaitsWhileTheLiveVMOrAPodStillNamesTheIPAddress(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+	auto := autoOf(vm, "corp", "10.0.0.5")
+	auto.ResourceVersion = ""
+	for _, holder := range []string{"vm", "terminating pod", "nobody"} {
+		live := vm.DeepCopy()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-x",
+			Labels: map[string]string{vmv1.LabelLauncherVMName: "v"}, Finalizers: []string{"guest"}}}
+		switch holder {
+		case "vm":
+			live.Annotations = annotated(t, entryFor("corp", auto.Name))
+		case "terminating pod":
+			pod.Annotations = annotated(t, entryFor("corp", auto.Name))
+			pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		ip := auto.DeepCopy()
+		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(live, pod, ip).Build()
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reconciler{Client: c, APIReader: c}
+		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}} // the cache shows nobody naming it
+		if err := r.execute(context.Background(), s, &Plan{DeleteIPAddresses: []string{ip.Name}}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), &sdnv1.IPAddress{})
+		if gone := apierrors.IsNotFound(err); gone != (holder == "nobody") {
+			t.Errorf("named by %s: deleted = %v", holder, gone)
+		}
 	}
 }

@@ -30,9 +30,16 @@ type scope struct {
 	removed []*iface
 	// owned are the IPAddresses whose controller is this VM.
 	owned []sdnv1.IPAddress
-	// pods are the VM's active launcher pods (not terminating, not finished).
+	// pods are the VM's active launcher pods (not terminating, not finished), oldest first.
 	pods []corev1.Pod
-	set  *evaluator.Set
+	// terminating are the VM's launcher pods being deleted but not finished: their guests may
+	// still be shutting down on the addresses they carry, so those are still in use.
+	terminating []corev1.Pod
+	// ipAddresses are the IPAddresses observed by name — each interface's Auto one, its static
+	// one and the one its applied networks-spec entry carries —, nil for a name that does not
+	// exist. Status reads the address of the NIC actually attached from here.
+	ipAddresses map[string]*sdnv1.IPAddress
+	set         *evaluator.Set
 	// now is when the world was observed.
 	now time.Time
 	// pending lists the interfaces ("<Type>/<name>") whose change a running pod does not get
@@ -54,9 +61,9 @@ type iface struct {
 	decision evaluator.Decision
 	// problem, when set, is why the interface is not attached (from the decision or act).
 	problem *problem
-	// kept: the problem is transient and the VM or a running pod keeps the interface
-	// attached as it was (set by plan).
-	kept bool
+	// attached is the networks-spec entry the interface has after this reconcile on what runs
+	// (the oldest running pod, else the VM), or nil when it is not attached there (set by plan).
+	attached *sdnv1.NetworksSpecEntry
 }
 
 // problem is one NetworkReady item.
@@ -82,9 +89,9 @@ type observer struct {
 
 // observe gathers everything the decisions and the plan need about vm.
 func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
-	s := &scope{vm: vm, set: set, now: r.now}
-	steps := []func(context.Context, *scope) error{
-		r.observeNamespace, r.observeInterfaces, r.observeOwned, r.observePods,
+	s := &scope{vm: vm, set: set, now: r.now, ipAddresses: map[string]*sdnv1.IPAddress{}}
+	steps := []func(context.Context, *scope) error{ // pods before interfaces: what runs is applied
+		r.observeNamespace, r.observePods, r.observeInterfaces, r.observeOwned,
 	}
 	for _, step := range steps {
 		if err := step(ctx, s); err != nil {
@@ -108,6 +115,7 @@ func (r observer) observeNamespace(ctx context.Context, s *scope) error {
 
 func (r observer) observeInterfaces(ctx context.Context, s *scope) error {
 	seen := map[string]int{}
+	applied := appliedEntries(s)
 	for i, spec := range s.vm.Spec.Networks {
 		if spec.Type == vmv1.NetworkTypeMain {
 			continue
@@ -119,7 +127,7 @@ func (r observer) observeInterfaces(ctx context.Context, s *scope) error {
 		} else {
 			seen[it.key] = i
 		}
-		if err := r.observeInterface(ctx, s, it); err != nil {
+		if err := r.observeInterface(ctx, s, it, applied[it.key]); err != nil {
 			return fmt.Errorf("spec.networks[%d] (%s): %w", i, it.key, err)
 		}
 		s.interfaces = append(s.interfaces, it)
@@ -127,22 +135,51 @@ func (r observer) observeInterfaces(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r observer) observeInterface(ctx context.Context, s *scope, it *iface) error {
+// observeInterface reads the interface's network, its Auto IPAddress, the static one it names
+// (and who else wants that), and the IPAddress its applied entry carries.
+func (r observer) observeInterface(ctx context.Context, s *scope, it *iface, applied sdnv1.NetworksSpecEntry) error {
 	var err error
 	if it.network, err = r.network(ctx, s.vm.Namespace, it.spec); err != nil {
 		return err
 	}
-	if it.auto, err = r.ipAddress(ctx, s.vm.Namespace, it.autoName); err != nil {
+	if it.auto, err = r.ipAddressByName(ctx, s, it.autoName); err != nil {
 		return err
+	}
+	for _, name := range applied.IPAddressNames {
+		if _, err := r.ipAddressByName(ctx, s, name); err != nil {
+			return err
+		}
 	}
 	if it.spec.IPAddressName == "" {
 		return nil
 	}
-	if it.static, err = r.ipAddress(ctx, s.vm.Namespace, it.spec.IPAddressName); err != nil {
+	if it.static, err = r.ipAddressByName(ctx, s, it.spec.IPAddressName); err != nil {
 		return err
 	}
-	it.holders, err = r.holders(ctx, s.vm, it.spec)
+	it.holders, err = r.holders(ctx, s.vm, it.spec, addressOf(it.static))
 	return err
+}
+
+// ipAddressByName returns the IPAddress of that name in the VM's namespace (nil when there is
+// none) and records it in s.ipAddresses; a name already observed is not read again.
+func (r observer) ipAddressByName(ctx context.Context, s *scope, name string) (*sdnv1.IPAddress, error) {
+	if ip, seen := s.ipAddresses[name]; seen {
+		return ip, nil
+	}
+	ip, err := r.ipAddress(ctx, s.vm.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	s.ipAddresses[name] = ip
+	return ip, nil
+}
+
+// addressOf is the allocated address of ip, or "" when ip is nil or not allocated.
+func addressOf(ip *sdnv1.IPAddress) string {
+	if ip == nil || !allocated(ip) {
+		return ""
+	}
+	return ip.Status.Address
 }
 
 func (r observer) network(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (*networkInfo, error) {
@@ -198,31 +235,31 @@ func (r observer) observeOwned(ctx context.Context, s *scope) error {
 }
 
 func (r observer) observePods(ctx context.Context, s *scope) error {
-	pods, err := r.activePods(ctx, s.vm.Namespace, s.vm.Name)
-	s.pods = pods
-	return err
-}
-
-// activePods returns the VM's launcher pods that are neither terminating nor finished,
-// oldest first.
-func (r observer) activePods(ctx context.Context, namespace, vm string) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index.PodVM: vm}); err != nil {
-		return nil, fmt.Errorf("list launcher pods of %s: %w", vm, err)
+	if err := r.reader.List(ctx, &list, client.InNamespace(s.vm.Namespace), client.MatchingFields{index.PodVM: s.vm.Name}); err != nil {
+		return fmt.Errorf("list launcher pods of %s: %w", s.vm.Name, err)
 	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if active(&p) {
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(a, b corev1.Pod) int {
+	slices.SortFunc(list.Items, func(a, b corev1.Pod) int {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
-	return out, nil
+	for _, p := range list.Items {
+		switch {
+		case active(&p):
+			s.pods = append(s.pods, p)
+		case usesAddresses(&p):
+			s.terminating = append(s.terminating, p)
+		}
+	}
+	return nil
 }
 
 // active: a launcher pod that is neither terminating nor finished.
 func active(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	return p.DeletionTimestamp == nil && usesAddresses(p)
+}
+
+// usesAddresses: a launcher pod that has not finished — a terminating one too, whose guest may
+// still be shutting down on its addresses. Deletion and holding decisions count these.
+func usesAddresses(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }

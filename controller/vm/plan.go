@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -112,34 +113,93 @@ func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm 
 	return plan(s), nil
 }
 
-// plan turns the decisions into writes. Pure: a function of the scope only.
-func plan(s *scope) *Plan {
+// plan turns the decisions into writes. Pure: a function of the scope only, which it does not
+// change (it works on a copy).
+func plan(observed *scope) *Plan {
+	s := observed.clone()
 	p := &Plan{}
+	// The namespace controller deletes a terminating namespace's IPAddresses before its VMs;
+	// creating them again would only be refused.
+	creating := s.namespace == nil || s.namespace.DeletionTimestamp == nil
 	for _, it := range s.interfaces {
 		if it.dupOf < 0 && it.decision.Allocation == evaluator.AllocationAuto {
-			if it.auto == nil {
-				p.CreateIPAddresses = append(p.CreateIPAddresses, autoIPAddress(s.vm, it))
-			} else {
+			switch {
+			case it.auto != nil:
 				checkOwner(s, it)
+			case creating:
+				p.CreateIPAddresses = append(p.CreateIPAddresses, autoIPAddress(s.vm, it))
 			}
 		}
 	}
 	vmEntries, _ := entriesFor(s, s.vm, false)
 	p.VMNetworksSpec = networksSpecWrite(s.vm, vmEntries)
-	carried := [][]sdnv1.NetworksSpecEntry{vmEntries}
+	running := vmEntries // what runs after this reconcile: the oldest pod's, else the VM's
 	for i := range s.pods {
 		entries, pending := entriesFor(s, &s.pods[i], true)
 		s.pending = mergePending(s.pending, pending)
-		carried = append(carried, entries)
+		if i == 0 {
+			running = entries
+		}
 		p.Pods = append(p.Pods, PodWrite{Name: s.pods[i].Name, NetworksSpecWrite: networksSpecWrite(&s.pods[i], entries)})
 	}
+	attach(s, running)
 	p.PendingRestart = s.pending
-	p.DeleteIPAddresses = unwanted(s, carried)
 	p.Status = desiredStatus(s)
 	p.StatusChanged = !equality.Semantic.DeepEqual(p.Status, s.vm.Status)
 	p.RetryAfter, p.Deferred = freshPending(s, p)
+	if !p.Deferred { // a deferred plan writes no networks-spec, so it must not delete either
+		p.DeleteIPAddresses = unwanted(s, vmEntries, p.Pods)
+	}
 	p.Interfaces = results(s)
 	return p
+}
+
+// clone copies the scope and its interfaces, so that planning can record what it decides per
+// interface without changing what was observed. Objects are shared: planning never writes them.
+func (s *scope) clone() *scope {
+	c := *s
+	c.interfaces, c.removed = cloneIfaces(s.interfaces), cloneIfaces(s.removed)
+	c.pending = slices.Clone(s.pending)
+	return &c
+}
+
+// cloneIfaces copies each interface of list.
+func cloneIfaces(list []*iface) []*iface {
+	out := make([]*iface, len(list))
+	for i, it := range list {
+		copied := *it
+		out[i] = &copied
+	}
+	return out
+}
+
+// ReasonAwaitingRestart is the NetworkReady reason of an interface the VM is to have but its
+// running launcher pod lacks, because the policy does not allow hot-plugging the change: it is
+// attached at the next restart.
+const ReasonAwaitingRestart = "AwaitingRestart"
+
+// attach records, per interface, the entry it has on what runs after this reconcile (running:
+// the oldest pod's entries, else the VM's), and makes an interface that should be attached but
+// is not there a NetworkReady problem: NetworkReady never says attached while the guest lacks
+// the NIC.
+func attach(s *scope, running []sdnv1.NetworksSpecEntry) {
+	byKey := map[string]*sdnv1.NetworksSpecEntry{}
+	for i := range running {
+		byKey[index.NetworkKey(running[i].Type, running[i].Name)] = &running[i]
+	}
+	for _, it := range s.removed { // a running pod keeps it when its removal waits for a restart
+		it.attached = byKey[it.key]
+	}
+	for _, it := range s.interfaces {
+		if it.dupOf >= 0 {
+			continue
+		}
+		it.attached = byKey[it.key]
+		if it.attached == nil && it.problem == nil && attachedEntry(it) != nil {
+			it.problem = &problem{ReasonAwaitingRestart,
+				"the running VM does not have this interface; it is attached at the next restart (hotplug not allowed)"}
+		}
+	}
 }
 
 // freshPending reports whether every problem is IPAddressPending of an Auto IPAddress created
@@ -184,7 +244,7 @@ func results(s *scope) []InterfaceResult {
 	out := make([]InterfaceResult, 0, len(s.interfaces))
 	for _, it := range s.interfaces {
 		r := InterfaceResult{Index: it.index, Type: string(it.spec.Type), Name: it.spec.Name,
-			Decision: it.decision, Attached: attachedEntry(it) != nil || it.kept, Address: address(it)}
+			Decision: it.decision, Attached: it.attached != nil, Address: address(s, it)}
 		switch {
 		case it.spec.IPAddressName != "":
 			r.IPAddressName = it.spec.IPAddressName
@@ -198,7 +258,7 @@ func results(s *scope) []InterfaceResult {
 	}
 	for _, it := range s.removed {
 		r := InterfaceResult{Index: -1, Type: string(it.spec.Type), Name: it.spec.Name, Removed: true,
-			IPAddressName: it.spec.IPAddressName, Attached: it.kept, Decision: it.decision}
+			IPAddressName: it.spec.IPAddressName, Attached: it.attached != nil, Decision: it.decision}
 		if it.decision.Allocation == evaluator.AllocationAuto {
 			r.IPAddressName = it.autoName
 		}
@@ -242,10 +302,15 @@ func checkOwner(s *scope, it *iface) {
 // unwanted lists this VM's Auto IPAddresses that nothing wants any more. Wanted are: the Auto
 // IPAddress of every interface decided Auto, of every interface whose decision failed, and of
 // every interface whose network is missing (it may come back; the spec still names it); every
-// IPAddress a spec entry names; and every IPAddress the VM or a running pod still carries after
-// this reconcile (a change held back until restart keeps its old address). Only objects
-// controlled by this VM's UID and of type Auto are candidates, whatever their labels say.
-func unwanted(s *scope, carried [][]sdnv1.NetworksSpecEntry) []string {
+// IPAddress a spec entry names; every IPAddress the VM or a running pod carries after this
+// plan's networks-spec writes (a change held back until restart keeps its old address); and
+// every IPAddress a terminating launcher pod carries (vmipam does not write those; the guest
+// may still be shutting down on them). Only objects of type Auto, controlled by this VM's UID
+// and carrying vmipam's interface annotation — that vmipam created — are candidates, whatever
+// their labels say. The reconciler deletes only after the writes succeeded, and checks the
+// candidates once more against the live VM and pods first (see execute); a deferred plan,
+// which writes nothing, deletes nothing.
+func unwanted(s *scope, vmEntries []sdnv1.NetworksSpecEntry, pods []PodWrite) []string {
 	wanted := map[string]bool{}
 	for _, it := range s.interfaces {
 		switch {
@@ -254,6 +319,13 @@ func unwanted(s *scope, carried [][]sdnv1.NetworksSpecEntry) []string {
 			wanted[it.autoName] = true
 		}
 		wanted[it.spec.IPAddressName] = true
+	}
+	carried := [][]sdnv1.NetworksSpecEntry{vmEntries}
+	for _, p := range pods {
+		carried = append(carried, p.Entries)
+	}
+	for i := range s.terminating {
+		carried = append(carried, parseNetworksSpec(s.terminating[i].Annotations[sdnv1.AnnotationNetworksSpec]))
 	}
 	for _, entries := range carried {
 		for _, e := range entries {
@@ -264,15 +336,19 @@ func unwanted(s *scope, carried [][]sdnv1.NetworksSpecEntry) []string {
 	}
 	var out []string
 	for i := range s.owned {
-		ip := &s.owned[i]
-		ref := index.ControllerVM(ip)
-		if wanted[ip.Name] || ref == nil || ref.UID != s.vm.UID || ip.Spec.Type != sdnv1.IPAddressTypeAuto ||
-			ip.DeletionTimestamp != nil {
-			continue
+		if ip := &s.owned[i]; !wanted[ip.Name] && ours(ip, s.vm) && ip.DeletionTimestamp == nil {
+			out = append(out, ip.Name)
 		}
-		out = append(out, ip.Name)
 	}
 	return out
+}
+
+// ours reports whether ip is an Auto IPAddress vmipam created for vm: of type Auto, controlled
+// by vm's UID, with vmipam's interface annotation. Only such an IPAddress is ever deleted.
+func ours(ip *sdnv1.IPAddress, vm *vmv1.VirtualMachine) bool {
+	ref := index.ControllerVM(ip)
+	_, annotated := ip.Annotations[AnnotationInterface]
+	return ref != nil && ref.UID == vm.UID && ip.Spec.Type == sdnv1.IPAddressTypeAuto && annotated
 }
 
 // attachedEntry is the networks-spec entry of an interface that is attached, or nil.
@@ -313,8 +389,12 @@ func sticky(it *iface) bool {
 // change (the interface is then pending a restart); else the desired entry. Interfaces gone
 // from the spec are unplugged.
 func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEntry, []string) {
+	current, configured := obj.GetAnnotations()[sdnv1.AnnotationNetworksSpec]
+	// A pod without any networks-spec started before vmipam configured it: its first
+	// networks-spec is its initial configuration, not a change to a running guest.
+	live = live && configured
 	have := map[string]sdnv1.NetworksSpecEntry{}
-	for _, e := range parseNetworksSpec(obj.GetAnnotations()[sdnv1.AnnotationNetworksSpec]) {
+	for _, e := range parseNetworksSpec(current) {
 		have[index.NetworkKey(e.Type, e.Name)] = e
 	}
 	var out []sdnv1.NetworksSpecEntry
@@ -328,7 +408,7 @@ func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEnt
 		switch {
 		case entryEqual(want, old, had):
 		case want == nil && had && sticky(it):
-			want, it.kept = &old, true
+			want = &old
 		case live && !it.decision.Hotplug:
 			pending = append(pending, it.key)
 			want = nil
@@ -351,7 +431,7 @@ func entriesFor(s *scope, obj client.Object, live bool) ([]sdnv1.NetworksSpecEnt
 func keepRemoved(s *scope, have map[string]sdnv1.NetworksSpecEntry, out []sdnv1.NetworksSpecEntry, pending []string) ([]sdnv1.NetworksSpecEntry, []string) {
 	for _, it := range s.removed {
 		if old, had := have[it.key]; had && !it.decision.Hotplug {
-			out, pending, it.kept = append(out, old), append(pending, it.key), true
+			out, pending = append(out, old), append(pending, it.key)
 		}
 	}
 	return out, pending
@@ -386,6 +466,10 @@ func networksSpecWrite(obj client.Object, entries []sdnv1.NetworksSpecEntry) Net
 	}
 	data, _ := json.Marshal(entries) // plain structs of strings and ints: cannot fail
 	w := NetworksSpecWrite{Entries: entries, value: string(data)}
-	w.Changed = string(data) != current && (len(entries) > 0 || had)
+	// Compare what the annotation says, not its bytes: the virtualization controller writes the
+	// same annotation, and two encodings of the same entries must not make the two rewrite each
+	// other. An unreadable annotation is rewritten.
+	parsed, err := sdnv1.ParseNetworksSpec(current)
+	w.Changed = (err != nil || !sdnv1.NetworksSpecEqual(parsed, entries)) && (len(entries) > 0 || had)
 	return w
 }

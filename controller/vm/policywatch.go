@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -70,6 +71,7 @@ func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPoli
 	}
 	var list vmv1.VirtualMachineList
 	if err := f.r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines after a policy change; they are not re-evaluated", "policy", p.Name)
 		return nil
 	}
 	nsLabels := map[string]labels.Set{}

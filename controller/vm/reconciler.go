@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,7 +50,8 @@ type Reconciler struct {
 	// is decided by the built-in default alone and then flipped back by the real policy.
 	PoliciesLoaded <-chan struct{}
 
-	backoff workqueue.TypedRateLimiter[reconcile.Request]
+	backoffOnce sync.Once
+	backoff     *retryBackoff
 }
 
 // Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
@@ -116,13 +118,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
 // on top of the IPAddress watch, because SDN may not write an event when space frees.
 func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
+	b := r.retries()
 	for _, it := range s.interfaces {
 		if it.problem != nil && it.problem.reason == string(evaluator.ReasonPoolExhausted) {
-			return reconcile.Result{RequeueAfter: r.backoff.When(req)}
+			return reconcile.Result{RequeueAfter: b.next(req, r.now())}
 		}
 	}
-	r.backoff.Forget(req)
+	b.forget(req)
 	return reconcile.Result{}
+}
+
+// retries is the reconciler's backoff, made on first use (also without SetupWithManager).
+func (r *Reconciler) retries() *retryBackoff {
+	r.backoffOnce.Do(func() {
+		r.backoff = &retryBackoff{due: map[reconcile.Request]time.Time{},
+			limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)}
+	})
+	return r.backoff
+}
+
+// retryBackoff spaces the retries of VMs waiting for a pool exponentially. Only a retry that
+// is due makes the next delay grow: a reconcile that an event brings earlier (another VM's
+// IPAddress changed) keeps the schedule, so a busy namespace does not push a waiting VM's
+// retry out to the maximum.
+type retryBackoff struct {
+	mu      sync.Mutex
+	limiter workqueue.TypedRateLimiter[reconcile.Request]
+	due     map[reconcile.Request]time.Time // when the scheduled retry of a VM is
+}
+
+// next returns how long until req's retry at now: what is left of the scheduled one, or, when
+// none is scheduled or it is due, the next exponential step.
+func (b *retryBackoff) next(req reconcile.Request, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if due, ok := b.due[req]; ok && now.Before(due) {
+		return due.Sub(now)
+	}
+	d := b.limiter.When(req)
+	b.due[req] = now.Add(d)
+	return d
+}
+
+// forget resets req's backoff: it no longer waits.
+func (b *retryBackoff) forget(req reconcile.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.due, req)
+	b.limiter.Forget(req)
 }
 
 // maxEventNote is the longest note the API server accepts on an event (events.k8s.io/v1
@@ -140,7 +183,6 @@ func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, actio
 
 // SetupWithManager registers the reconciler and its watches (DESIGN.md §4.5).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = cmp.Or(mgr.GetControllerOptions().MaxConcurrentReconciles, 4)
 	}

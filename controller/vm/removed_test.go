@@ -35,12 +35,14 @@ func removedScope(t *testing.T, set *evaluator.Set) *scope {
 	owned := func(name, network string) sdnv1.IPAddress {
 		ip := *allocatedIP(name, "10.0.0.7")
 		ip.Namespace, ip.OwnerReferences = "ns", []metav1.OwnerReference{vmOwnerRef(vm)}
+		ip.Annotations = map[string]string{AnnotationInterface: "ClusterNetwork/" + network} // made by vmipam
 		ip.Spec = sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: network}}
 		return ip
 	}
 	ipA, ipB := owned(autoA, "a"), owned(autoB, "b")
 	return &scope{vm: vm, set: set, pods: []corev1.Pod{pod}, owned: []sdnv1.IPAddress{ipA, ipB},
-		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"env": "prod"}}},
+		ipAddresses: map[string]*sdnv1.IPAddress{autoA: &ipA, autoB: &ipB},
+		namespace:   &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"env": "prod"}}},
 		interfaces: []*iface{{index: 1, spec: vm.Spec.Networks[1], key: "ClusterNetwork/a", dupOf: -1, autoName: autoA, auto: &ipA,
 			network: &networkInfo{exists: true, ready: true, pool: &sdnv1.PoolRef{Kind: "ClusterIPAddressPool", Name: "p"}}}}}
 }

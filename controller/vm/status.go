@@ -2,18 +2,20 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
-	"github.com/vmipam/vmipam/evaluator"
 )
 
 // Conditions vmipam writes on a VirtualMachine, and their reasons.
@@ -76,7 +78,7 @@ func statusNetworks(s *scope) []vmv1.NetworksStatus {
 		if it := byIndex[i]; it != nil {
 			entry.IPAddress = ""
 			if it.dupOf < 0 {
-				entry.IPAddress = address(it)
+				entry.IPAddress = address(s, it)
 			}
 		}
 		out = append(out, entry)
@@ -97,24 +99,15 @@ func findStatus(list []vmv1.NetworksStatus, typ vmv1.NetworkType, name string, n
 	return nil
 }
 
-// address is the allocated address of an attached interface — also of one a transient problem
-// leaves attached as it was — or "".
-func address(it *iface) string {
-	if it.problem != nil && !it.kept {
+// address is the allocated address of the IPAddress the interface's attached NIC carries —
+// what the guest uses, also when a transient problem or a change held back until restart keeps
+// an older entry than the spec asks for — or "" when the interface is not attached or has no
+// address.
+func address(s *scope, it *iface) string {
+	if it.attached == nil || len(it.attached.IPAddressNames) == 0 {
 		return ""
 	}
-	ip := it.auto
-	switch {
-	case it.decision.Allocation == evaluator.AllocationStatic, it.kept && it.spec.IPAddressName != "":
-		ip = it.static
-	case it.decision.Allocation == evaluator.AllocationAuto, it.kept:
-	default:
-		return ""
-	}
-	if ip == nil || !allocated(ip) {
-		return ""
-	}
-	return ip.Status.Address
+	return addressOf(s.ipAddresses[it.attached.IPAddressNames[0]])
 }
 
 func networkReady(s *scope) metav1.Condition {
@@ -157,38 +150,53 @@ func problemItems(s *scope) []string {
 
 // +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/status,verbs=patch
 
-// writeStatus patches status when the plan changed it, with optimistic locking so that a
-// concurrent writer of other status fields is never overwritten with stale data.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope, p *Plan) error {
+// writeStatus patches status when the plan changed it. The desired status was computed from
+// s.vm, the object observed, so the patch is the difference from s.vm, made with s.vm's
+// resourceVersion as an optimistic lock: never from a copy refreshed by an earlier write of
+// this reconcile, which may carry another writer's newer status that the patch would then undo
+// (cluster-api's patch helper snapshots before any change for the same reason). When this
+// reconcile has written the VM's networks-spec (live is then the object that write returned),
+// the lock is live's resourceVersion only if live's status and generation are still the
+// observed ones; otherwise another writer got in between and the reconcile is retried. Events
+// follow a successful write only, so a conflict retry does not repeat them.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, live *vmv1.VirtualMachine, p *Plan) error {
 	if !p.StatusChanged {
 		return nil
 	}
-	r.announceSkips(s)
-	orig := s.vm.DeepCopy()
-	s.vm.Status = p.Status
-	if err := r.Client.Status().Patch(ctx, s.vm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	base := s.vm.DeepCopy()
+	if live != nil {
+		if live.Generation != s.vm.Generation || !equality.Semantic.DeepEqual(live.Status, s.vm.Status) {
+			return apierrors.NewConflict(vmv1.GroupVersion.WithResource("virtualmachines").GroupResource(), s.vm.Name,
+				errors.New("status or spec changed while networks-spec was written"))
+		}
+		base.ResourceVersion = live.ResourceVersion
+	}
+	desired := base.DeepCopy()
+	desired.Status = p.Status
+	if err := r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
+	r.announceSkips(s, p)
 	return nil
 }
 
 // announceSkips emits one Warning per skipped interface whose item is new since the last
-// NetworkReady, so that a steady state produces no events. The event's reason is the skip
-// reason and its related object the interface's IPAddress, because the events API
-// aggregates by (reason, action, regarding, related) and would otherwise fold different
-// problems into one series.
-func (r *Reconciler) announceSkips(s *scope) {
+// NetworkReady (of the observed VM), so that a steady state produces no events. The event's
+// reason is the skip reason and its related object the interface's IPAddress, because the
+// events API aggregates by (reason, action, regarding, related) and would otherwise fold
+// different problems into one series.
+func (r *Reconciler) announceSkips(s *scope, p *Plan) {
 	prev := ""
 	if c := meta.FindStatusCondition(s.vm.Status.Conditions, ConditionNetworkReady); c != nil && c.Status == metav1.ConditionFalse {
 		prev = c.Message
 	}
-	for _, it := range s.interfaces {
-		if it.problem == nil {
+	for i, res := range p.Interfaces { // one result per observed interface, in the same order
+		if res.Reason == "" {
 			continue
 		}
-		item := fmt.Sprintf("%s: %s: %s", it.key, it.problem.reason, it.problem.message)
+		item := fmt.Sprintf("%s: %s: %s", s.interfaces[i].key, res.Reason, res.Message)
 		if !strings.Contains(prev, item) {
-			r.event(s.vm, relatedIPAddress(it), corev1.EventTypeWarning, it.problem.reason, "Skip", "%s", item)
+			r.event(s.vm, relatedIPAddress(s.interfaces[i]), corev1.EventTypeWarning, res.Reason, "Skip", "%s", item)
 		}
 	}
 }

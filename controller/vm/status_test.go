@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -8,9 +10,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -34,9 +40,11 @@ func statusScope() *scope {
 		{Type: "ClusterNetwork", Name: "gone", IPAddress: "10.0.0.9"},
 	}
 	vm.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: "True", Reason: "AgentReady"}}
-	return &scope{vm: vm, interfaces: []*iface{
+	auto := allocatedIP("v-cn-x", "10.0.0.7")
+	return &scope{vm: vm, ipAddresses: map[string]*sdnv1.IPAddress{auto.Name: auto}, interfaces: []*iface{
 		{index: 1, spec: vm.Spec.Networks[1], key: "ClusterNetwork/x", dupOf: -1,
-			decision: evaluator.Decision{Allocation: evaluator.AllocationAuto}, auto: allocatedIP("v-cn-x", "10.0.0.7")},
+			decision: evaluator.Decision{Allocation: evaluator.AllocationAuto}, auto: auto, autoName: auto.Name,
+			attached: &sdnv1.NetworksSpecEntry{Type: "ClusterNetwork", Name: "x", IPAddressNames: []string{auto.Name}}},
 		{index: 2, spec: vm.Spec.Networks[2], key: "Network/x", dupOf: -1,
 			decision: evaluator.Decision{Allocation: evaluator.AllocationStatic, Skip: true},
 			problem:  &problem{"IPAddressNotFound", "IPAddress s does not exist"}},
@@ -125,19 +133,26 @@ func (r *recordingRecorder) Eventf(_, _ runtime.Object, _, _, _, note string, ar
 	r.notes = append(r.notes, fmt.Sprintf(note, args...))
 }
 
-// TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached: a policy error (or a network
-// flap) does not unplug an interface a pod carries, so status keeps showing its address.
-func TestATransientProblemKeepsTheAddressOfAnInterfaceStillAttached(t *testing.T) {
+// TestStatusShowsTheAddressOfTheAttachedNIC: status describes the NIC the guest has. An
+// interface that a transient problem (a policy error, a network flap) or a change held back
+// until restart leaves with an older entry than the spec asks for shows the address of the
+// IPAddress that entry carries; an interface that is not attached shows none.
+func TestStatusShowsTheAddressOfTheAttachedNIC(t *testing.T) {
 	s := statusScope()
+	s.ipAddresses["ip-a"] = allocatedIP("ip-a", "10.0.0.31")
+	s.ipAddresses["ip-b"] = allocatedIP("ip-b", "10.0.0.32")
 	it := s.interfaces[0]
-	it.decision = evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError}
-	it.problem = &problem{string(evaluator.ReasonPolicyError), "policy p: spec.skipRules[0].expression: no such key: nope"}
-	if got := address(it); got != "" {
-		t.Fatalf("address of a skipped, not kept interface = %q", got)
+	it.spec.IPAddressName = "ip-b"
+	it.static = s.ipAddresses["ip-b"]
+	it.decision = evaluator.Decision{Allocation: evaluator.AllocationStatic, Skip: true, Reason: evaluator.ReasonNetworkNotReady}
+	it.problem = &problem{string(evaluator.ReasonNetworkNotReady), "not ready"}
+	it.attached = &sdnv1.NetworksSpecEntry{Type: "ClusterNetwork", Name: "x", IPAddressNames: []string{"ip-a"}}
+	if got := address(s, it); got != "10.0.0.31" {
+		t.Errorf("address of a kept interface = %q, want ip-a's 10.0.0.31 (the spec's ip-b is not attached)", got)
 	}
-	it.kept = true
-	if got := address(it); got != "10.0.0.7" {
-		t.Errorf("address of a kept interface = %q, want 10.0.0.7", got)
+	it.attached = nil
+	if got := address(s, it); got != "" {
+		t.Errorf("address of an interface that is not attached = %q", got)
 	}
 }
 
@@ -163,5 +178,33 @@ func TestFreshPendingWaitsLongerForSDNsFirstAnswer(t *testing.T) {
 	it.auto.Status.Phase = ""
 	if _, deferred := freshPending(s, &Plan{}); deferred {
 		t.Error("past UnansweredGrace the pending state should be reported")
+	}
+}
+
+// TestSkipWarningsFollowASuccessfulStatusWrite: a Warning announces a new NetworkReady item
+// once the status carrying it is written; a status write that loses a conflict (and is retried)
+// announces nothing, so retries do not repeat events.
+func TestSkipWarningsFollowASuccessfulStatusWrite(t *testing.T) {
+	s := statusScope()
+	s.vm.Namespace, s.vm.ResourceVersion = "ns", "5"
+	p := &Plan{Status: desiredStatus(s), StatusChanged: true, Interfaces: results(s)}
+	conflict := true
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(s.vm.DeepCopy()).WithStatusSubresource(s.vm).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if conflict {
+					return apierrors.NewConflict(vmv1.GroupVersion.WithResource("virtualmachines").GroupResource(), obj.GetName(), errors.New("stale"))
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	rec := &recordingRecorder{}
+	r := &Reconciler{Client: c, APIReader: c, Recorder: rec}
+	if err := r.writeStatus(context.Background(), s, nil, p); !apierrors.IsConflict(err) || len(rec.notes) != 0 {
+		t.Fatalf("conflicting write: error %v, %d events; want the conflict and no event", err, len(rec.notes))
+	}
+	conflict = false
+	if err := r.writeStatus(context.Background(), s, nil, p); err != nil || len(rec.notes) != 1 {
+		t.Errorf("successful write: error %v, events %q; want one Warning for Network/x", err, rec.notes)
 	}
 }

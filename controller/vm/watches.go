@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -58,9 +59,13 @@ func requests(list []vmv1.VirtualMachine) []reconcile.Request {
 	return out
 }
 
+// listVMs lists VMs from the cache as requests. A map function cannot return an error; a
+// failed List (the cache is not synced, an index is missing) is logged, because the events it
+// would have mapped are lost.
 func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list vmv1.VirtualMachineList
 	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines to enqueue; the event is not mapped")
 		return nil
 	}
 	return requests(list.Items)

@@ -289,11 +289,8 @@ func allocationOf(e sdnv1.NetworksSpecEntry, spec vmv1.NetworksSpec) evaluator.A
 func parseSpec(t *testing.T, annotation string) map[string]sdnv1.NetworksSpecEntry {
 	t.Helper()
 	out := map[string]sdnv1.NetworksSpecEntry{}
-	if annotation == "" {
-		return out
-	}
-	var entries []sdnv1.NetworksSpecEntry
-	if err := json.Unmarshal([]byte(annotation), &entries); err != nil {
+	entries, err := sdnv1.ParseNetworksSpec(annotation)
+	if err != nil {
 		t.Fatalf("networks-spec %q: %v", annotation, err)
 	}
 	for _, e := range entries {

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -35,11 +34,7 @@ var _ = Describe("Policy changes", func() {
 			return fmt.Sprint(vm.Annotations[sdnv1.AnnotationNetworksSpec], vm.Status.Networks,
 				meta.FindStatusCondition(vm.Status.Conditions, "NetworkReady"))
 		}
-		Eventually(func() bool { // converged
-			before := owned()
-			time.Sleep(time.Second)
-			return owned() == before
-		}, timeout, interval).Should(BeTrue())
+		settled()
 		before := owned()
 
 		By("a policy that makes gold's interfaces L2 only")

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -21,10 +20,13 @@ import (
 	"github.com/vmipam/vmipam/test/build"
 )
 
-const (
-	timeout  = 30 * time.Second
-	interval = 100 * time.Millisecond
-)
+// timeout bounds every wait of a spec. It is derived from the product's and the stand-ins'
+// timers: the longest a VM's writes may wait for SDN's first answer (vmctrl.UnansweredGrace),
+// plus one lapse of the VM-runtime stand-in's expectations, plus a margin for a loaded machine.
+const timeout = vmctrl.UnansweredGrace + standInExpectationTTL + 15*time.Second
+
+// interval is how often a wait polls.
+const interval = 100 * time.Millisecond
 
 // newNamespace creates a namespace for one spec and returns its name.
 func newNamespace(ctx context.Context) string {
@@ -128,10 +130,8 @@ func onePod(ctx context.Context, ns, vm string) corev1.Pod {
 
 // networksSpec parses an object's networks-spec annotation.
 func networksSpec(o client.Object) []sdnv1.NetworksSpecEntry {
-	var out []sdnv1.NetworksSpecEntry
-	if s := o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]; s != "" {
-		Expect(json.Unmarshal([]byte(s), &out)).To(Succeed())
-	}
+	out, err := sdnv1.ParseNetworksSpec(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec])
+	Expect(err).NotTo(HaveOccurred())
 	return out
 }
 
@@ -147,6 +147,18 @@ func podSpecFor(ctx context.Context, ns, podName, typ, network string) *sdnv1.Ne
 		}
 	}
 	return nil
+}
+
+// onlyPodEntry polls the networks-spec entry for ClusterNetwork network of the VM's launcher
+// pod; nil while the VM has not exactly one pod, or the pod has no such entry.
+func onlyPodEntry(ctx context.Context, ns, vm, network string) func() *sdnv1.NetworksSpecEntry {
+	return func() *sdnv1.NetworksSpecEntry {
+		pods := launcherPods(ctx, ns, vm)
+		if len(pods) != 1 {
+			return nil
+		}
+		return podSpecFor(ctx, ns, pods[0].Name, "ClusterNetwork", network)
+	}
 }
 
 // ipAddresses lists the namespace's IPAddresses.
@@ -188,22 +200,50 @@ func runOperation(ctx context.Context, ns, vm string, typ vmv1.OperationType) {
 // controller-runtime's metrics.
 func reconciles() float64 {
 	GinkgoHelper()
+	return vmControllerMetric("controller_runtime_reconcile_total", "controller")
+}
+
+// vmControllerMetric sums the counters or gauges of the metric family name whose label (the
+// controller's or the work queue's name) is "virtualmachine", over every manager of the process.
+func vmControllerMetric(name, label string) float64 {
+	GinkgoHelper()
 	families, err := ctrlmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "virtualmachine" {
-					total += m.GetCounter().GetValue()
+				if l.GetName() == label && l.GetValue() == "virtualmachine" {
+					total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
 	}
 	return total
+}
+
+// settled waits until the VM controller is idle: no reconcile running, and neither its work
+// queue's depth nor its reconcile count moving over four polls (a second). The depth is
+// compared, not required to be 0, because controller-runtime's workqueue gauges are
+// process-wide by controller name and a manager a spec stopped leaves its last depth behind.
+// Requeues scheduled for later do not count as work; specs that must see them bound reconciles
+// over a window.
+func settled() {
+	GinkgoHelper()
+	var last []string
+	Eventually(func() string {
+		depth := vmControllerMetric("workqueue_depth", "name")
+		active := vmControllerMetric("controller_runtime_active_workers", "controller")
+		state := fmt.Sprintf("queue depth %v, %v reconciles running, %v reconciles so far", depth, active, reconciles())
+		last = append(last, state)
+		if n := len(last); active == 0 && n >= 4 && last[n-1] == last[n-2] && last[n-2] == last[n-3] && last[n-3] == last[n-4] {
+			return "settled"
+		}
+		return state
+	}, 2*timeout, 250*time.Millisecond).Should(Equal("settled"), "the VM controller does not settle")
 }
 
 // condition returns the VM's condition of the given type, or nil.

@@ -32,15 +32,7 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 	BeforeEach(func() {
 		ctx, ns, corp = pooledWorld("10.40.0.0/24", "10.40.0.10-10.40.0.20")
 	})
-	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry {
-		return func() *sdnv1.NetworksSpecEntry {
-			pods := launcherPods(ctx, ns, vm)
-			if len(pods) != 1 {
-				return nil
-			}
-			return podSpecFor(ctx, ns, pods[0].Name, "ClusterNetwork", corp)
-		}
-	}
+	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry { return onlyPodEntry(ctx, ns, vm, corp) }
 
 	It("keeps NICs attached and the holder holding through a network Ready flap", func() {
 		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.40.0.15"))

@@ -3,11 +3,13 @@ package integration
 import (
 	"context"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -39,17 +41,35 @@ var (
 // stop it.
 func startManager(setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
 	GinkgoHelper()
-	return startManagerAs(testEnv.Config, setup)
+	return startManagerWith(testEnv.Config, nil, setup)
 }
 
-// startManagerAs starts a manager authenticated by cfg. Controller names must be unique per
-// process, so every manager skips the name check.
+// startManagerAs starts a manager authenticated by cfg.
 func startManagerAs(cfg *rest.Config, setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
 	GinkgoHelper()
+	return startManagerWith(cfg, nil, setup)
+}
+
+// startManagerWith starts a manager authenticated by cfg, its client wrapped by wrap (nil: not
+// wrapped): a spec's way to put a concurrent writer or a failing API call exactly where the
+// controller writes. Controller names must be unique per process, so every manager skips the
+// name check.
+func startManagerWith(cfg *rest.Config, wrap func(client.Client) client.Client, setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
+	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme,
+	opts := ctrl.Options{Scheme: scheme,
 		Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptrTrue()}})
+		Controller: config.Controller{SkipNameValidation: ptrTrue()}}
+	if wrap != nil {
+		opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(setup(ctx, mgr)).To(Succeed())
 	r := &running{cancel: cancel, done: make(chan struct{})}
@@ -69,12 +89,21 @@ func setupVMIPAM(ctx context.Context, mgr ctrl.Manager) error {
 	return err
 }
 
-// setupStandIns runs the SDN and VM-runtime stand-ins.
+// standInExpectationTTL is how long the VM-runtime stand-in trusts a pod it created or deleted
+// that its cache does not show yet: short, so that a pod created and deleted out of its sight
+// costs a spec seconds, not its timeout.
+const standInExpectationTTL = 2 * time.Second
+
+// setupStandIns runs the SDN and VM-runtime stand-ins; the VM runtime writes the VM status
+// (phase, macAddress, its Running condition) concurrently with vmipam.
 func setupStandIns(_ context.Context, mgr ctrl.Manager) error {
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return vmruntime.New(nil).SetupWithManager(mgr)
+	runtime := vmruntime.New(nil)
+	runtime.ReportGuest = true
+	runtime.ExpectationTTL = standInExpectationTTL
+	return runtime.SetupWithManager(mgr)
 }
 
 // startVMIPAM (re)starts the vmipam controller of the suite, as the chart's ServiceAccount.
@@ -82,6 +111,20 @@ func startVMIPAM() {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	vmipamMgr = startManagerAs(vmipamConfig, setupVMIPAM)
+}
+
+// swapVMIPAM stops the suite's vmipam controller and runs one whose client is wrapped by wrap
+// instead, until the spec ends.
+func swapVMIPAM(wrap func(client.Client) client.Client) {
+	GinkgoHelper()
+	stopVMIPAM()
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	swapped := startManagerWith(vmipamConfig, wrap, setupVMIPAM)
+	DeferCleanup(func() {
+		swapped.stop()
+		startVMIPAM()
+	})
 }
 
 // stopVMIPAM stops the vmipam controller of the suite; the stand-ins keep running.

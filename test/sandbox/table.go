@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -130,7 +129,6 @@ func dash(s string) string {
 }
 
 func parseSpec(s string) []sdnv1.NetworksSpecEntry {
-	var out []sdnv1.NetworksSpecEntry
-	_ = json.Unmarshal([]byte(s), &out) // unreadable shows as nothing attached
+	out, _ := sdnv1.ParseNetworksSpec(s) // unreadable shows as nothing attached
 	return out
 }

@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
 // Annotations through which the VM side and SDN talk about a launcher pod's additional NICs.
 const (
 	// AnnotationNetworksSpec holds a JSON list of NetworksSpecEntry, one per attached
@@ -49,4 +55,32 @@ type IPAddressConfig struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
 	Network string `json:"network"`
+}
+
+// ParseNetworksSpec decodes the value of a networks-spec annotation. An empty value is an
+// empty list; a value that is not a JSON list of entries is an error naming the annotation.
+// It is the one parser of the annotation: vmipam, its indexes and the SDN stand-in all read
+// it through here, so that they agree on what an object carries.
+func ParseNetworksSpec(value string) ([]NetworksSpecEntry, error) {
+	if value == "" {
+		return nil, nil
+	}
+	var out []NetworksSpecEntry
+	if err := json.Unmarshal([]byte(value), &out); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationNetworksSpec, err)
+	}
+	return out, nil
+}
+
+// Equal reports whether e and o describe the same NIC, field by field; a nil and an empty
+// IPAddressNames are the same.
+func (e NetworksSpecEntry) Equal(o NetworksSpecEntry) bool {
+	return e.ID == o.ID && e.Type == o.Type && e.Name == o.Name && e.IfName == o.IfName &&
+		e.IPAssignmentMode == o.IPAssignmentMode && slices.Equal(e.IPAddressNames, o.IPAddressNames)
+}
+
+// NetworksSpecEqual reports whether two lists of entries are the same, in order: what two
+// encodings of the annotation that differ only in key order or spacing parse to.
+func NetworksSpecEqual(a, b []NetworksSpecEntry) bool {
+	return slices.EqualFunc(a, b, NetworksSpecEntry.Equal)
 }

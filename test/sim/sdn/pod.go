@@ -125,10 +125,9 @@ func networksSpec(pod *corev1.Pod) ([]sdnv1.NetworksSpecEntry, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	var spec []sdnv1.NetworksSpecEntry
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return nil, false, reconcile.TerminalError(fmt.Errorf("pod %s: annotation %s: %w",
-			klog.KObj(pod), sdnv1.AnnotationNetworksSpec, err))
+	spec, err := sdnv1.ParseNetworksSpec(raw)
+	if err != nil {
+		return nil, false, reconcile.TerminalError(fmt.Errorf("pod %s: %w", klog.KObj(pod), err))
 	}
 	return spec, true, nil
 }

@@ -8,10 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// expectationTTL is how long a pod the stand-in created (deleted) counts as present (gone)
-// while the cache does not show it yet. The cache normally catches up within milliseconds; the
-// TTL only bounds the case where the pod's creation and deletion both happened out of sight.
-const expectationTTL = 30 * time.Second
+// DefaultExpectationTTL is how long a pod the stand-in created (deleted) counts as present
+// (gone) while the cache does not show it yet, unless Simulator.ExpectationTTL says otherwise.
+// The cache normally catches up within milliseconds; the TTL only bounds the case where the
+// pod's creation and deletion both happened out of sight.
+const DefaultExpectationTTL = 10 * time.Second
 
 // expectation is a pod the stand-in created or deleted, and when.
 type expectation struct {
@@ -24,6 +25,8 @@ type expectation struct {
 // the cache never creates a second pod or brings back a deleted one. Its zero value is ready to
 // use; it is safe for concurrent use.
 type expectations struct {
+	// ttl is how long an expectation holds; DefaultExpectationTTL when 0.
+	ttl     time.Duration
 	mu      sync.Mutex
 	created map[types.NamespacedName]map[string]expectation
 	deleted map[types.NamespacedName]map[string]expectation
@@ -62,6 +65,7 @@ func record(m map[types.NamespacedName]map[string]expectation, vm types.Namespac
 func (e *expectations) apply(vm types.NamespacedName, cached []corev1.Pod, now time.Time) []corev1.Pod {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	expectationTTL := e.lifetime()
 	inCache := make(map[string]types.UID, len(cached))
 	for _, p := range cached {
 		inCache[p.Name] = p.UID
@@ -94,4 +98,27 @@ func forgetEmpty(m map[types.NamespacedName]map[string]expectation, vm types.Nam
 	if len(m[vm]) == 0 {
 		delete(m, vm)
 	}
+}
+
+// lifetime is ttl, or DefaultExpectationTTL when ttl is 0.
+func (e *expectations) lifetime() time.Duration {
+	if e.ttl == 0 {
+		return DefaultExpectationTTL
+	}
+	return e.ttl
+}
+
+// left returns how long the longest-lived expectation of vm still holds at now, 0 when it has
+// none: the VM must be looked at again by then, when the cache has caught up or the expectation
+// lapsed, since no event may come (a pod created and deleted out of the cache's sight).
+func (e *expectations) left(vm types.NamespacedName, now time.Time) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out time.Duration
+	for _, m := range []map[types.NamespacedName]map[string]expectation{e.created, e.deleted} {
+		for _, x := range m[vm] {
+			out = max(out, e.lifetime()-now.Sub(x.at))
+		}
+	}
+	return out
 }

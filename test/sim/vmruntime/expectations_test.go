@@ -3,6 +3,7 @@ package vmruntime
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,5 +86,29 @@ func TestLaggingCacheDoesNotBringBackADeletedPod(t *testing.T) {
 	reconcileVM(t, s, "vm")
 	if n := realPods(t, truth); n != 1 {
 		t.Errorf("launcher pods after a start with the deleted pod still cached = %d, want 1", n)
+	}
+}
+
+// TestAPodCreatedAndDeletedOutOfSightIsRecreatedWhenTheExpectationLapses: the stand-in created
+// a pod that someone deleted before its cache saw either; the expectation says the pod runs, so
+// the VM must be looked at again when it lapses — no event would come — and then gets a pod.
+func TestAPodCreatedAndDeletedOutOfSightIsRecreatedWhenTheExpectationLapses(t *testing.T) {
+	s, clk := newSim(t, newVM("vm"))
+	s.expect.ttl = 3 * time.Second
+	truth := frozenPodCache(t, s) // the cache never shows the pod
+	if res := reconcileVM(t, s, "vm"); res.RequeueAfter != 3*time.Second {
+		t.Fatalf("after creating a pod the cache does not show: requeue after %v, want the TTL", res.RequeueAfter)
+	}
+	if err := truth.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	if res := reconcileVM(t, s, "vm"); res.RequeueAfter != 2*time.Second || realPods(t, truth) != 0 {
+		t.Fatalf("within the TTL: requeue after %v, %d pods; want 2s and none yet", res.RequeueAfter, realPods(t, truth))
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	reconcileVM(t, s, "vm")
+	if n := realPods(t, truth); n != 1 {
+		t.Errorf("launcher pods once the expectation lapsed = %d, want 1", n)
 	}
 }

@@ -56,6 +56,15 @@ type Simulator struct {
 	// MigrationDuration is how long source and target pod of a migration run side by side; a
 	// migration completes in one step when it is 0.
 	MigrationDuration time.Duration
+	// ReportGuest makes the stand-in write the VM status as the virtualization controller does
+	// beside phase and macAddress: condition ConditionRunning, which changes whenever SDN
+	// answers a launcher pod — concurrently with vmipam's own status writes. Suites keep it on
+	// so that vmipam is tested against another writer of the same status.
+	ReportGuest bool
+	// ExpectationTTL is how long a pod the stand-in created (deleted) counts as present (gone)
+	// while its cache does not show it; DefaultExpectationTTL when 0. A VM with such a pod is
+	// reconciled again when it expires.
+	ExpectationTTL time.Duration
 
 	// locks holds one *sync.Mutex per VM (namespace/name): the VM and operation controllers
 	// never work on the same VM at once, while different VMs proceed in parallel.
@@ -91,6 +100,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	if s.Reader == nil {
 		s.Reader = mgr.GetAPIReader()
 	}
+	s.expect.ttl = s.ExpectationTTL
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexVMName, vmNameOf); err != nil {
 		return fmt.Errorf("setting up the VM runtime stand-in: indexing launcher pods: %w", err)
 	}

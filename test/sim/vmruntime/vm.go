@@ -2,17 +2,21 @@ package vmruntime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
@@ -41,7 +45,14 @@ func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return requeueOnConflict(s.writeStatus(ctx, vm, phaseOf(shouldRun(vm), pods)))
+	if s.ReportGuest {
+		setRunning(vm, pods)
+	}
+	res, err := requeueOnConflict(s.writeStatus(ctx, vm, phaseOf(shouldRun(vm), pods)))
+	if left := s.expect.left(req.NamespacedName, s.now()); err == nil && res.RequeueAfter == 0 && left > 0 {
+		res.RequeueAfter = left // look again when the expectations lapse: no event may come
+	}
+	return res, err
 }
 
 // shouldRun reports whether vm's run policy, with the power state operations left on it, wants
@@ -102,6 +113,26 @@ func phaseOf(run bool, pods []corev1.Pod) virtv1.Phase {
 	default:
 		return virtv1.PhaseStopped
 	}
+}
+
+// ConditionRunning is the condition the stand-in writes in ReportGuest mode, as the
+// virtualization controller reports its guest: True while a launcher pod runs, its message
+// naming the pod and how many NICs SDN has configured on it (from networks-status).
+const ConditionRunning = "Running"
+
+// setRunning sets ConditionRunning on vm from its launcher pods (oldest first). It changes
+// whenever SDN answers a pod's networks-spec — the moment vmipam writes the VM's status too.
+func setRunning(vm *virtv1.VirtualMachine, pods []corev1.Pod) {
+	c := metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionFalse, Reason: "NoLauncherPod",
+		Message: "no launcher pod runs", ObservedGeneration: vm.Generation}
+	if len(pods) > 0 {
+		pod := pods[len(pods)-1]
+		var nics []sdnv1.NetworksStatusEntry
+		_ = json.Unmarshal([]byte(pod.Annotations[sdnv1.AnnotationNetworksStatus]), &nics) // absent or unreadable: none
+		c.Status, c.Reason = metav1.ConditionTrue, "LauncherPodRunning"
+		c.Message = fmt.Sprintf("launcher pod %s runs with %d additional NICs configured", pod.Name, len(nics))
+	}
+	meta.SetStatusCondition(&vm.Status.Conditions, c)
 }
 
 // writeStatus sets vm's status.phase and the entries of status.networks the stand-in owns, and
