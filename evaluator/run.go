@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -352,11 +354,15 @@ func (a *activation) ResolveName(name string) (any, bool) {
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// variableTrace renders the evaluated variables of every policy, by policy name.
+// variableTrace renders the evaluated variables of every policy, by policy name, drawing
+// the formatting on what the decision left of the interface budget (it is work on CEL values that CEL's cost accounting
+// does not see). Once the budget is spent the values are cut short ("…"); the decision is
+// already made and does not depend on it, so that the controller (which never asks for a
+// trace) and the dry run decide alike.
 func (r *run) variableTrace() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	for name, a := range r.acts {
-		if vars := a.variableTrace(); vars != nil {
+	for _, name := range slices.Sorted(maps.Keys(r.acts)) {
+		if vars := r.acts[name].variableTrace(r); vars != nil {
 			out[name] = vars
 		}
 	}
@@ -366,13 +372,15 @@ func (r *run) variableTrace() map[string]map[string]string {
 	return out
 }
 
-func (a *activation) variableTrace() map[string]string {
+func (a *activation) variableTrace(r *run) map[string]string {
 	if len(a.values) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(a.values))
-	for k, v := range a.values {
-		out[k] = formatValue(v)
+	for _, k := range slices.Sorted(maps.Keys(a.values)) {
+		s, cost := formatValue(a.values[k], max(r.budget-r.spent, 0))
+		r.spent += cost
+		out[k] = s
 	}
 	return out
 }

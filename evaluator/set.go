@@ -54,8 +54,11 @@ func (s *Set) Policies() []string {
 
 // Options tune one Decide call.
 type Options struct {
-	// Explain records the input in Trace.Input and the replaced rules in Trace.Replaced
-	// (dry-run and CLI); the controller leaves it off.
+	// Explain records the input in Trace.Input, the evaluated variables in Trace.Variables
+	// and the replaced rules in Trace.Replaced (dry-run and CLI); the controller leaves it
+	// off, so that it never spends time formatting what nobody reads. Formatting the
+	// variables draws on what the decision left of the interface budget (it is not part of
+	// Decision.Cost, which is the same with or without Explain).
 	Explain bool
 }
 
@@ -81,8 +84,8 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		explain: opts.Explain}
 	d := s.decide(r)
 	d.Cost = r.spent
-	d.Trace.Variables = r.variableTrace()
 	if opts.Explain {
+		d.Trace.Variables = r.variableTrace()
 		d.Trace.Input = &in
 	}
 	return d
