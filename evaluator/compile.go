@@ -420,10 +420,10 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
 		return program{path: path.String()}, nil
 	}
-	if est.Max > cc.c.limits.StaticCostLimit {
+	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
-			"estimated worst-case cost %d exceeds the limit %d (iterate over fewer or bounded lists)",
-			est.Max, cc.c.limits.StaticCostLimit)))
+			"estimated worst-case cost %d exceeds the %s limit %d (iterate over fewer or bounded lists)",
+			est.Max, kind, limit)))
 		return program{path: path.String()}, nil
 	}
 	prog, err := env.Program(checked)

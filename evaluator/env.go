@@ -1,9 +1,7 @@
 package evaluator
 
 import (
-	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -65,13 +63,6 @@ type sizeEstimator struct{}
 
 var _ checker.CostEstimator = sizeEstimator{}
 
-// Bounds for strings and collections whose field carries no maxSize tag: map keys are
-// qualified names (Kubernetes: 317 characters); other elements DNS-1123 names (253).
-const (
-	defaultKeySize  = 317
-	defaultElemSize = 253
-)
-
 // EstimateSize implements checker.CostEstimator from the maxSize tags of input.go.
 func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
@@ -88,11 +79,11 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if !ok {
 		return nil
 	}
-	bound := uint64(0)
+	bound, elem := uint64(0), uint64(defaultElemSize)
 	for _, step := range path[1:] {
 		switch step {
 		case "@items", "@values":
-			t, bound = t.Elem(), defaultElemSize
+			t, bound = t.Elem(), elem
 		case "@keys":
 			t, bound = t.Key(), defaultKeySize
 		default:
@@ -100,14 +91,7 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 			if !found {
 				return nil
 			}
-			t, bound = f.Type, 0
-			if tag := f.Tag.Get("maxSize"); tag != "" {
-				v, err := strconv.ParseUint(tag, 10, 64)
-				if err != nil {
-					panic(fmt.Sprintf("evaluator: bad maxSize tag on %s: %v", f.Name, err))
-				}
-				bound = v
-			}
+			t, bound, elem = f.Type, sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)
 		}
 	}
 	switch t.Kind() {

@@ -10,10 +10,13 @@ import "time"
 // expressions never fail on a missing key; has() is not needed. Nil maps and lists are
 // treated as empty.
 //
-// The `maxSize` tags bound strings (characters) and lists and maps (entries) for the static
-// cost estimate (see limits.go); they come from the Kubernetes limits on the source fields
-// (DNS-1123 names 253, label values 63, qualified keys 317). Inputs larger than declared are
-// still evaluated: the runtime cost limit, not the estimate, guards them.
+// The `maxSize` tags bound strings (characters) and lists and maps (entries), `elemMaxSize`
+// the elements of a list or the values of a map (default 253), for the static cost estimate
+// (see limits.go); they come from the Kubernetes limits on the source fields (DNS-1123 names
+// 253, label values 63, qualified keys 317, annotations 256 KiB). Counts the API server does
+// not bound (labels, annotations, holders) are ours. Decide refuses an input beyond them
+// (bounds.go) with a PolicyError naming the field, so that an expression that compiles cannot
+// exceed the per-call limit.
 type Input struct {
 	// VM is the VirtualMachine the interface belongs to (CEL: vm).
 	VM VM `json:"vm"`
@@ -42,7 +45,7 @@ type VM struct {
 	// Labels are metadata.labels; in CEL they iterate in key order.
 	Labels map[string]string `json:"labels" maxSize:"64"`
 	// Annotations are metadata.annotations; in CEL they iterate in key order.
-	Annotations map[string]string `json:"annotations" maxSize:"64"`
+	Annotations map[string]string `json:"annotations" maxSize:"64" elemMaxSize:"262144"`
 	// Phase is status.phase: Pending, Starting, Running, Stopping, Stopped, Migrating, ….
 	Phase string `json:"phase" maxSize:"32"`
 	// CreationTimestamp is metadata.creationTimestamp (a CEL timestamp).

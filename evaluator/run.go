@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -274,7 +275,10 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	}
 	v, det, err := prog.prog.ContextEval(r.ctx, act)
 	if det != nil && det.ActualCost() != nil {
-		r.spent += int64(*det.ActualCost())
+		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+	} else if err == nil {
+		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
+		err = errors.New("no runtime cost reading (cost tracking off)")
 	}
 	if err == nil && types.IsError(v) {
 		err, _ = v.Value().(error)

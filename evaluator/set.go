@@ -82,7 +82,13 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	defer cancel()
 	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
 		explain: opts.Explain}
-	d := s.decide(r)
+	var d Decision
+	if err := in.checkBounds(); err != nil {
+		d = (&policyError{s.layers[len(s.layers)-1], "input",
+			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
+	} else {
+		d = s.decide(r)
+	}
 	d.Cost = r.spent
 	if opts.Explain {
 		d.Trace.Variables = r.variableTrace()
