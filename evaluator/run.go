@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -86,13 +87,18 @@ func (r *run) allocate(enforce []*Policy, d *Decision) *policyError {
 		if err != nil {
 			return err
 		}
-		s, _ := v.Value().(string)
+		s, isString := v.Value().(string)
 		switch {
+		case !isString:
+			// Formatted within bounds: the value may be a list of millions built for one unit.
+			shown, _ := formatValue(v, maxTraceValueLength)
+			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %s (%s), want one of the strings Auto, Static, None, Pass",
+				shown, v.Type().TypeName())}
 		case s == AllocationPass:
 			d.Trace.Passed = append(d.Trace.Passed, p.Name)
 			continue
 		case !validAllocation(s):
-			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %q, want one of Auto, Static, None, Pass", s)}
+			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %q, want one of Auto, Static, None, Pass", truncate(s))}
 		}
 		d.Allocation, d.Provenance.Allocation = Allocation(s), p.Name
 		return nil
@@ -238,9 +244,20 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	case len(s) > maxMessageLength:
 		return &policyError{p, rule.messageProgram.path,
 			fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
+	case strings.ContainsFunc(s, unicode.IsControl):
+		// As Kubernetes refuses a multi-line messageExpression result: a line break or other
+		// control character could forge lines in events and logs.
+		return &policyError{p, rule.messageProgram.path, errors.New("message contains a line break or control character")}
+	case strings.Contains(s, messageSeparator):
+		return &policyError{p, rule.messageProgram.path,
+			fmt.Errorf("message contains %q, which separates the items of the NetworkReady message", messageSeparator)}
 	}
 	return nil
 }
+
+// messageSeparator separates the per-interface items of the NetworkReady message; a
+// message holding it would read as two items.
+const messageSeparator = "; "
 
 func valueString(v ref.Val) (string, bool) {
 	if v == nil {
