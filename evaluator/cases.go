@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,9 @@ import (
 //	    interface: {type: ClusterNetwork, name: shared, ipAddressName: web}
 //	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks,
 //	           provenance: {allocation: default, skip: tenant-networks, hotplug: default}}
+//
+// A case no policy of the suite matches (only the built-in default decides) fails unless it
+// expects `noPolicyMatched: true`; a passing case names the policy that decided.
 //
 // A case's input is applied over the defaults field by field: objects and maps merge, lists
 // and scalars replace, null clears a map or list. Only the expectations given are checked.
@@ -99,6 +103,11 @@ type Expectation struct {
 	// Audit maps an Audit-mode policy's name to what it must have recorded (an evaluation
 	// error reads as a PolicyError skip with AllocationUnknown).
 	Audit map[string]Expectation `json:"audit,omitempty"`
+	// NoPolicyMatched: true when no policy of the suite may match the input (only the
+	// built-in default decides), false when one must. When a suite has policies and none of
+	// them matched a case, the case fails unless it expects this: a case that passes only
+	// because the built-in default happens to agree tests nothing of the suite.
+	NoPolicyMatched *bool `json:"noPolicyMatched,omitempty"`
 }
 
 // ProvenanceExpectation is what Decision.Provenance must be; absent fields are not checked.
@@ -121,13 +130,19 @@ type CaseResult struct {
 // Passed says whether every expectation held.
 func (r CaseResult) Passed() bool { return len(r.Diffs) == 0 }
 
-// String renders the result as "PASS name" or "FAIL name" followed by one indented line
-// per diff.
+// String renders the result as "PASS name (decided by <policy>)" or "FAIL name" followed
+// by one indented line per diff.
 func (r CaseResult) String() string {
 	if r.Passed() {
-		return "PASS " + r.Name
+		return fmt.Sprintf("PASS %s (decided by %s)", r.Name, cmp.Or(r.Decision.Policy, "no policy"))
 	}
 	return "FAIL " + r.Name + "\n    " + strings.Join(r.Diffs, "\n    ")
+}
+
+// suiteMatched reports whether a policy other than the built-in default matched: d.Trace.Matched
+// lists the matching policies, the built-in one as BuiltinPolicy.
+func suiteMatched(d Decision) bool {
+	return slices.ContainsFunc(d.Trace.Matched, func(p string) bool { return p != BuiltinPolicy })
 }
 
 // ParseSuite decodes a suite file strictly (an unknown field is an error) and checks that
@@ -251,7 +266,7 @@ func (e Expectation) checkAllocations(path string) error {
 
 func (e Expectation) empty() bool {
 	return e.Allocation == nil && e.Skip == nil && e.Reason == nil && e.Rule == nil && e.Policy == nil &&
-		e.Hotplug == nil && e.Provenance == nil && e.MessageContains == "" && len(e.Audit) == 0
+		e.Hotplug == nil && e.Provenance == nil && e.MessageContains == "" && len(e.Audit) == 0 && e.NoPolicyMatched == nil
 }
 
 // CaseInput is the Input of case i: the suite's defaults with the case's input applied.
@@ -333,8 +348,16 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 			results[i].Diffs = []string{err.Error()}
 			continue
 		}
-		results[i].Decision = set.Decide(ctx, in, Options{Explain: true})
-		results[i].Diffs = tc.Expect.diff(results[i].Decision)
+		d := set.Decide(ctx, in, Options{Explain: true})
+		results[i].Decision, results[i].Diffs = d, tc.Expect.diff(d)
+		switch matched := suiteMatched(d); {
+		case tc.Expect.NoPolicyMatched != nil && *tc.Expect.NoPolicyMatched == matched:
+			results[i].Diffs = append(results[i].Diffs, fmt.Sprintf("noPolicyMatched: got %t, want %t (matched: %v)",
+				!matched, matched, d.Trace.Matched))
+		case tc.Expect.NoPolicyMatched == nil && !matched && len(s.Loaded) > 0:
+			results[i].Diffs = append(results[i].Diffs, "noPolicyMatched: no policy of the suite matched (the built-in default decided); "+
+				"expect noPolicyMatched: true if that is what the case means")
+		}
 	}
 	return results, nil
 }

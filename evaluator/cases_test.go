@@ -116,7 +116,7 @@ cases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !results[0].Passed() || results[0].String() != "PASS passes" {
+	if !results[0].Passed() || results[0].String() != "PASS passes (decided by only-web)" {
 		t.Errorf("first case: %s", results[0])
 	}
 	want := `FAIL fails
@@ -182,5 +182,44 @@ func TestLoadSuiteRejectsMissingPolicyFiles(t *testing.T) {
 	fsys := fstest.MapFS{"suite.yaml": {Data: []byte(suiteHeader + "policies: [none/*.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")}}
 	if _, err := evaluator.LoadSuite(fsys, "suite.yaml"); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
 		t.Errorf("LoadSuite error = %v, want the missing pattern named", err)
+	}
+}
+
+// A case that no policy of the suite matched passes only when it says so: before, it printed
+// PASS whenever the built-in default happened to agree.
+func TestRunSuiteFailsACaseNoSuitePolicyMatchedUnlessExpected(t *testing.T) {
+	fsys := fstest.MapFS{
+		"policies/web.yaml": {Data: []byte(testPolicy)},
+		"cases/web.yaml": {Data: []byte(suiteHeader + `
+policies: [../policies/*.yaml]
+defaults:
+  vm: {name: db-1, labels: {app: db}}
+  interface: {index: 1, type: ClusterNetwork, name: corp}
+cases:
+- name: silently default
+  expect: {skip: true}
+- name: meant
+  expect: {skip: true, noPolicyMatched: true}
+- name: wrongly expected
+  input: {vm: {labels: {app: web}}}
+  expect: {noPolicyMatched: true}
+`)},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0].Passed() || !strings.Contains(results[0].String(), "noPolicyMatched: no policy of the suite matched") {
+		t.Errorf("first case: %s, want a failure naming noPolicyMatched", results[0])
+	}
+	if !results[1].Passed() || !strings.HasPrefix(results[1].String(), "PASS meant (decided by builtin:") {
+		t.Errorf("second case: %s, want PASS decided by a built-in policy", results[1])
+	}
+	if results[2].Passed() || !strings.Contains(results[2].String(), "noPolicyMatched: got false, want true") {
+		t.Errorf("third case: %s, want noPolicyMatched to fail", results[2])
 	}
 }

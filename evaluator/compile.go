@@ -420,10 +420,13 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
 		return program{path: path.String()}, nil
 	}
-	if est.Max > cc.c.limits.StaticCostLimit {
+	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
+		hint := "iterate over fewer or bounded lists"
+		if unbounded := unboundedRanges(checked.NativeRep().Expr()); len(unbounded) > 0 {
+			hint = "the size of " + strings.Join(unbounded, ", ") + " is unbounded: iterate over a declared input, a variable or a literal list"
+		}
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
-			"estimated worst-case cost %d exceeds the limit %d (iterate over fewer or bounded lists)",
-			est.Max, cc.c.limits.StaticCostLimit)))
+			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil
 	}
 	prog, err := env.Program(checked)

@@ -219,8 +219,8 @@ func TestCompileAccepts(t *testing.T) {
 		}},
 		{"only hotplug", func(p *v1alpha1.ClusterIPAMPolicy) { noAllocation(p); hotplug("true")(p) }},
 		{"only a skip rule", func(p *v1alpha1.ClusterIPAMPolicy) { noAllocation(p); skipRule("r", "false", "Never", "", "")(p) }},
-		{"a nested comprehension over a bounded list", matchCondition("m",
-			"vm.labels.all(a, vm.labels.all(b, a == b || vm.labels[a] != vm.labels[b]))")},
+		{"a comprehension over a bounded map", matchCondition("m",
+			"vm.labels.all(a, namespaceObject.labels[?a].orValue('') != vm.labels[a])")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,9 +23,9 @@ func compilerWith(t testing.TB, l evaluator.Limits) *evaluator.Compiler {
 }
 
 func TestLimitsZeroFieldsTakeTheDefaults(t *testing.T) {
-	got := compilerWith(t, evaluator.Limits{PerCallCostLimit: 42}).Limits()
+	got := compilerWith(t, evaluator.Limits{CheckFrequency: 42}).Limits()
 	want := evaluator.DefaultLimits
-	want.PerCallCostLimit = 42
+	want.CheckFrequency = 42
 	if got != want {
 		t.Errorf("Limits() = %+v, want %+v", got, want)
 	}
@@ -47,7 +47,8 @@ func TestStaticCostEstimate(t *testing.T) {
 		expr   string
 		reject bool
 	}{
-		{"nested over a bounded map is accepted", 0, nested("vm.labels"), false},
+		{"a single pass over a bounded map is accepted", 0, "vm.labels.all(a, vm.labels[a] != '')", false},
+		{"nested over a bounded map exceeds the per-call limit", 0, nested("vm.labels"), true},
 		{"nested over an unbounded list is rejected", 0, nested("vm.name.split(',')"), true},
 		{"nested over dyn is rejected", 0, nested("dyn(vm.labels)"), true},
 		{"nested over holders.vms exceeds the default limit", 0, nested("holders.vms"), true},
@@ -58,7 +59,7 @@ func TestStaticCostEstimate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := compilerWith(t, evaluator.Limits{StaticCostLimit: tc.limit})
+			c := compilerWith(t, evaluator.Limits{StaticCostLimit: tc.limit, PerCallCostLimit: tc.limit})
 			p := newPolicy("p", variable("l", "holders.vms"), skipRule("r", tc.expr, "Dup", "", ""))
 			_, errs := c.Compile(p, nil)
 			rejected := len(errs) == 1 && errs[0].Field == "spec.skipRules[0].expression" &&
@@ -70,8 +71,7 @@ func TestStaticCostEstimate(t *testing.T) {
 	}
 }
 
-// lotsOfHolders is an input whose holders.vms is far larger than declared: the static
-// estimate cannot see it, so only the runtime limits guard the evaluation.
+// lotsOfHolders is an input whose holders.vms has n names (at most 256 are within bounds).
 func lotsOfHolders(n int) evaluator.Input {
 	in := pooledAuto()
 	for i := range n {
@@ -80,29 +80,38 @@ func lotsOfHolders(n int) evaluator.Input {
 	return in
 }
 
+// bigVariable declares v0 … v<n>, each the previous list concatenated with itself: v<n> holds
+// 16·2ⁿ ints at a CEL cost of n. The static estimate assumes a variable holds at most 1024
+// entries, so only the runtime limits guard a scan over a larger one.
+func bigVariable(n int) []policyOption {
+	opts := []policyOption{variable("v0", "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]")}
+	for i := 1; i <= n; i++ {
+		opts = append(opts, variable(fmt.Sprintf("v%d", i), fmt.Sprintf("variables.v%d + variables.v%d", i-1, i-1)))
+	}
+	return opts
+}
+
 func TestRuntimeLimitsAreErrors(t *testing.T) {
 	unlimited := evaluator.Limits{StaticCostLimit: 1 << 62, PerCallCostLimit: 1 << 62,
 		InterfaceCostBudget: 1 << 62, Deadline: time.Hour}
 	perCall, budget, deadline := unlimited, unlimited, unlimited
-	perCall.PerCallCostLimit = 1000
+	perCall.PerCallCostLimit = 10_000
 	budget.InterfaceCostBudget = 1000
 	deadline.Deadline = time.Millisecond
-	scan := "holders.vms.all(v, v != vm.name)"
+	scan := func(n int) string { return fmt.Sprintf("variables.v%d.all(x, x >= 0)", n) }
 	cases := []struct {
 		name   string
 		limits evaluator.Limits
 		opts   []policyOption
-		in     evaluator.Input
 		detail string
 	}{
-		{"the per-call cost limit", perCall, []policyOption{matchCondition("m", scan)},
-			lotsOfHolders(1000), "actual cost limit exceeded"},
+		{"the per-call cost limit", perCall, append(bigVariable(10), matchCondition("m", scan(10))),
+			"actual cost limit exceeded"},
 		{"the interface cost budget, over several cheap expressions", budget,
-			[]policyOption{matchCondition("m1", scan), matchCondition("m2", scan), matchCondition("m3", scan)},
-			lotsOfHolders(200), "interface cost budget 1000 exceeded"},
-		{"the deadline, inside a long comprehension", deadline,
-			[]policyOption{matchCondition("m", "holders.vms.all(a, holders.vms.all(b, a != b || a == b))")},
-			lotsOfHolders(5000), "operation interrupted: context deadline exceeded"},
+			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
+			"interface cost budget 1000 exceeded"},
+		{"the deadline, inside a long comprehension", deadline, append(bigVariable(20), matchCondition("m", scan(20))),
+			"context deadline exceeded"}, // "operation interrupted: …" inside, "not evaluated: …" when it expired before
 	}
 	for _, tc := range cases {
 		for _, fp := range []v1alpha1.FailurePolicy{v1alpha1.FailurePolicyFail, v1alpha1.FailurePolicyIgnore} {
@@ -111,7 +120,7 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 				p := newPolicy("heavy", append(tc.opts, priority(1), func(p *v1alpha1.ClusterIPAMPolicy) {
 					p.Spec.FailurePolicy = fp
 				})...)
-				d := decide(setOf(t, c, p, newPolicy("light", priority(2), allocation("'None'"))), tc.in)
+				d := decide(setOf(t, c, p, newPolicy("light", priority(2), allocation("'None'"))), pooledAuto())
 				checkLimitDecision(t, d, fp, tc.detail)
 			})
 		}

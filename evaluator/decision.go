@@ -105,7 +105,8 @@ type Trace struct {
 	// Audit records what each matching Audit-mode policy would have decided.
 	Audit []AuditRecord `json:"audit,omitempty"`
 	// Variables holds, per policy name, the values of the policy's variables that were
-	// evaluated, as CEL literals.
+	// evaluated, as CEL literals of at most 512 bytes (a longer one ends in "…"); only with
+	// Options.Explain.
 	Variables map[string]map[string]string `json:"variables,omitempty"`
 	// Errors lists evaluation errors in the order they happened, each "policy <name>: <field
 	// path>: <error>": the deciding error, those of Ignore and Audit policies that were passed

@@ -1,16 +1,19 @@
 package evaluator
 
 import (
-	"fmt"
+	"math"
 	"reflect"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -65,13 +68,6 @@ type sizeEstimator struct{}
 
 var _ checker.CostEstimator = sizeEstimator{}
 
-// Bounds for strings and collections whose field carries no maxSize tag: map keys are
-// qualified names (Kubernetes: 317 characters); other elements DNS-1123 names (253).
-const (
-	defaultKeySize  = 317
-	defaultElemSize = 253
-)
-
 // EstimateSize implements checker.CostEstimator from the maxSize tags of input.go.
 func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
@@ -88,11 +84,11 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if !ok {
 		return nil
 	}
-	bound := uint64(0)
+	bound, elem := uint64(0), uint64(defaultElemSize)
 	for _, step := range path[1:] {
 		switch step {
 		case "@items", "@values":
-			t, bound = t.Elem(), defaultElemSize
+			t, bound = t.Elem(), elem
 		case "@keys":
 			t, bound = t.Key(), defaultKeySize
 		default:
@@ -100,14 +96,7 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 			if !found {
 				return nil
 			}
-			t, bound = f.Type, 0
-			if tag := f.Tag.Get("maxSize"); tag != "" {
-				v, err := strconv.ParseUint(tag, 10, 64)
-				if err != nil {
-					panic(fmt.Sprintf("evaluator: bad maxSize tag on %s: %v", f.Name, err))
-				}
-				bound = v
-			}
+			t, bound, elem = f.Type, sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)
 		}
 	}
 	switch t.Kind() {
@@ -156,8 +145,27 @@ func (e estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	return e.lib.EstimateSize(n)
 }
 
-// EstimateCallCost implements checker.CostEstimator.
+// constantCall is the estimate of a call that takes constant time.
+var constantCall = &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1},
+	ResultSize: &checker.SizeEstimate{Min: 1, Max: 1}}
+
+// EstimateCallCost implements checker.CostEstimator. Besides string(), it knows what the
+// library leaves unbounded though it is not: type() is constant time and so is comparing
+// two types; a search in a literal list costs one comparison per element, each as long as
+// the longest literal.
 func (e estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	switch function {
+	case overloads.TypeConvertType:
+		return constantCall
+	case overloads.Equals, overloads.NotEquals:
+		if len(args) == 2 && (args[0].Type().Kind() == types.TypeKind || args[1].Type().Kind() == types.TypeKind) {
+			return constantCall
+		}
+	case "includes", "indexOf", "lastIndexOf":
+		if est := literalListSearch(target); est != nil {
+			return est
+		}
+	}
 	if function == overloads.TypeConvertString && len(args) == 1 {
 		size := e.EstimateSize(args[0]) // string(s) and string(bytes) are as long as their input
 		if max, ok := stringSizes[args[0].Type().TypeName()]; ok {
@@ -190,5 +198,65 @@ func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
+// literalListSearch estimates a search in target when it is a list literal of constants:
+// per element one comparison plus the traversal of the longest constant (the library's
+// formula, with the real sizes); nil otherwise.
+func literalListSearch(target *checker.AstNode) *checker.CallEstimate {
+	if target == nil || (*target).Expr() == nil || (*target).Expr().Kind() != ast.ListKind {
+		return nil
+	}
+	elems := (*target).Expr().AsList().Elements()
+	longest := 0
+	for _, el := range elems {
+		if el.Kind() != ast.LiteralKind {
+			return nil
+		}
+		switch v := el.AsLiteral().(type) {
+		case types.String:
+			longest = max(longest, len(v))
+		case types.Bytes:
+			longest = max(longest, len(v))
+		}
+	}
+	perElement := 1 + uint64(math.Ceil(float64(longest)*common.StringTraversalCostFactor))
+	cost := uint64(len(elems)) * perElement
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 0, Max: cost}}
+}
+
 // costEstimator is the static estimator every expression is checked with.
 var costEstimator = estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{}}}
+
+// unboundedRanges lists, as CEL source, the ranges of e's comprehensions (all, exists, map,
+// filter, …) whose size the estimate cannot bound: neither a declared input or variable
+// (a select chain from one), nor a literal list or map. They are what a refused estimate
+// blames.
+func unboundedRanges(e ast.Expr) []string {
+	var out []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.ComprehensionKind {
+			return
+		}
+		r := e.AsComprehension().IterRange()
+		if boundedRange(r) {
+			return
+		}
+		if src, err := parser.Unparse(r, nil); err == nil && !slices.Contains(out, src) {
+			out = append(out, src)
+		}
+	}))
+	return out
+}
+
+// boundedRange: r is a literal list or map, or a field path from an input or `variables`.
+func boundedRange(r ast.Expr) bool {
+	switch r.Kind() {
+	case ast.ListKind, ast.MapKind:
+		return true
+	case ast.SelectKind:
+		return boundedRange(r.AsSelect().Operand())
+	case ast.IdentKind:
+		_, input := inputVariables[r.AsIdent()]
+		return input || r.AsIdent() == "variables"
+	}
+	return false
+}

@@ -2,8 +2,11 @@ package evaluator_test
 
 import (
 	"context"
+	"flag"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -93,9 +96,45 @@ func FuzzCompileAndDecide(f *testing.F) {
 		}
 		set := evaluator.NewSet([]*evaluator.Policy{compiled}, env.fallback)
 		in := fuzzInput(name, label, address, ifIndex, flags)
-		d := set.Decide(context.Background(), in, evaluator.Options{Explain: flags&1 == 1})
+		var d evaluator.Decision
+		elapsed, allocated := measure(func() {
+			d = set.Decide(context.Background(), in, evaluator.Options{Explain: flags&1 == 1})
+		})
 		checkInvariants(t, d)
+		// Admitted means cannot hurt. Only under -fuzz: unit tests assert no timings.
+		if underFuzz() && elapsed > 2*evaluator.DefaultLimits.Deadline {
+			t.Errorf("an admitted policy took %v (deadline %v): %q in slot %d", elapsed, evaluator.DefaultLimits.Deadline, expr, slot)
+		}
+		if underFuzz() && allocated > maxDecideAllocation {
+			t.Errorf("an admitted policy allocated %d bytes (at most %d): %q in slot %d", allocated, maxDecideAllocation, expr, slot)
+		}
 	})
+}
+
+// maxDecideAllocation bounds what one Decide of an admitted policy may allocate: the cost
+// limits bound CEL's own work (~1e6 units, each a few dozen bytes at most) and the trace is
+// at most 512 bytes a variable.
+const maxDecideAllocation = 256 << 20
+
+// underFuzz reports whether the test binary runs with -test.fuzz (not its seeds as unit tests).
+func underFuzz() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
+}
+
+// measure runs fn and returns its wall time and the bytes it allocated (all goroutines).
+func measure(fn func()) (time.Duration, uint64) {
+	if !underFuzz() {
+		fn()
+		return 0, 0
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	fn()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	return elapsed, after.TotalAlloc - before.TotalAlloc
 }
 
 func checkInvariants(t *testing.T, d evaluator.Decision) {
@@ -145,6 +184,9 @@ func fuzzSeeds(p *v1alpha1.ClusterIPAMPolicy) []string {
 		"'%s %d'.format([vm.name, interface.index])", "vm.creationTimestamp + duration('1h') > now",
 		"((((((((((true))))))))))", "vm.labels.map(k, k + vm.labels[k])", "{'a': 1}.all(k, v, v == 1)",
 		"string(interface.index) + vm.name", "ipAddress.address.matches('^10\\\\.')", "b'\\xff' == b''",
+		"vm.labels.all(a, vm.labels.all(b, a == b || a != b))", "['corp', 'x'].includes(interface.name)",
+		"type(interface.index) == int", "variables.static + variables.static", "dyn([1, 2] + [3] + [4, 5])",
+		"'line\\nbreak; item'", "vm.annotations.exists(k, vm.annotations[k].contains(vm.name))",
 	}
 	for _, v := range p.Spec.Variables {
 		seeds = append(seeds, v.Name, v.Expression)

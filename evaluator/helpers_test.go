@@ -162,3 +162,8 @@ func setOf(t testing.TB, c *evaluator.Compiler, ps ...*v1alpha1.ClusterIPAMPolic
 func decide(s *evaluator.Set, in evaluator.Input) evaluator.Decision {
 	return s.Decide(context.Background(), in, evaluator.Options{})
 }
+
+// explain evaluates in with a fresh context and Options.Explain.
+func explain(s *evaluator.Set, in evaluator.Input) evaluator.Decision {
+	return s.Decide(context.Background(), in, evaluator.Options{Explain: true})
+}

@@ -10,10 +10,15 @@ import "time"
 // expressions never fail on a missing key; has() is not needed. Nil maps and lists are
 // treated as empty.
 //
-// The `maxSize` tags bound strings (characters) and lists and maps (entries) for the static
-// cost estimate (see limits.go); they come from the Kubernetes limits on the source fields
-// (DNS-1123 names 253, label values 63, qualified keys 317). Inputs larger than declared are
-// still evaluated: the runtime cost limit, not the estimate, guards them.
+// The `maxSize` tags bound strings (characters) and lists and maps (entries), `elemMaxSize`
+// the elements of a list or the values of a map (default 253), for the static cost estimate
+// (see limits.go); they come from the Kubernetes limits on the source fields (DNS-1123 names
+// 253, label values 63, qualified keys 317, annotations 256 KiB). Counts the API server does
+// not bound (labels, annotations, holders) are ours: 256 labels and annotations, far beyond
+// the few dozen a VM, Namespace or network carries in practice (64 refused real VMs whose
+// tooling adds many annotations). Decide refuses an input beyond them
+// (bounds.go) with a PolicyError naming the field, so that an expression that compiles cannot
+// exceed the per-call limit.
 type Input struct {
 	// VM is the VirtualMachine the interface belongs to (CEL: vm).
 	VM VM `json:"vm"`
@@ -40,9 +45,9 @@ type VM struct {
 	// UID is metadata.uid.
 	UID string `json:"uid" maxSize:"36"`
 	// Labels are metadata.labels; in CEL they iterate in key order.
-	Labels map[string]string `json:"labels" maxSize:"64"`
+	Labels map[string]string `json:"labels" maxSize:"256"`
 	// Annotations are metadata.annotations; in CEL they iterate in key order.
-	Annotations map[string]string `json:"annotations" maxSize:"64"`
+	Annotations map[string]string `json:"annotations" maxSize:"256" elemMaxSize:"262144"`
 	// Phase is status.phase: Pending, Starting, Running, Stopping, Stopped, Migrating, ….
 	Phase string `json:"phase" maxSize:"32"`
 	// CreationTimestamp is metadata.creationTimestamp (a CEL timestamp).
@@ -90,7 +95,7 @@ type Network struct {
 	// Pool is spec.ipam.ipAddressPoolRef: ClusterIPAddressPool or IPAddressPool, and name.
 	Pool Ref `json:"pool"`
 	// Labels are the network's metadata.labels.
-	Labels map[string]string `json:"labels" maxSize:"64"`
+	Labels map[string]string `json:"labels" maxSize:"256"`
 }
 
 // Ref is a reference by kind and name.
@@ -148,7 +153,7 @@ type Namespace struct {
 	// Name is the namespace's name.
 	Name string `json:"name" maxSize:"63"`
 	// Labels are the namespace's labels, which match.namespaceSelector is matched against.
-	Labels map[string]string `json:"labels" maxSize:"64"`
+	Labels map[string]string `json:"labels" maxSize:"256"`
 }
 
 // ChangeKind classifies how an interface differs from what is applied to the VM now.

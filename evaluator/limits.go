@@ -8,7 +8,9 @@ import "time"
 // below because our inputs are small).
 type Limits struct {
 	// StaticCostLimit rejects, at compile time, an expression whose estimated worst-case cost
-	// over the declared input bounds exceeds it.
+	// over the declared input bounds exceeds it. The per-call limit applies too: an
+	// expression is refused when its estimate exceeds either, so that one that compiles
+	// cannot be stopped at run time on an input within the bounds (which Decide enforces).
 	StaticCostLimit uint64
 	// PerCallCostLimit stops one expression evaluation with an error when exceeded.
 	PerCallCostLimit uint64
@@ -30,7 +32,7 @@ type Limits struct {
 // starved process (CI running API servers beside the tests) failed a normal ~100 µs decision
 // with "operation interrupted", so it is 1 s.
 var DefaultLimits = Limits{
-	StaticCostLimit:     1_000_000,
+	StaticCostLimit:     100_000,
 	PerCallCostLimit:    100_000,
 	InterfaceCostBudget: 1_000_000,
 	Deadline:            time.Second,
@@ -57,4 +59,13 @@ func (l Limits) withDefaults() Limits {
 		l.CheckFrequency = d.CheckFrequency
 	}
 	return l
+}
+
+// staticLimit is the limit an expression's estimated cost is checked against: the lower of
+// StaticCostLimit and PerCallCostLimit, and which one it is (for the error).
+func (l Limits) staticLimit() (uint64, string) {
+	if l.PerCallCostLimit <= l.StaticCostLimit {
+		return l.PerCallCostLimit, "per-call"
+	}
+	return l.StaticCostLimit, "static"
 }

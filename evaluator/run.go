@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -83,13 +87,18 @@ func (r *run) allocate(enforce []*Policy, d *Decision) *policyError {
 		if err != nil {
 			return err
 		}
-		s, _ := v.Value().(string)
+		s, isString := v.Value().(string)
 		switch {
+		case !isString:
+			// Formatted within bounds: the value may be a list of millions built for one unit.
+			shown, _ := formatValue(v, maxTraceValueLength)
+			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %s (%s), want one of the strings Auto, Static, None, Pass",
+				shown, v.Type().TypeName())}
 		case s == AllocationPass:
 			d.Trace.Passed = append(d.Trace.Passed, p.Name)
 			continue
 		case !validAllocation(s):
-			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %q, want one of Auto, Static, None, Pass", s)}
+			return &policyError{p, p.allocation.path, fmt.Errorf("evaluated to %q, want one of Auto, Static, None, Pass", truncate(s))}
 		}
 		d.Allocation, d.Provenance.Allocation = Allocation(s), p.Name
 		return nil
@@ -235,9 +244,20 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	case len(s) > maxMessageLength:
 		return &policyError{p, rule.messageProgram.path,
 			fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
+	case strings.ContainsFunc(s, unicode.IsControl):
+		// As Kubernetes refuses a multi-line messageExpression result: a line break or other
+		// control character could forge lines in events and logs.
+		return &policyError{p, rule.messageProgram.path, errors.New("message contains a line break or control character")}
+	case strings.Contains(s, messageSeparator):
+		return &policyError{p, rule.messageProgram.path,
+			fmt.Errorf("message contains %q, which separates the items of the NetworkReady message", messageSeparator)}
 	}
 	return nil
 }
+
+// messageSeparator separates the per-interface items of the NetworkReady message; a
+// message holding it would read as two items.
+const messageSeparator = "; "
 
 func valueString(v ref.Val) (string, bool) {
 	if v == nil {
@@ -272,7 +292,10 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	}
 	v, det, err := prog.prog.ContextEval(r.ctx, act)
 	if det != nil && det.ActualCost() != nil {
-		r.spent += int64(*det.ActualCost())
+		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+	} else if err == nil {
+		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
+		err = errors.New("no runtime cost reading (cost tracking off)")
 	}
 	if err == nil && types.IsError(v) {
 		err, _ = v.Value().(error)
@@ -352,11 +375,15 @@ func (a *activation) ResolveName(name string) (any, bool) {
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// variableTrace renders the evaluated variables of every policy, by policy name.
+// variableTrace renders the evaluated variables of every policy, by policy name, drawing
+// the formatting on what the decision left of the interface budget (it is work on CEL values that CEL's cost accounting
+// does not see). Once the budget is spent the values are cut short ("…"); the decision is
+// already made and does not depend on it, so that the controller (which never asks for a
+// trace) and the dry run decide alike.
 func (r *run) variableTrace() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	for name, a := range r.acts {
-		if vars := a.variableTrace(); vars != nil {
+	for _, name := range slices.Sorted(maps.Keys(r.acts)) {
+		if vars := r.acts[name].variableTrace(r); vars != nil {
 			out[name] = vars
 		}
 	}
@@ -366,13 +393,15 @@ func (r *run) variableTrace() map[string]map[string]string {
 	return out
 }
 
-func (a *activation) variableTrace() map[string]string {
+func (a *activation) variableTrace(r *run) map[string]string {
 	if len(a.values) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(a.values))
-	for k, v := range a.values {
-		out[k] = formatValue(v)
+	for _, k := range slices.Sorted(maps.Keys(a.values)) {
+		s, cost := formatValue(a.values[k], max(r.budget-r.spent, 0))
+		r.spent += cost
+		out[k] = s
 	}
 	return out
 }

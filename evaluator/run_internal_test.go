@@ -63,3 +63,31 @@ func TestVariablesAreEvaluatedAtMostOncePerInterface(t *testing.T) {
 		}
 	}
 }
+
+// noCostProgram evaluates without a cost reading, as a program built without cost tracking.
+type noCostProgram struct{ cel.Program }
+
+func (p noCostProgram) ContextEval(ctx context.Context, in any) (ref.Val, *cel.EvalDetails, error) {
+	v, _, err := p.Program.ContextEval(ctx, in)
+	return v, nil, err
+}
+
+// A missing runtime cost reading must not count as free: the evaluation fails closed.
+// Before, it added 0 and the decision went through.
+func TestMissingCostReadingFailsClosed(t *testing.T) {
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+		Allocation: &v1alpha1.Expression{Expression: "'Auto'"}}}
+	compiled, errs := c.Compile(p, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	compiled.allocation.prog = noCostProgram{compiled.allocation.prog}
+	d := NewSet([]*Policy{compiled}, compiled).Decide(context.Background(), Input{}, Options{})
+	if d.Allocation != AllocationUnknown || d.Reason != ReasonPolicyError {
+		t.Errorf("decision = %+v, want a PolicyError for the missing cost reading", d)
+	}
+}

@@ -294,7 +294,7 @@ func TestTrace(t *testing.T) {
 	in.VM.Labels = map[string]string{"tier": "web", "app": "shop"}
 	in.Holders.VMs = []string{"vm-b", "vm-c"}
 
-	d := decide(setOf(t, c, p, failing), in)
+	d := explain(setOf(t, c, p, failing), in)
 	want := map[string]map[string]string{"p": {
 		"name": `"vm-a"`, "pooled": "true", "index": "1", "holders": `["vm-b", "vm-c"]`,
 		"labels": `{"app": "shop", "tier": "web"}`, "pool": `{"kind":"ClusterIPAddressPool","name":"corp-pool"}`,
@@ -319,7 +319,7 @@ func TestTrace(t *testing.T) {
 func TestTraceKeepsVariablesOfAFailedPolicy(t *testing.T) {
 	p := newPolicy("p", variable("name", "vm.name"), variable("n", "int(variables.name)"),
 		allocation("variables.n > 0 ? 'Auto' : 'None'"))
-	d := decide(setOf(t, newCompiler(t), p), pooledAuto())
+	d := explain(setOf(t, newCompiler(t), p), pooledAuto())
 	if d.Reason != evaluator.ReasonPolicyError || !reflect.DeepEqual(d.Trace.Variables, map[string]map[string]string{"p": {"name": `"vm-a"`}}) {
 		t.Errorf("reason = %q variables = %v, want PolicyError with name=\"vm-a\"", d.Reason, d.Trace.Variables)
 	}

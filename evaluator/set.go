@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -54,8 +56,11 @@ func (s *Set) Policies() []string {
 
 // Options tune one Decide call.
 type Options struct {
-	// Explain records the input in Trace.Input and the replaced rules in Trace.Replaced
-	// (dry-run and CLI); the controller leaves it off.
+	// Explain records the input in Trace.Input, the evaluated variables in Trace.Variables
+	// and the replaced rules in Trace.Replaced (dry-run and CLI); the controller leaves it
+	// off, so that it never spends time formatting what nobody reads. Formatting the
+	// variables draws on what the decision left of the interface budget (it is not part of
+	// Decision.Cost, which is the same with or without Explain).
 	Explain bool
 }
 
@@ -73,16 +78,57 @@ type Options struct {
 //
 // Decide never returns an error and never panics on bad input; it is deterministic for a given
 // input. A failed evaluation always has AllocationUnknown.
+//
+// Decide answers within the deadline and a grace of a quarter of it even when a library call
+// cannot be interrupted (its work grows with a value, not with the cost CEL charges): the
+// evaluation runs in its own goroutine, and when it has not finished by then it is abandoned
+// — it runs on to its end, holding no caller — and the answer is a PolicyError.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
-	in.normalize()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
+	done := make(chan Decision, 1) // buffered: an abandoned evaluation must not block
+	go func() { done <- s.evaluate(ctx, in, opts) }()
+	select {
+	case d := <-done:
+		return d
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(max(s.limits.Deadline/4, 10*time.Millisecond))
+	defer grace.Stop()
+	select {
+	case d := <-done:
+		return d
+	case <-grace.C:
+		abandoned.Add(1)
+		d := (&policyError{s.layers[len(s.layers)-1], "spec", fmt.Errorf(
+			"evaluation did not finish within the deadline (%v): a library call could not be interrupted; abandoned", s.limits.Deadline)}).decision()
+		d.Trace.Errors = []string{d.Message}
+		return d
+	}
+}
+
+// abandoned counts the evaluations Decide stopped waiting for (they run on to their end).
+var abandoned atomic.Int64
+
+// Abandoned returns how many evaluations Decide gave up waiting for since the process
+// started, for a metric.
+func Abandoned() int64 { return abandoned.Load() }
+
+// evaluate is Decide's work, run in its own goroutine.
+func (s *Set) evaluate(ctx context.Context, in Input, opts Options) Decision {
+	in.normalize()
 	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
 		explain: opts.Explain}
-	d := s.decide(r)
+	var d Decision
+	if err := in.checkBounds(); err != nil {
+		d = (&policyError{s.layers[len(s.layers)-1], "input",
+			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
+	} else {
+		d = s.decide(r)
+	}
 	d.Cost = r.spent
-	d.Trace.Variables = r.variableTrace()
 	if opts.Explain {
+		d.Trace.Variables = r.variableTrace()
 		d.Trace.Input = &in
 	}
 	return d

@@ -2,12 +2,16 @@ package policies
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/vmipam/vmipam/crds"
+	"github.com/vmipam/vmipam/internal/crdschema"
 	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -59,8 +63,9 @@ func Builtin() (*v1alpha1.ClusterIPAMPolicy, error) {
 // Decode reads every ClusterIPAMPolicy document of a YAML or JSON stream (documents separated
 // by "---"; empty and comment-only ones are skipped). Unknown fields are errors, so that a
 // misspelled key is reported, not dropped; documents of another kind are errors too. Errors
-// name the document's index (from 0). An absent spec.priority is DefaultPriority, as the API
-// server defaults it, so that files order like the installed objects.
+// name the document's index (from 0). Nulls are dropped and defaults filled from the
+// ClusterIPAMPolicy CRD's schema, as the API server does (an absent spec.priority is 100), so
+// that files order like the installed objects.
 func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 	docs, err := manifest.Split(data)
 	if err != nil {
@@ -68,8 +73,12 @@ func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 	}
 	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(docs))
 	for _, doc := range docs {
-		p := v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}}
-		if err := yaml.UnmarshalStrict(doc.JSON, &p); err != nil {
+		js, err := applySchema(doc.JSON)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
+		}
+		var p v1alpha1.ClusterIPAMPolicy
+		if err := yaml.UnmarshalStrict(js, &p); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
 		}
 		if p.Kind != "ClusterIPAMPolicy" || p.APIVersion != v1alpha1.GroupVersion.String() {
@@ -79,4 +88,28 @@ func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// policySchemas are the structural schemas of vmipam's CRDs, loaded once.
+var policySchemas = sync.OnceValues(func() (crdschema.Schemas, error) {
+	ours, err := crds.Ours()
+	if err != nil {
+		return nil, err
+	}
+	return crdschema.Load(ours)
+})
+
+// applySchema drops the nulls and fills the defaults of a ClusterIPAMPolicy document (JSON)
+// as the API server would; a document of another kind is returned as is.
+func applySchema(js []byte) ([]byte, error) {
+	schemas, err := policySchemas()
+	if err != nil {
+		return nil, fmt.Errorf("loading the ClusterIPAMPolicy CRD: %w", err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(js, &obj); err != nil || obj == nil {
+		return js, nil // UnmarshalStrict reports it
+	}
+	schemas.Apply(v1alpha1.GroupVersion.WithKind("ClusterIPAMPolicy"), obj)
+	return json.Marshal(obj)
 }

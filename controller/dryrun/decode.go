@@ -269,8 +269,12 @@ func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.
 	if obj == nil {
 		return nil, errs
 	}
-	p := &v1alpha1.ClusterIPAMPolicy{Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: v1alpha1.DefaultPriority}} // the CRD's default
-	strict, err := sigsjson.UnmarshalStrict(raw, p)
+	defaulted, err := json.Marshal(obj) // nulls dropped and the CRD's defaults filled
+	if err != nil {
+		return nil, append(errs, field.InternalError(path, err))
+	}
+	p := &v1alpha1.ClusterIPAMPolicy{}
+	strict, err := sigsjson.UnmarshalStrict(defaulted, p)
 	if err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better
 			errs = append(errs, typeError(path, err))

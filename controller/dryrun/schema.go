@@ -9,23 +9,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/vmipam/vmipam/internal/crdschema"
 	testcrds "github.com/vmipam/vmipam/test/crds"
 )
 
 // schemas validates objects of the custom kinds against the OpenAPI schemas of their CRDs,
-// as the API server would on create: types, enums, required fields, lengths, patterns. The
-// schemas are ours and the trimmed third-party ones (test/crds, generated from the Go types
-// vmipam reads; not installable, but the best offline description of those kinds — the
-// controller could check against the cluster's CRDs instead); a field the trimmed schema does
-// not know is not an error, since the real CRD may have it.
-type schemas map[schema.GroupVersionKind]validation.SchemaValidator
+// as the API server would on create: types, enums, required fields, lengths, patterns
+// (after dropping nulls and filling defaults from the same CRDs: structural). The schemas
+// are ours and the trimmed third-party ones (test/crds, generated from the Go types vmipam
+// reads; not installable, but the best offline description of those kinds — the controller
+// could check against the cluster's CRDs instead); a field the trimmed schema does not know
+// is not an error, since the real CRD may have it.
+type schemas struct {
+	validators map[schema.GroupVersionKind]validation.SchemaValidator
+	structural crdschema.Schemas
+}
 
 func loadSchemas() (schemas, error) {
 	all, err := testcrds.All()
 	if err != nil {
-		return nil, fmt.Errorf("loading CRDs: %w", err)
+		return schemas{}, fmt.Errorf("loading CRDs: %w", err)
 	}
-	out := schemas{}
+	structural, err := crdschema.Load(all)
+	if err != nil {
+		return schemas{}, err
+	}
+	out := map[schema.GroupVersionKind]validation.SchemaValidator{}
 	for _, crd := range all {
 		for _, v := range crd.Spec.Versions {
 			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
@@ -33,12 +42,12 @@ func loadSchemas() (schemas, error) {
 			}
 			val, err := newValidator(v.Schema.OpenAPIV3Schema)
 			if err != nil {
-				return nil, fmt.Errorf("schema of %s %s: %w", crd.Name, v.Name, err)
+				return schemas{}, fmt.Errorf("schema of %s %s: %w", crd.Name, v.Name, err)
 			}
 			out[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = val
 		}
 	}
-	return out, nil
+	return schemas{validators: out, structural: structural}, nil
 }
 
 func newValidator(props *apiextensionsv1.JSONSchemaProps) (validation.SchemaValidator, error) {
@@ -50,10 +59,11 @@ func newValidator(props *apiextensionsv1.JSONSchemaProps) (validation.SchemaVali
 	return val, err
 }
 
-// validate checks obj (decoded JSON) against the schema of gvk, if there is one; errors are
-// reported below path.
+// validate drops obj's disallowed nulls and fills its defaults (in place), then checks it
+// against the schema of gvk, if there is one; errors are reported below path.
 func (s schemas) validate(path *field.Path, gvk schema.GroupVersionKind, obj map[string]any) field.ErrorList {
-	val, ok := s[gvk]
+	s.structural.Apply(gvk, obj)
+	val, ok := s.validators[gvk]
 	if !ok {
 		return nil
 	}

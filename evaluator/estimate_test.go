@@ -1,0 +1,33 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Literal lists have a known size and type() is constant time: policies using them are
+// harmless and must compile. Before, the library estimated ~3.7e18 for includes() on a
+// literal list and ~1.8e18 for type(interface.index) == int.
+func TestEstimatesOfLiteralsAndTypeCompile(t *testing.T) {
+	for _, expr := range []string{
+		"['corp', 'tenant-b'].includes(interface.name)",
+		"['corp', 'tenant-b'].indexOf(interface.name) >= 0",
+		"type(interface.index) == int",
+		"interface.name in ['corp', 'tenant-b']",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			if _, errs := newCompiler(t).Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
+				t.Errorf("Compile: %v", errs.ToAggregate())
+			}
+		})
+	}
+}
+
+// A refused estimate names the input whose size it could not bound.
+func TestRefusedEstimateNamesTheUnboundedInput(t *testing.T) {
+	_, errs := newCompiler(t).Compile(newPolicy("p",
+		matchCondition("m", "vm.name.split(',').all(a, vm.name.split(',').exists(b, a == b))")), nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `the size of vm.name.split(",") is unbounded`) {
+		t.Errorf("Compile errors = %v, want the unbounded split named", errs)
+	}
+}
