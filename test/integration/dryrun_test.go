@@ -66,7 +66,8 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		port                        int32
 		counter                     *drCounter
 		ns, other, network          string
-		evaluatorSA, policyReviewer client.Client // the shipped roles only; policyReviewer has the evaluate verb too
+		evaluatorSA, policyReviewer client.Client // the shipped roles and get on VMs; policyReviewer has the evaluate verb too
+		blind                       client.Client // the evaluator role only: may not get VMs
 		stranger                    client.Client // nothing
 	)
 
@@ -88,8 +89,14 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 
 		drInstallRoles(ctx)
 		ns, other = newNamespace(ctx), newNamespace(ctx)
-		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", rbac.ClusterRoleEvaluator)
-		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator)
+		vmReader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "vmipam-test:vm-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}}
+		if err := k8s.Create(ctx, vmReader); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", rbac.ClusterRoleEvaluator, vmReader.Name)
+		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator, vmReader.Name)
+		blind = drServiceAccount(ctx, ns, "blind", rbac.ClusterRoleEvaluator)
 		stranger = drServiceAccount(ctx, ns, "stranger")
 
 		network = pooledClusterNetwork(ctx, ns, "10.231.0.0/24")
@@ -168,26 +175,38 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 			"evaluate grants no create")
 	})
 
-	It("needs get on the VM to evaluate it by name", func() {
+	It("needs get on an existing VM to evaluate it, by name or by manifest: a caller never learns more than they could read", func() {
+		live := getVM(ctx, ns, "web")
 		byName := &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}
-		err := drCreateErr(ctx, evaluatorSA, byName.DeepCopy())
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
-		Expect(err.Error()).To(ContainSubstring(`cannot get resource "virtualmachines"`))
+		for _, tc := range []struct {
+			what string
+			ev   *dryrunv1.Evaluation
+		}{{"spec.vm", drEvaluation(ns, live)}, {"spec.virtualMachineName", byName}} {
+			what, ev := tc.what, tc.ev
+			err := drCreateErr(ctx, blind, ev.DeepCopy())
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
+			Expect(err.Error()).To(And(ContainSubstring(`cannot get resource "virtualmachines" in API group %q in the namespace %q`, vmv1.GroupVersion.Group, ns),
+				ContainSubstring(what), ContainSubstring("requires it"), Not(ContainSubstring(string(live.UID)))), what)
+		}
 
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}}
-		create(ctx, role, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-reader"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "evaluator"}}})
-		var res *dryrunv1.EvaluationStatus
-		Eventually(func() error {
-			ev := byName.DeepCopy()
-			err := evaluatorSA.Create(ctx, ev)
-			res = &ev.Status
-			return err
-		}, timeout, interval).Should(Succeed())
-		Expect(res.VM).To(HaveField("Exists", true))
-		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
+		By("a VM that does not exist needs no get")
+		res := drCreate(ctx, blind, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "fresh-ip"))))
+		Expect(res.VM.Exists).To(BeFalse())
+
+		By("with get on the VM, both forms answer, with the live copy")
+		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blind-vm-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "vmipam-test:vm-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "blind"}}})
+		for _, ev := range []*dryrunv1.Evaluation{byName, drEvaluation(ns, live)} {
+			Eventually(func() error {
+				c := ev.DeepCopy()
+				err := blind.Create(ctx, c)
+				res = &c.Status
+				return err
+			}, timeout, interval).Should(Succeed())
+			Expect(res.VM).To(And(HaveField("Exists", true), HaveField("UID", string(live.UID))))
+			Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
+		}
 	})
 
 	It("authorizes a user who authenticated with a client certificate: the API server authenticates, not vmipam", func() {
@@ -201,12 +220,12 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		alice := drClient(user.Config())
 		var res *dryrunv1.EvaluationStatus
 		Eventually(func() error {
-			ev := drEvaluation(ns, getVM(ctx, ns, "web"))
+			ev := drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "")))
 			err := alice.Create(ctx, ev)
 			res = &ev.Status
 			return err
 		}, timeout, interval).Should(Succeed())
-		Expect(res.VM.Exists).To(BeTrue())
+		Expect(res.VM).To(HaveField("Name", "fresh"))
 		Expect(apierrors.IsForbidden(drCreateErr(ctx, alice, drEvaluation(other, build.VM(other, "web", build.OnClusterNetwork(network, "")))))).To(BeTrue())
 	})
 
@@ -214,7 +233,9 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "stranger"}}})
-		Eventually(func() error { return stranger.Create(ctx, drEvaluation(ns, getVM(ctx, ns, "web"))) }, timeout, interval).Should(Succeed())
+		Eventually(func() error {
+			return stranger.Create(ctx, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, ""))))
+		}, timeout, interval).Should(Succeed())
 	})
 
 	It("answers malformed input with 422 naming the place", func() {
@@ -622,7 +643,7 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) cli
 			create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, RoleRef: ref, Subjects: subject})
 			continue
 		}
-		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, RoleRef: ref, Subjects: subject}
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name + "-" + role}, RoleRef: ref, Subjects: subject}
 		create(ctx, crb)
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, crb))).To(Succeed()) })
 	}

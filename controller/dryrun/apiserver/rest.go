@@ -113,7 +113,13 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	case err != nil:
 		return nil, err
 	}
-	status, err := r.evaluate(ctx, req)
+	base := r.reader
+	if ev.Spec.VM != nil { // spec.virtualMachineName was authorized above
+		base = &liveVMGuard{Reader: r.reader, key: client.ObjectKeyFromObject(req.VM), authorize: func(ctx context.Context) error {
+			return r.allowed(ctx, getVM(caller, req.VM.Namespace, req.VM.Name), "spec.vm naming an existing VM")
+		}}
+	}
+	status, err := r.evaluate(ctx, base, req)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +149,7 @@ func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespa
 	case spec.VM != nil:
 		return body, nil
 	}
-	get := authorizer.AttributesRecord{User: caller, Verb: "get", Namespace: namespace, Name: spec.VirtualMachineName,
-		APIGroup: vmv1.GroupVersion.Group, APIVersion: vmv1.GroupVersion.Version, Resource: "virtualmachines", ResourceRequest: true}
-	if err := r.allowed(ctx, get, "naming a VM by spec.virtualMachineName"); err != nil {
+	if err := r.allowed(ctx, getVM(caller, namespace, spec.VirtualMachineName), "naming a VM by spec.virtualMachineName"); err != nil {
 		return nil, err
 	}
 	vm := &vmv1.VirtualMachine{}
@@ -162,6 +166,38 @@ func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespa
 	}
 	body.VM = raw
 	return body, nil
+}
+
+// getVM is the check that caller may get the VirtualMachine namespace/name.
+func getVM(caller user.Info, namespace, name string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: caller, Verb: "get", Namespace: namespace, Name: name,
+		APIGroup: vmv1.GroupVersion.Group, APIVersion: vmv1.GroupVersion.Version, Resource: "virtualmachines", ResourceRequest: true}
+}
+
+// liveVMGuard is the cache as an evaluation of spec.vm reads it: the live copy of the
+// evaluated VM (key) — whose UID, annotations and status the answer would carry once merged —
+// is handed out only after authorize allows the caller to get it. The check is made at the
+// read, so a VM created after the request arrived is guarded too; a VM that does not exist
+// needs no permission to be evaluated.
+type liveVMGuard struct {
+	client.Reader
+	key       client.ObjectKey
+	authorize func(ctx context.Context) error
+}
+
+// Get reads from the cache and, for the evaluated VM, authorizes the caller before
+// returning it.
+func (g *liveVMGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := g.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if vm, isVM := obj.(*vmv1.VirtualMachine); isVM && key == g.key {
+		if err := g.authorize(ctx); err != nil {
+			*vm = vmv1.VirtualMachine{} // nothing of the live copy leaves the guard
+			return err
+		}
+	}
+	return nil
 }
 
 // authorize is the Engine's Authorize: the VM must be in the Evaluation's namespace (where
@@ -191,15 +227,15 @@ func (r *evaluations) allowed(ctx context.Context, a authorizer.AttributesRecord
 		return apierrors.NewInternalError(fmt.Errorf("authorizing %s: %w", why, err))
 	}
 	if reason == "" {
-		reason = why + " require it"
+		reason = why + " requires it"
 	} else {
-		reason = why + " require it: " + reason
+		reason = why + " requires it: " + reason
 	}
 	return responsewriters.ForbiddenStatusError(a, reason)
 }
 
 // evaluate decides with the candidate policies or, once they are loaded, the installed ones.
-func (r *evaluations) evaluate(ctx context.Context, req *dryrun.Request) (*dryrunv1.EvaluationStatus, error) {
+func (r *evaluations) evaluate(ctx context.Context, base client.Reader, req *dryrun.Request) (*dryrunv1.EvaluationStatus, error) {
 	var installed *evaluator.Set
 	if req.Policies == nil {
 		select {
@@ -210,8 +246,12 @@ func (r *evaluations) evaluate(ctx context.Context, req *dryrun.Request) (*dryru
 		}
 	}
 	start := time.Now()
-	status, err := r.engine.Evaluate(ctx, r.reader, installed, req)
-	if err != nil {
+	status, err := r.engine.Evaluate(ctx, base, installed, req)
+	var denied *apierrors.StatusError
+	switch {
+	case errors.As(err, &denied) && apierrors.IsForbidden(denied):
+		return nil, denied // the guard's 403, wrapped by the Engine: the API server answers only an unwrapped status
+	case err != nil:
 		return nil, err // DecodeBody compiled the candidate policies: no *InvalidError here
 	}
 	metrics.DryRun.Evaluated(start)
