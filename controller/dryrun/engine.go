@@ -76,7 +76,8 @@ func (e *Engine) Defaults() (*evaluator.Set, error) {
 
 // Evaluate answers req: what one reconcile of req.VM would decide and do, reading the world
 // from base with req.Objects laid over it (a nil base: only req.Objects exist) and deciding
-// with req's candidate policies, when it has any, else with installed. It writes nothing.
+// with req's candidate policies, when it has any, else with installed (nil: the shipped
+// defaults, source Shipped). It writes nothing.
 //
 // The VM is merged with the VM of the same name in that world, if there is one, as applying
 // the manifest would: the request's spec; the live UID, creation time and generation; the
@@ -121,7 +122,7 @@ func (e *Engine) policySet(req *Request, installed *evaluator.Set) (*evaluator.S
 		return installed, dryrunv1.PoliciesInstalled, nil
 	}
 	set, err := e.Defaults()
-	return set, dryrunv1.PoliciesInstalled, err
+	return set, dryrunv1.PoliciesShipped, err
 }
 
 // world builds the reader the evaluation observes and the VM as it would be after applying

@@ -42,8 +42,8 @@ func TestANewVMGetsItsAutoIPAddressPlanned(t *testing.T) {
 		string(res.Actions.CreateIPAddresses[0].OwnerReferences[0].UID) != res.VM.UID {
 		t.Errorf("create = %+v, want the interface's Auto IPAddress owned by the VM", res.Actions.CreateIPAddresses)
 	}
-	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesInstalled || !res.VMStatus.Changed {
-		t.Errorf("result %+v: want a new VM with a stand-in UID, installed policies, a status to write", res.VM)
+	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesShipped || !res.VMStatus.Changed {
+		t.Errorf("result %+v: want a new VM with a stand-in UID, the shipped policies, a status to write", res.VM)
 	}
 	again := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
 	if again.VM.UID != res.VM.UID || again.Interfaces[0].IPAddressName != it.IPAddressName {

@@ -35,7 +35,7 @@ func TestEvaluateOffline(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"VirtualMachine demo/web (does not exist yet); policies (installed): default",
+		"VirtualMachine demo/web (does not exist yet); policies (shipped): default",
 		"ClusterNetwork/corp         Auto",
 		"ClusterNetwork/corp-static  Static      yes       web-ip",
 		"create IPAddress web-cn-corp-",
@@ -321,8 +321,9 @@ func TestDryRunCreatesAnEvaluationWithTheKubeconfig(t *testing.T) {
 		t.Errorf("sent %s: want an Evaluation with the VM in spec.vm", *sent)
 	}
 	code, out, _ = run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, srv.URL))
-	if code != 0 || !strings.Contains(out, "VirtualMachine team/web (exists); policies (installed): default") {
-		t.Errorf("exit %d, table:\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "VirtualMachine team/web (exists); policies (installed): default") ||
+		!strings.Contains(out, "Status (unchanged):\n  none\n") {
+		t.Errorf("exit %d, table (an empty status reads none):\n%s", code, out)
 	}
 }
 

@@ -97,9 +97,27 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 		written = "would be written"
 	}
 	fmt.Fprintf(w, "\nStatus (%s):\n", written)
-	for _, c := range r.VMStatus.Conditions {
-		fmt.Fprintf(w, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
+	for _, line := range statusLines(r.VMStatus) {
+		fmt.Fprintln(w, "  "+line)
 	}
+}
+
+// statusLines is vmipam's part of the VM status, one line per addressed network and per
+// condition; "none" when it has neither, so that the heading is never left empty.
+func statusLines(s dryrunv1.VMStatus) []string {
+	var lines []string
+	for _, n := range s.Networks {
+		if n.IPAddress != "" {
+			lines = append(lines, fmt.Sprintf("%s/%s: %s", n.Type, n.Name, n.IPAddress))
+		}
+	}
+	for _, c := range s.Conditions {
+		lines = append(lines, fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
+	}
+	if len(lines) == 0 {
+		return []string{"none"}
+	}
+	return lines
 }
 
 // printAudit prints what the Audit-mode policies that matched would have decided, one line

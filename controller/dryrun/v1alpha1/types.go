@@ -105,8 +105,11 @@ type VMSummary struct {
 
 // Policy sources, the values of PolicySummary.Source.
 const (
-	// PoliciesInstalled: the installed policies decided (offline: the shipped defaults).
+	// PoliciesInstalled: the policies installed in the cluster decided.
 	PoliciesInstalled = "Installed"
+	// PoliciesShipped: the default policies vmipam ships decided, as on a fresh cluster
+	// (offline, with no policies given).
+	PoliciesShipped = "Shipped"
 	// PoliciesRequest: the candidate policies of spec.policies decided.
 	PoliciesRequest = "Request"
 )
@@ -116,7 +119,7 @@ const (
 //
 // +kubebuilder:object:generate=false
 type PolicySummary struct {
-	// source is Installed or Request.
+	// source is Installed, Request or (offline) Shipped.
 	// +optional
 	Source string `json:"source"`
 	// order lists the policies in evaluation order; the built-in default follows them.
