@@ -53,6 +53,11 @@ type evaluations struct {
 	policies   PolicySource
 	authorizer authorizing
 	timeout    time.Duration
+	// inFlight holds a token per evaluation being answered; its capacity is
+	// --dry-run-max-in-flight (nil: no limit). The generic server's own max-in-flight filter
+	// is not enough: it exempts system:masters and counts every mutating request, not
+	// evaluations.
+	inFlight chan struct{}
 }
 
 var (
@@ -76,6 +81,16 @@ func (r *evaluations) GetSingularName() string { return "evaluation" }
 
 // Create answers an Evaluation and counts the answer by status code.
 func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+	if r.inFlight != nil {
+		select {
+		case r.inFlight <- struct{}{}:
+			defer func() { <-r.inFlight }()
+		default:
+			err := apierrors.NewTooManyRequests(fmt.Sprintf("%d dry-run evaluations are being answered (--dry-run-max-in-flight); retry shortly", cap(r.inFlight)), 1)
+			metrics.Request(statusCode(err))
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	out, err := r.create(ctx, obj, createValidation)

@@ -123,6 +123,9 @@ func New(o *Options, engine *dryrun.Engine, reader client.Reader, policies Polic
 	s := &Server{generic: generic, policies: policies}
 	storage := &evaluations{engine: engine, reader: reader, policies: policies, authorizer: cfg.Authorization.Authorizer,
 		timeout: o.EvaluationTimeout}
+	if o.MaxInFlight > 0 {
+		storage.inFlight = make(chan struct{}, o.MaxInFlight)
+	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(dryrunv1.GroupName, Scheme, parameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[dryrunv1.SchemeGroupVersion.Version] = map[string]rest.Storage{dryrunv1.Resource: storage}
 	if err := generic.InstallAPIGroup(&group); err != nil {
