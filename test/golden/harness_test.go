@@ -133,8 +133,10 @@ func (h *harness) startManager(t *testing.T, e *env.Environment) func(context.Co
 	return func(ctx context.Context) error { return served.Route(ctx, h.k8s, port) }
 }
 
-// newCaller creates a ServiceAccount allowed (by the shipped evaluator ClusterRole only, bound
-// cluster-wide) to dry-run VMs, and returns a client authenticating with a token for it.
+// newCaller creates a ServiceAccount allowed (by the shipped evaluator ClusterRole, bound
+// cluster-wide) to dry-run VMs and to read them — evaluating a VM that exists needs get on it,
+// so that an answer never carries what the caller could not read — and returns a client
+// authenticating with a token for it.
 func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 	t.Helper()
 	ctx := t.Context()
@@ -146,6 +148,11 @@ func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "golden-callers", Name: "golden"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-dryrun"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleEvaluator},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"virtualization.deckhouse.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "golden-vm-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}
 	for _, r := range roles {
 		objs = append(objs, r)
