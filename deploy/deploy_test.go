@@ -212,3 +212,17 @@ func TestMonitoringObjectsCarryTheTestedAlerts(t *testing.T) {
 		t.Errorf("ServiceMonitor endpoints %v: want one https endpoint on port metrics", eps)
 	}
 }
+
+func TestAPDBThatBlocksEveryDrainIsRefused(t *testing.T) {
+	for _, values := range []map[string]any{
+		{"replicas": 1},
+		{"podDisruptionBudget": map[string]any{"enabled": true, "minAvailable": 2}},
+	} {
+		if _, err := deploy.Objects("vmipam", "vmipam-system", values); err == nil || !strings.Contains(err.Error(), "must be below replicas") {
+			t.Errorf("values %v: err = %v, want the chart to refuse a PDB no drain can satisfy", values, err)
+		}
+	}
+	if _, err := deploy.Objects("vmipam", "vmipam-system", map[string]any{"replicas": 1, "podDisruptionBudget": map[string]any{"enabled": false}}); err != nil {
+		t.Errorf("one replica without a PDB: %v", err)
+	}
+}
