@@ -132,9 +132,15 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 // decides next is never a made-up false.
 func checkLimitDecision(t *testing.T, d evaluator.Decision, fp v1alpha1.FailurePolicy, detail string) {
 	t.Helper()
-	if len(d.Trace.Errors) == 0 || !strings.HasPrefix(d.Trace.Errors[0], "policy heavy: spec.matchConditions[") ||
-		!strings.Contains(d.Trace.Errors[0], detail) {
-		t.Fatalf("Trace.Errors = %q, want heavy's matchCondition to fail with %q", d.Trace.Errors, detail)
+	// The matchCondition or one of the variables it reads (evaluated lazily, inside it) fails:
+	// which one a deadline hits depends on the machine's speed, not on the behaviour.
+	first := ""
+	if len(d.Trace.Errors) > 0 {
+		first = d.Trace.Errors[0]
+	}
+	if !strings.HasPrefix(first, "policy heavy: spec.matchConditions[") && !strings.HasPrefix(first, "policy heavy: spec.variables[") ||
+		!strings.Contains(first, detail) {
+		t.Fatalf("Trace.Errors = %q, want heavy's matchCondition (or a variable it reads) to fail with %q", d.Trace.Errors, detail)
 	}
 	switch {
 	case fp == v1alpha1.FailurePolicyFail:
