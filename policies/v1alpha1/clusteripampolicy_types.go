@@ -25,9 +25,6 @@ const (
 	PolicyModeAudit PolicyMode = "Audit"
 )
 
-// DefaultPriority is spec.priority when absent (the CRD's default).
-const DefaultPriority int32 = 100
-
 // NetworkKind is the type of network a policy matches: Network or ClusterNetwork.
 // +kubebuilder:validation:Enum=Network;ClusterNetwork
 type NetworkKind string
@@ -120,7 +117,8 @@ type SkipRule struct {
 // +kubebuilder:validation:XValidation:rule="has(self.allocation) || (has(self.skipRules) && size(self.skipRules) > 0) || has(self.hotplug)",message="a policy must set at least one of allocation, skipRules, hotplug"
 type ClusterIPAMPolicySpec struct {
 	// Priority orders policies: lower is evaluated first; ties are broken by name. Absent
-	// means DefaultPriority (the API server's default; decoders outside it must apply it too).
+	// means 100 (the CRD's default, which the API server applies; vmipam's own decoders apply
+	// it from the CRD's structural schema, not from a copy).
 	// +kubebuilder:default=100
 	// +optional
 	Priority int32 `json:"priority"`
