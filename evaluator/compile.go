@@ -415,6 +415,12 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 			return program{path: path.String()}, nil
 		}
 	}
+	if mode == environment.NewExpressions {
+		if errs := literalGuardErrors(checked.NativeRep().Expr()); len(errs) > 0 {
+			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
+			return program{path: path.String()}, nil
+		}
+	}
 	est, err := env.EstimateCost(checked, costEstimator)
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))

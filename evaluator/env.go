@@ -49,12 +49,18 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 	}
 	nativeTypes = append(nativeTypes, ext.ParseStructTag("json"))
 	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...), orderedMaps}, opts...)
+	guarded, err := guardedOverloads()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, guarded...)
 	return environment.MustBaseEnvSet(LanguageVersion).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        opts,
 		ProgramOptions: []cel.ProgramOption{
 			cel.CostLimit(limits.PerCallCostLimit),
 			cel.InterruptCheckFrequency(limits.CheckFrequency),
+			formatCostTracker,
 		},
 	})
 }
@@ -160,6 +166,10 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 	case overloads.Equals, overloads.NotEquals:
 		if len(args) == 2 && (args[0].Type().Kind() == types.TypeKind || args[1].Type().Kind() == types.TypeKind) {
 			return constantCall
+		}
+	case "format":
+		if overloadID == "string_format" {
+			return e.formatEstimate(target, args)
 		}
 	case "includes", "indexOf", "lastIndexOf":
 		if est := literalListSearch(target); est != nil {

@@ -1,0 +1,343 @@
+package evaluator
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/functions"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// Library calls whose work grows with the value of their input, not with its length (which
+// is all CEL's cost accounting sees), are guarded: their input is checked against a bound
+// before the library runs — at compile time when it is a literal (the policy is refused), at
+// evaluation time otherwise (the evaluation fails closed). docs/CEL-LIBRARY.md surveys every
+// function of the environment and how its work is bounded.
+
+// Bounds of the guarded calls. Kubernetes caps a Quantity at 2^63-1 in magnitude and nano
+// precision when it serializes one; a quantity() of a policy may be far wider, but not so wide
+// that comparing it with another rescales a number of millions of digits (quantity('1e9999999')
+// == quantity('1') ran for seconds at a cost of 118).
+const (
+	// maxQuantityLength bounds the characters of a quantity()/isQuantity() argument: parsing a
+	// long digit string is superlinear.
+	maxQuantityLength = 64
+	// maxQuantityExponent bounds the decimal exponent of a quantity's value (1e64, 1e-64).
+	maxQuantityExponent = 64
+	// maxFormatPrecision bounds the precision of a format() clause (%.Nf, %.Ne), as cel-go's
+	// own strings library does from version 5: '%.999999f' formats a megabyte per call.
+	maxFormatPrecision = 100
+)
+
+// callGuard checks the input of one library overload before the library runs.
+type callGuard struct {
+	// function is the CEL name, overload the library's overload ID.
+	function, overload string
+	// check returns why args are beyond the bound, or nil; it reads only args[0].
+	check func(args []ref.Val) error
+	// refused is the result past the bound: nil for an error; isQuantity answers false.
+	refused ref.Val
+}
+
+// callGuards are the guarded overloads.
+var callGuards = []callGuard{
+	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
+	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
+	{function: "format", overload: "string_format", check: formatArg},
+}
+
+// quantityArg bounds a quantity string's length and its value's decimal exponent. A string
+// the library cannot parse is left to the library's own error.
+func quantityArg(args []ref.Val) error {
+	s, ok := args[0].Value().(string)
+	if !ok {
+		return nil
+	}
+	if len(s) > maxQuantityLength {
+		return fmt.Errorf("%d characters, at most %d", len(s), maxQuantityLength)
+	}
+	// The exponent is read from the text first: parsing 1e-9999999 itself runs for seconds.
+	if i := strings.IndexAny(s, "eE"); i >= 0 && i+1 < len(s) {
+		if e, err := strconv.Atoi(s[i+1:]); err == nil && (e > maxQuantityExponent || e < -maxQuantityExponent) {
+			return fmt.Errorf("exponent %s, at most ±%d", s[i+1:], maxQuantityExponent)
+		}
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return nil
+	}
+	d := q.AsDec() // q is ours: converting it does not touch the caller's value
+	unscaled := new(big.Int).Abs(d.UnscaledBig())
+	exp := int64(len(unscaled.String())) - 1 - int64(d.Scale())
+	if unscaled.Sign() != 0 && (exp > maxQuantityExponent || exp < -maxQuantityExponent) {
+		return fmt.Errorf("decimal exponent %d, at most ±%d", exp, maxQuantityExponent)
+	}
+	return nil
+}
+
+// formatArg bounds the precision of every clause of a format string.
+func formatArg(args []ref.Val) error {
+	s, ok := args[0].Value().(string)
+	if !ok {
+		return nil
+	}
+	for i := 0; i < len(s)-1; i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if s[i+1] == '%' {
+			i++
+			continue
+		}
+		if s[i+1] != '.' {
+			continue
+		}
+		j := i + 2
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if digits := strings.TrimLeft(s[i+2:j], "0"); len(digits) > 3 || atoi(digits) > maxFormatPrecision {
+			return fmt.Errorf("precision %s, at most %d", truncate(s[i+2:j]), maxFormatPrecision)
+		}
+		i = j - 1
+	}
+	return nil
+}
+
+func atoi(digits string) int {
+	n := 0
+	for _, c := range digits {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// guardError is the error of a guarded call past its bound.
+func (g callGuard) guardError(err error) error {
+	return fmt.Errorf("%s(): argument beyond the bound policies are evaluated with: %w", g.function, err)
+}
+
+// guardedOverloads re-declares each guarded overload with its check before the library's own
+// binding; cel-go lets an overload be rebound when its signature is unchanged.
+func guardedOverloads() ([]cel.EnvOption, error) {
+	base, err := environment.MustBaseEnvSet(LanguageVersion).Env(environment.NewExpressions)
+	if err != nil {
+		return nil, err
+	}
+	var opts []cel.EnvOption
+	for _, g := range callGuards {
+		decl, ok := base.Functions()[g.function]
+		if !ok {
+			return nil, fmt.Errorf("guarded function %s is not in the environment", g.function)
+		}
+		bindings, err := decl.Bindings()
+		if err != nil {
+			return nil, err
+		}
+		var orig *functions.Overload
+		for _, b := range bindings {
+			if b.Operator == g.overload {
+				orig = b
+			}
+		}
+		for _, o := range decl.OverloadDecls() {
+			if o.ID() != g.overload || orig == nil {
+				continue
+			}
+			overload := cel.Overload
+			if o.IsMemberFunction() {
+				overload = cel.MemberOverload
+			}
+			opts = append(opts, cel.Function(g.function,
+				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig))))
+		}
+	}
+	if len(opts) != len(callGuards) {
+		return nil, fmt.Errorf("found %d of the %d guarded overloads", len(opts), len(callGuards))
+	}
+	return opts, nil
+}
+
+// binding is orig's implementation behind g's check.
+func (g callGuard) binding(orig *functions.Overload) cel.OverloadOpt {
+	guard := func(args ...ref.Val) (ref.Val, bool) {
+		if err := g.check(args); err != nil {
+			if g.refused != nil {
+				return g.refused, true
+			}
+			return types.WrapErr(g.guardError(err)), true
+		}
+		return nil, false
+	}
+	switch {
+	case orig.Unary != nil:
+		return cel.UnaryBinding(func(a ref.Val) ref.Val {
+			if v, stop := guard(a); stop {
+				return v
+			}
+			return orig.Unary(a)
+		})
+	case orig.Binary != nil:
+		return cel.BinaryBinding(func(a, b ref.Val) ref.Val {
+			if v, stop := guard(a, b); stop {
+				return v
+			}
+			return orig.Binary(a, b)
+		})
+	}
+	return cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+		if v, stop := guard(args...); stop {
+			return v
+		}
+		return orig.Function(args...)
+	})
+}
+
+// literalGuardErrors reports, for an expression being written, each guarded call whose
+// arguments are all literals past its bound: it would fail on every evaluation.
+func literalGuardErrors(e ast.Expr) []string {
+	var out []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		if call.IsMemberFunction() {
+			args = append([]ast.Expr{call.Target()}, args...)
+		}
+		// Every guard checks only its first argument (the target of a member call).
+		if len(args) == 0 || args[0].Kind() != ast.LiteralKind {
+			return
+		}
+		for _, g := range callGuards {
+			if g.function != call.FunctionName() || g.refused != nil {
+				continue
+			}
+			if err := g.check([]ref.Val{args[0].AsLiteral()}); err != nil {
+				out = append(out, g.guardError(err).Error())
+			}
+		}
+	}))
+	return out
+}
+
+// formatCostTracker charges a format() call by the length of what it produced (the library
+// charges 1 whatever the output): one unit per ten characters, as for any string traversal;
+// and floatClauseCost per %f or %e clause, which the library renders through a locale-aware
+// printer at ~0.3–1 ms each on the reference machine (~1 unit per µs, see limits.go).
+const floatClauseCost = 1000
+
+// floatClauses counts the %f and %e clauses (with or without a precision) of a format string.
+func floatClauses(s string) int {
+	n := 0
+	for i := 0; i < len(s)-1; i++ {
+		if s[i] != '%' {
+			continue
+		}
+		j := i + 1
+		if s[j] == '%' {
+			i = j
+			continue
+		}
+		if s[j] == '.' {
+			for j++; j < len(s) && s[j] >= '0' && s[j] <= '9'; j++ {
+			}
+		}
+		if j < len(s) && (s[j] == 'f' || s[j] == 'e') {
+			n++
+		}
+		i = j - 1
+	}
+	return n
+}
+
+var formatCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("string_format",
+	func(args []ref.Val, result ref.Val) *uint64 {
+		cost := uint64(1)
+		if s, ok := result.Value().(string); ok {
+			cost += uint64(math.Ceil(float64(len(s)) * 0.1))
+		}
+		if f, ok := args[0].Value().(string); ok {
+			cost += floatClauseCost * uint64(floatClauses(f))
+		}
+		return &cost
+	}))
+
+// Static estimate of format(): the output is at most the format string plus each argument
+// formatted. A literal argument's length is known; a double formats to at most
+// maxFormattedDouble characters with the precision bound; another argument is assumed to be
+// at most maxFormattedArg characters (a larger one is charged its real output at evaluation
+// time and may hit the per-call limit: the evaluation fails closed).
+const (
+	maxFormattedDouble = 310 + maxFormatPrecision
+	maxFormattedArg    = defaultElemSize
+)
+
+func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if target == nil || len(args) != 1 {
+		return nil
+	}
+	size, floats := uint64(variableSizeBound), uint64(0)
+	if s, ok := literalString((*target).Expr()); ok {
+		size, floats = uint64(len(s)), uint64(floatClauses(s))
+	} else if est := e.EstimateSize(*target); est != nil {
+		size = est.Max
+	}
+	if !isLiteralString((*target).Expr()) {
+		floats = size / 2 // at most one clause every two characters
+	}
+	if list := args[0].Expr(); list != nil && list.Kind() == ast.ListKind {
+		for _, el := range list.AsList().Elements() {
+			size += formattedSize(el)
+		}
+	} else {
+		entries := uint64(variableSizeBound)
+		if est := e.EstimateSize(args[0]); est != nil {
+			entries = est.Max
+		}
+		size += entries * maxFormattedArg
+	}
+	cost := 1 + uint64(math.Ceil(float64(size)*0.1)) + floatClauseCost*floats
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost},
+		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
+}
+
+// formattedSize bounds the characters of one formatted argument.
+func formattedSize(el ast.Expr) uint64 {
+	if el.Kind() != ast.LiteralKind {
+		return maxFormattedArg
+	}
+	switch v := el.AsLiteral().(type) {
+	case types.String:
+		return uint64(len(v))
+	case types.Bytes:
+		return 2 * uint64(len(v))
+	case types.Double:
+		return maxFormattedDouble
+	}
+	return 64 // an int in binary, a bool, null
+}
+
+func isLiteralString(e ast.Expr) bool {
+	_, ok := literalString(e)
+	return ok
+}
+
+func literalString(e ast.Expr) (string, bool) {
+	if e == nil || e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
