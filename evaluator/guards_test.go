@@ -1,0 +1,76 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// A library call whose work grows with the value of its input, not its length, is refused
+// when its argument is a literal past the bound: before, each of these compiled with a cost
+// in single digits and ran for seconds (quantity parsing and rescaling) or formatted
+// megabytes per call (format precision).
+func TestGuardedLiteralsAreRefused(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, want string }{
+		{"quantity('1e9999999') == quantity('1')", "quantity(): argument beyond the bound policies are evaluated with: exponent 9999999, at most ±64"},
+		{"quantity('1e-9999999').asApproximateFloat() > 0.0", "quantity(): argument beyond the bound policies are evaluated with: exponent -9999999"},
+		{"quantity('1" + strings.Repeat("0", 70) + "').isInteger()", "quantity(): argument beyond the bound policies are evaluated with: 71 characters, at most 64"},
+		{"quantity('" + strings.Repeat("9", 63) + "00') == quantity('1')", "quantity(): argument beyond the bound policies are evaluated with: 65 characters"},
+		{"'%.999999f'.format([1.0]) != ''", "format(): argument beyond the bound policies are evaluated with: precision 999999, at most 100"},
+		{"'%s and %.101e'.format(['a', 1.0]) != ''", "format(): argument beyond the bound policies are evaluated with: precision 101, at most 100"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || errs[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: errors %v, want one naming %q", tc.expr, errs, tc.want)
+		}
+	}
+	for _, ok := range []string{"quantity('1e64') == quantity('1')", "quantity('1.5Gi').isGreaterThan(quantity('100M'))",
+		"'%.100f %e %s %%.999f'.format([1.0, 2.0, 'x']) != ''", "isQuantity('1e9999999') == false"} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", ok, errs)
+		}
+	}
+}
+
+// The same bounds hold for a value that comes from the input: the evaluation fails closed
+// (PolicyError naming the function and the bound) before the library runs, and isQuantity
+// answers false. Before, quantity(vm.annotations['q']) with 1e-9999999 ran for seconds.
+func TestGuardedInputsFailClosed(t *testing.T) {
+	c := newCompiler(t)
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"q": "1e-9999999", "big": "1e65"}
+	in.IPAddress.Reason = "%.999999f"
+	for _, tc := range []struct{ expr, want string }{
+		{"quantity(vm.annotations['q']) == quantity('1')", "quantity(): argument beyond the bound policies are evaluated with: exponent -9999999, at most ±64"},
+		{"quantity(vm.annotations['big']) == quantity('1')", "quantity(): argument beyond the bound policies are evaluated with: exponent 65"},
+		{"ipAddress.reason.format([1.0]) != ''", "format(): argument beyond the bound policies are evaluated with: precision 999999, at most 100"},
+	} {
+		d := decide(setOf(t, c, newPolicy("p", matchCondition("m", tc.expr))), in)
+		if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, tc.want) {
+			t.Errorf("%s: %s %q, want a PolicyError naming %q", tc.expr, d.Reason, d.Message, tc.want)
+		}
+	}
+	d := decide(setOf(t, c, newPolicy("p", matchCondition("m", "!isQuantity(vm.annotations['q'])"))), in)
+	if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto {
+		t.Errorf("isQuantity past the bound: %s %q, want false (the policy matches and decides Auto)", d.Reason, d.Message)
+	}
+}
+
+// format() is charged by what it renders: a %f clause in a loop over the labels is refused by
+// the estimate (before: 6 units a call, ~1 ms each), and a format string from the input is
+// charged at run time.
+func TestFormatIsCharged(t *testing.T) {
+	c := newCompiler(t)
+	_, errs := c.Compile(newPolicy("p", matchCondition("m", "vm.labels.all(k, '%f'.format([1.0]) != k)")), nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "exceeds the per-call limit") {
+		t.Errorf("errors %v, want the estimate past the per-call limit", errs)
+	}
+	in := pooledAuto()
+	in.IPAddress.Reason = strings.Repeat("%e", 30)
+	set := setOf(t, c, newPolicy("p", matchCondition("m", "ipAddress.reason.format([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]) != ''")))
+	if d := decide(set, in); d.Cost < 30*1000 {
+		t.Errorf("cost %d of thirty %%e clauses, want at least 30,000", d.Cost)
+	}
+}
