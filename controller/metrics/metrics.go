@@ -44,6 +44,12 @@ var (
 		Name: "vmipam_dryrun_requests_total",
 		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers).",
 	}, []string{"code"})
+	// abandonedEvaluations reads the evaluator's own count: Decide stops waiting for an
+	// evaluation stuck in a library call past its deadline and a grace (both sources).
+	abandonedEvaluations = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "vmipam_policy_evaluations_abandoned_total",
+		Help: "Interface evaluations abandoned because a library call could not be interrupted within the deadline and a grace of a quarter of it; each still runs on in the background until the call returns.",
+	}, func() float64 { return float64(evaluator.Abandoned()) })
 )
 
 // Current is the state the reconcilers of this process last decided, registered with
@@ -54,7 +60,7 @@ var Current = NewState()
 func init() {
 	SetBuildInfo("", "")
 	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
-		Current, buildInfo, servingCertificates)
+		abandonedEvaluations, Current, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use
