@@ -7,8 +7,8 @@ import "time"
 // ipAddress, holders, namespaceObject and change. (The namespace is namespaceObject, as in
 // Kubernetes' ValidatingAdmissionPolicy, because `namespace` is a reserved word in CEL and
 // cannot be referenced.) Every field is always present (zero values stand for "unset"), so
-// expressions never fail on a missing key; has() is not needed. Nil maps and lists are
-// treated as empty.
+// a select never fails on a missing field; has(f) is false when f is its zero value — a null
+// or empty map or list, "", 0, false — as for a field the API server pruned or omitted.
 //
 // The `maxSize` tags bound strings (characters) and lists and maps (entries), `elemMaxSize`
 // the elements of a list or the values of a map (default 253), for the static cost estimate
@@ -188,14 +188,18 @@ type ChangeState struct {
 	IPAddressName string `json:"ipAddressName" maxSize:"253"`
 }
 
-// normalize fills nil maps and lists so that every field is present for CEL.
+// normalize makes every empty map and list nil, so that has() on it is false whether it was
+// null, absent or empty — as in Kubernetes, where the API server drops a null field (pruning)
+// and an empty metadata.labels or annotations (omitempty). cel-go's native types report a
+// field as set when it is not Go's zero value; a nil map or list still reads as empty
+// (size() is 0, iteration visits nothing, a lookup finds no key).
 func (in *Input) normalize() {
 	for _, m := range []*map[string]string{&in.VM.Labels, &in.VM.Annotations, &in.Network.Labels, &in.Namespace.Labels} {
-		if *m == nil {
-			*m = map[string]string{}
+		if len(*m) == 0 {
+			*m = nil
 		}
 	}
-	if in.Holders.VMs == nil {
-		in.Holders.VMs = []string{}
+	if len(in.Holders.VMs) == 0 {
+		in.Holders.VMs = nil
 	}
 }

@@ -8,17 +8,24 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 )
 
-// A library call whose work grows with a literal's value, not its length, cannot be
-// interrupted by the deadline: comparing quantity('1e9999999') runs for seconds at a reported
-// cost in single digits. Decide must still answer on time (the call is abandoned where it
-// cannot hold a reconcile worker or a dry-run slot) with a PolicyError naming the deadline.
-// Before, Decide returned only when the call did.
+// A library call cannot be interrupted by the deadline: before the guards (guards.go),
+// comparing quantity('1e9999999') ran for seconds at a reported cost in single digits. Decide
+// must still answer on time, whatever call a guard misses (the call is abandoned where it
+// cannot hold a reconcile worker or a dry-run slot), with a PolicyError naming the deadline.
+// The stand-in here is one call formatting four million-entry lists under cost limits raised
+// out of the way and a 50 ms deadline (plus a 12.5 ms grace): it takes far longer than that on
+// any machine. Before, Decide returned only when the call did.
 func TestDecideAnswersOnTimeDespiteAnUninterruptibleCall(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 20 * time.Millisecond})
-	set := setOf(t, c, newPolicy("p", matchCondition("m", "quantity('1e9999999') == quantity('1')")))
+	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
+	before := evaluator.Abandoned()
+	set := setOf(t, c, newPolicy("p", matchCondition("m", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)]) != ''")))
 	d := decide(set, pooledAuto())
 	if d.Allocation != evaluator.AllocationUnknown || d.Reason != evaluator.ReasonPolicyError ||
 		!strings.Contains(d.Message, "did not finish within the deadline") {
 		t.Errorf("decision = %q %q %q, want a PolicyError naming the deadline", d.Allocation, d.Reason, d.Message)
+	}
+	if evaluator.Abandoned() == before {
+		t.Error("Abandoned() did not count the abandoned evaluation")
 	}
 }
