@@ -5,6 +5,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // Bounds for strings and collections whose field carries no maxSize tag: map keys are
@@ -110,4 +115,60 @@ func cmpOr(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// checkVariableSize reports a variable's value beyond the sizes the static estimate assumes
+// for it (variableSize): at most variableSizeBound characters or entries, and each element,
+// key and value (at any depth) at most variableElemBound. The estimate cannot derive a
+// variable's size from its expression; enforcing the assumption makes an estimate that passed
+// hold at run time — a larger value fails closed instead of costing more than estimated.
+func checkVariableSize(v ref.Val) error {
+	if err := sizeWithin(v, variableSizeBound); err != nil {
+		return fmt.Errorf("value of %s, beyond the bound the cost estimate assumes for a variable", err)
+	}
+	return nil
+}
+
+// sizeWithin checks v's size against bound and its elements' against variableElemBound. The walk
+// visits what the expression built, so it is bounded by the cost already charged for it.
+func sizeWithin(v ref.Val, bound uint64) error {
+	var n uint64
+	unit := "entries"
+	switch x := v.(type) {
+	case types.String:
+		if uint64(len(x)) <= bound {
+			return nil
+		}
+		n, unit = uint64(utf8.RuneCountInString(string(x))), "characters"
+	case types.Bytes:
+		n, unit = uint64(len(x)), "bytes"
+	case traits.Mapper:
+		n = uint64(x.Size().(types.Int))
+		if n <= bound {
+			for it := x.Iterator(); it.HasNext() == types.True; {
+				k := it.Next()
+				if err := sizeWithin(k, variableElemBound); err != nil {
+					return err
+				}
+				if err := sizeWithin(x.Get(k), variableElemBound); err != nil {
+					return err
+				}
+			}
+		}
+	case traits.Lister:
+		n = uint64(x.Size().(types.Int))
+		if n <= bound {
+			for it := x.Iterator(); it.HasNext() == types.True; {
+				if err := sizeWithin(it.Next(), variableElemBound); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		return nil
+	}
+	if n > bound {
+		return fmt.Errorf("%d %s, at most %d", n, unit, bound)
+	}
+	return nil
 }

@@ -117,14 +117,19 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 
 // variableSizeBound is the size a policy variable's value is assumed to have at most for the
 // static estimate (characters of a string, entries of a list or map): cel-go estimates costs,
-// not result sizes, so a variable's size cannot be derived from its expression. The runtime
-// limits guard larger values.
+// not result sizes, so a variable's size cannot be derived from its expression. Decide
+// enforces it, and variableElemBound, on every variable's value (checkVariableSize): a larger
+// one fails closed.
 const variableSizeBound = 1024
+
+// variableElemBound is the size each element, key or value of a variable's value (at any
+// depth) is assumed to have at most: a qualified name, so that a list of label keys fits.
+const variableElemBound = defaultKeySize
 
 func variableSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
 	if len(path) > 2 {
-		return &checker.SizeEstimate{Min: 0, Max: defaultElemSize}
+		return &checker.SizeEstimate{Min: 0, Max: variableElemBound}
 	}
 	switch n.Type().Kind() {
 	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:

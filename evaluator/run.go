@@ -336,6 +336,11 @@ func (r *run) activation(p *Policy) *activation {
 	for _, v := range p.variables {
 		a.vars.Append(v.name, func(*lazy.MapValue) ref.Val {
 			val, err := r.eval(p, v.program, a)
+			if err == nil {
+				if sizeErr := checkVariableSize(val); sizeErr != nil {
+					err = &policyError{p, v.program.path, sizeErr}
+				}
+			}
 			if err != nil {
 				return types.WrapErr(err)
 			}

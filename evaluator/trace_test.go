@@ -21,9 +21,16 @@ func doublingPolicy(n int) []policyOption {
 // Formatting the variables for the trace is work on CEL values that CEL's cost accounting does
 // not see: the controller must not do it at all, and the dry run must do it within bounds and
 // pay for it. Before, the sixteen doubling variables were formatted on every Decide (the
-// controller's too), walking 6.5 million elements.
+// controller's too), walking 6.5 million elements; now the fifth doubling already fails
+// closed (a variable holds at most 1,024 entries), and the four below it are formatted
+// within bounds only when explained.
 func TestVariablesAreFormattedOnlyWhenExplainedAndBounded(t *testing.T) {
-	set := setOf(t, newCompiler(t), newPolicy("p", doublingPolicy(16)...))
+	c := newCompiler(t)
+	if d := decide(setOf(t, c, newPolicy("p", doublingPolicy(16)...)), pooledAuto()); d.Reason != evaluator.ReasonPolicyError ||
+		!strings.Contains(d.Message, "spec.variables[4].expression: value of 1600 entries, at most 1024") {
+		t.Errorf("sixteen doublings: %s %q, want v4 to fail closed", d.Reason, d.Message)
+	}
+	set := setOf(t, c, newPolicy("p", doublingPolicy(3)...))
 	plain := decide(set, pooledAuto())
 	if plain.Allocation != evaluator.AllocationAuto || plain.Trace.Variables != nil {
 		t.Fatalf("without Explain: allocation %q, variables %d, want Auto and no variables",
@@ -31,16 +38,16 @@ func TestVariablesAreFormattedOnlyWhenExplainedAndBounded(t *testing.T) {
 	}
 	explained := explain(set, pooledAuto())
 	vars := explained.Trace.Variables["p"]
-	if len(vars) != 17 {
-		t.Fatalf("with Explain: %d variables, want 17", len(vars))
+	if len(vars) != 4 {
+		t.Fatalf("with Explain: %d variables, want 4", len(vars))
 	}
 	for name, v := range vars {
 		if len(v) > 512+len("…") {
 			t.Errorf("variable %s formatted to %d bytes, want at most 512 and a mark", name, len(v))
 		}
 	}
-	if last := vars["v16"]; !strings.HasPrefix(last, "[0, 0, 0") || !strings.HasSuffix(last, "…") {
-		t.Errorf("v16 = %.40q…, want the cut list", last)
+	if last := vars["v3"]; !strings.HasPrefix(last, "[0, 0, 0") || !strings.HasSuffix(last, "…") {
+		t.Errorf("v3 = %.40q…, want the cut list", last)
 	}
 	if explained.Cost != plain.Cost {
 		t.Errorf("cost with Explain %d, without %d: want the decision's cost either way", explained.Cost, plain.Cost)
