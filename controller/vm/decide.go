@@ -1,8 +1,11 @@
 package vm
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -17,10 +20,25 @@ import (
 // a network the VM already attaches; the first entry wins.
 const ReasonDuplicateInterface = "DuplicateInterface"
 
-// decide asks the policy snapshot for one Decision per additional interface. When ctx ends
-// first (a dry run's deadline, a shutdown) it stops and returns ctx's error: the decisions are
-// then incomplete and must not be acted on or answered with.
+// DefaultVMEvaluationBudget bounds the wall time of deciding every interface of one VM in one
+// reconcile or dry run. Each interface's evaluation is bounded by the evaluator's deadline
+// (1 s), but a VM with many interfaces could otherwise hold a reconcile worker for N times
+// that. The interfaces not decided within the budget get a PolicyError naming it (their
+// NetworkReady item says why; nothing existing is deleted for an unknown allocation) and the
+// VM is retried with backoff. Real decisions take well under a millisecond each.
+const DefaultVMEvaluationBudget = 2 * time.Second
+
+// errVMBudget is the cause of the budget context's end, which the evaluator names.
+var errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
+
+// decide asks the policy snapshot for one Decision per additional interface, all within the
+// VM's evaluation budget (s.overBudget says when it ran out). When ctx ends first (a dry run's
+// deadline, a shutdown) it stops and returns ctx's error: the decisions are then incomplete
+// and must not be acted on or answered with.
 func decide(ctx context.Context, s *scope, opts evaluator.Options) error {
+	evalCtx, cancel := context.WithTimeoutCause(ctx, cmp.Or(s.budget, DefaultVMEvaluationBudget), errVMBudget)
+	defer cancel()
+	defer func() { s.overBudget = evalCtx.Err() != nil && ctx.Err() == nil }()
 	applied := appliedEntries(s)
 	for _, it := range s.interfaces {
 		if ctx.Err() != nil { // nobody waits for the rest: stop spending CPU on it
@@ -32,16 +50,27 @@ func decide(ctx context.Context, s *scope, opts evaluator.Options) error {
 				fmt.Sprintf("spec.networks[%d] repeats spec.networks[%d]", it.index, it.dupOf)}
 			continue
 		}
-		it.decision = s.set.Decide(ctx, input(s, it, applied), opts)
+		it.decision = decideWithin(evalCtx, s.set, input(s, it, applied), opts)
 		if it.decision.Skip {
 			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
 		}
 	}
-	decideRemoved(ctx, s, opts)
+	decideRemoved(ctx, evalCtx, s, opts)
 	if err := ctx.Err(); err != nil { // decisions made past the end are PolicyErrors, not answers
 		return fmt.Errorf("deciding %d interfaces: %w", len(s.interfaces), err)
 	}
 	return nil
+}
+
+// decideWithin decides in unless the VM's budget (evalCtx) is already spent: the interface
+// is then not evaluated and gets a PolicyError naming the budget right away.
+func decideWithin(evalCtx context.Context, set *evaluator.Set, in evaluator.Input, opts evaluator.Options) evaluator.Decision {
+	if evalCtx.Err() == nil {
+		return set.Decide(evalCtx, in, opts)
+	}
+	msg := "not evaluated: " + context.Cause(evalCtx).Error()
+	return evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError,
+		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}}
 }
 
 // input builds the evaluator's view of one interface (DESIGN.md §3.1).
@@ -138,7 +167,7 @@ func change(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eva
 // the spec no longer names, whether its removal may be applied to the running VM (change.kind
 // Remove; the evaluator decides only hotplug for it). The input describes what was applied:
 // the interface and the change; its network and IPAddress are not looked up.
-func decideRemoved(ctx context.Context, s *scope, opts evaluator.Options) {
+func decideRemoved(ctx, evalCtx context.Context, s *scope, opts evaluator.Options) {
 	inSpec := map[string]bool{}
 	for _, it := range s.interfaces {
 		inSpec[it.key] = true
@@ -161,7 +190,7 @@ func decideRemoved(ctx context.Context, s *scope, opts evaluator.Options) {
 			Namespace: namespaceInput(s),
 			Change:    evaluator.Change{Kind: evaluator.ChangeRemove, From: from, VMRunning: len(s.pods) > 0},
 		}
-		it.decision = s.set.Decide(ctx, in, opts)
+		it.decision = decideWithin(evalCtx, s.set, in, opts)
 		s.removed = append(s.removed, it)
 	}
 }

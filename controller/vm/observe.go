@@ -45,6 +45,10 @@ type scope struct {
 	// pending lists the interfaces ("<Type>/<name>") whose change a running pod does not get
 	// because the decision forbids hotplug; filled by act.
 	pending []string
+	// budget is the VM's evaluation budget, DefaultVMEvaluationBudget when zero; overBudget
+	// says that decide ran out of it (some interfaces got a PolicyError naming it).
+	budget     time.Duration
+	overBudget bool
 }
 
 // iface is one additional interface through the reconcile.

@@ -116,9 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
-// on top of the IPAddress watch, because SDN may not write an event when space frees.
+// on top of the IPAddress watch, because SDN may not write an event when space frees; and
+// when the VM's evaluation budget ran out before every interface was decided.
 func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
 	b := r.retries()
+	if s.overBudget {
+		return reconcile.Result{RequeueAfter: b.next(req, r.now())}
+	}
 	for _, it := range s.interfaces {
 		if it.problem != nil && it.problem.reason == string(evaluator.ReasonPoolExhausted) {
 			return reconcile.Result{RequeueAfter: b.next(req, r.now())}
