@@ -61,6 +61,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			cel.CostLimit(limits.PerCallCostLimit),
 			cel.InterruptCheckFrequency(limits.CheckFrequency),
 			formatCostTracker,
+			isURLCostTracker,
 		},
 	})
 }
@@ -171,6 +172,10 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 	case overloads.Equals, overloads.NotEquals:
 		if len(args) == 2 && (args[0].Type().Kind() == types.TypeKind || args[1].Type().Kind() == types.TypeKind) {
 			return constantCall
+		}
+	case "isURL":
+		if est := e.isURLEstimate(args); est != nil {
+			return est
 		}
 	case "format":
 		if overloadID == "string_format" {

@@ -232,6 +232,32 @@ func literalGuardErrors(e ast.Expr) []string {
 	return out
 }
 
+// isURLCostTracker charges isURL() one unit per ten characters parsed, as the library charges
+// url() (it charges isURL 1 whatever the length).
+var isURLCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("is_url_string",
+	func(args []ref.Val, _ ref.Val) *uint64 {
+		cost := uint64(1)
+		if s, ok := args[0].Value().(string); ok {
+			cost += uint64(math.Ceil(float64(len(s)) * 0.1))
+		}
+		return &cost
+	}))
+
+// isURLEstimate is the static counterpart of isURLCostTracker.
+func (e estimator) isURLEstimate(args []checker.AstNode) *checker.CallEstimate {
+	if len(args) != 1 {
+		return nil
+	}
+	size := uint64(math.MaxUint64)
+	if est := e.EstimateSize(args[0]); est != nil {
+		size = est.Max
+	}
+	if size == math.MaxUint64 {
+		return nil
+	}
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + uint64(math.Ceil(float64(size)*0.1))}}
+}
+
 // formatCostTracker charges a format() call by the length of what it produced (the library
 // charges 1 whatever the output): one unit per ten characters, as for any string traversal;
 // and floatClauseCost per %f or %e clause, which the library renders through a locale-aware

@@ -60,12 +60,15 @@ func TestGuardedInputsFailClosed(t *testing.T) {
 
 // format() is charged by what it renders: a %f clause in a loop over the labels is refused by
 // the estimate (before: 6 units a call, ~1 ms each), and a format string from the input is
-// charged at run time.
-func TestFormatIsCharged(t *testing.T) {
+// charged at run time. isURL() is charged by the length it parses, as url() is (before: 1
+// unit whatever the length, so a scan of every annotation with it compiled).
+func TestUnderchargedCallsAreCharged(t *testing.T) {
 	c := newCompiler(t)
-	_, errs := c.Compile(newPolicy("p", matchCondition("m", "vm.labels.all(k, '%f'.format([1.0]) != k)")), nil)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "exceeds the per-call limit") {
-		t.Errorf("errors %v, want the estimate past the per-call limit", errs)
+	for _, expr := range []string{"vm.labels.all(k, '%f'.format([1.0]) != k)", "vm.annotations.all(k, !isURL(vm.annotations[k]))"} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "exceeds the per-call limit") {
+			t.Errorf("%s: errors %v, want the estimate past the per-call limit", expr, errs)
+		}
 	}
 	in := pooledAuto()
 	in.IPAddress.Reason = strings.Repeat("%e", 30)
