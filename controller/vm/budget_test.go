@@ -14,7 +14,6 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
-	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -23,26 +22,11 @@ import (
 // interface takes at least the deadline.
 func slowSet(t *testing.T, deadline time.Duration) *evaluator.Set {
 	t.Helper()
-	c, err := evaluator.NewCompiler(evaluator.Limits{Deadline: deadline, StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := policies.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtin, errs := c.Compile(b, b)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	slow, errs := c.Compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
-		MatchConditions: []v1alpha1.NamedExpression{{Name: "spin",
-			Expression: "lists.range(1000).all(x, lists.range(1000).all(y, x + y >= 0))"}},
-		Allocation: &v1alpha1.Expression{Expression: "'Auto'"}}}, nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	return evaluator.NewSet([]*evaluator.Policy{slow}, builtin)
+	return compiledSetWith(t, evaluator.Limits{Deadline: deadline, StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12},
+		&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+			MatchConditions: []v1alpha1.NamedExpression{{Name: "spin",
+				Expression: "lists.range(1000).all(x, lists.range(1000).all(y, x + y >= 0))"}},
+			Allocation: &v1alpha1.Expression{Expression: "'Auto'"}}})
 }
 
 // manyInterfaces is a VM with n additional interfaces on ready pooled ClusterNetworks.

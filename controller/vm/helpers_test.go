@@ -26,7 +26,13 @@ func runtimeScheme(t *testing.T) *runtime.Scheme {
 // compiledSet is the shipped default as the built-in layer under the given policies.
 func compiledSet(t *testing.T, layers ...*v1alpha1.ClusterIPAMPolicy) *evaluator.Set {
 	t.Helper()
-	c, err := evaluator.NewCompiler(evaluator.Limits{})
+	return compiledSetWith(t, evaluator.Limits{}, layers...)
+}
+
+// compiledSetWith is compiledSet under the given limits.
+func compiledSetWith(t *testing.T, limits evaluator.Limits, layers ...*v1alpha1.ClusterIPAMPolicy) *evaluator.Set {
+	t.Helper()
+	c, err := evaluator.NewCompiler(limits)
 	if err != nil {
 		t.Fatal(err)
 	}
