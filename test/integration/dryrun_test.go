@@ -364,6 +364,13 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(code).To(Equal(0), errOut.String())
 		Expect(out.String()).To(And(ContainSubstring("VirtualMachine %s/web (exists)", ns),
 			MatchRegexp(`ClusterNetwork/%s\s+Auto\s+yes`, network)))
+
+		By("ipamctl version shows the controller's version too, read through the API server")
+		out.Reset()
+		code = cli.Main(ctx, "ipamctl", []string{"version", "--kubeconfig", testEnv.Kubeconfig},
+			cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		Expect(code).To(Equal(0), errOut.String())
+		Expect(out.String()).To(And(HavePrefix("ipamctl "), ContainSubstring("\nServer: vmipam %s\n", drVersion)))
 	})
 
 	It("answers kubectl create -f for a user who has only the edit role: kubectl leaves field validation to the server", func() {
@@ -640,6 +647,7 @@ func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderEl
 	if evalTimeout > 0 {
 		o.EvaluationTimeout = evalTimeout
 	}
+	o.Version = drVersion
 	srv, err := controller.SetupDryRun(mgr, registry, o)
 	Expect(err).NotTo(HaveOccurred())
 	r := &running{cancel: cancel, done: make(chan struct{})}
@@ -900,6 +908,9 @@ func drMetric(name, label, value string) float64 {
 	}
 	return total
 }
+
+// drVersion is the version the suite's dry-run servers publish.
+const drVersion = "v0.0.0-integration"
 
 // drReaders are the test's stand-ins for the read roles the virtualization platform and the
 // SDN module give a namespace's users: what an Evaluation reads about a VM.

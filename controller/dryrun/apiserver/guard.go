@@ -50,7 +50,7 @@ func (g *readGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		}
 	}
 	if err := g.check(ctx, obj, "get", key.Namespace, key.Name, why); err != nil {
-		clear(obj)
+		zero(obj)
 		return err
 	}
 	return nil
@@ -89,8 +89,8 @@ func (g *readGuard) check(ctx context.Context, obj runtime.Object, verb, namespa
 	return g.allowed(ctx, a, why)
 }
 
-// clear empties obj, so that nothing of a denied read leaves the guard.
-func clear(obj client.Object) {
+// zero empties obj, so that nothing of a denied read leaves the guard.
+func zero(obj client.Object) {
 	if u, ok := obj.(runtime.Unstructured); ok {
 		u.SetUnstructuredContent(map[string]any{})
 		return

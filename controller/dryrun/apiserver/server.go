@@ -57,6 +57,10 @@ type Options struct {
 	EvaluationTimeout time.Duration
 	// MaxInFlight bounds the evaluations served at once (--dry-run-max-in-flight).
 	MaxInFlight int
+	// Version is the controller's version (its --version), published as info.version of the
+	// dry-run API's OpenAPI documents — where the API server publishes its own — for
+	// `ipamctl version`. Default "dev".
+	Version string
 }
 
 // NewOptions returns the defaults.
@@ -70,6 +74,7 @@ func NewOptions() *Options {
 		Authorization:     genericoptions.NewDelegatingAuthorizationOptions(),
 		EvaluationTimeout: DefaultEvaluationTimeout,
 		MaxInFlight:       DefaultMaxInFlight,
+		Version:           "dev",
 	}
 }
 
@@ -161,9 +166,9 @@ func (o *Options) config() (*genericapiserver.RecommendedConfig, error) {
 	cfg.MaxMutatingRequestsInFlight = o.MaxInFlight
 	namer := openapinamer.NewDefinitionNamer(Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
-	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "vmipam dry-run", dryrunv1.SchemeGroupVersion.Version
+	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "vmipam dry-run", o.Version
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
-	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "vmipam dry-run", dryrunv1.SchemeGroupVersion.Version
+	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "vmipam dry-run", o.Version
 	cfg.OpenAPIV3Config.PostProcessSpec = advertiseFieldValidation
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		return genericapiserver.DefaultBuildHandlerChain(createOnly(h), c)
