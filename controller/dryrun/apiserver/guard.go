@@ -42,7 +42,7 @@ func (g *readGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if err := g.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	why := "the evaluation reads it"
+	why := "an answer drawing on it"
 	if _, isVM := obj.(*vmv1.VirtualMachine); isVM && key == g.evaluated {
 		why = "spec.vm naming an existing VM"
 		if g.evaluatedWhy != "" {
@@ -66,7 +66,7 @@ func (g *readGuard) List(ctx context.Context, list client.ObjectList, opts ...cl
 		return nil
 	}
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	if err := g.check(ctx, list, "list", lo.Namespace, "", "the evaluation reads them"); err != nil {
+	if err := g.check(ctx, list, "list", lo.Namespace, "", "an answer drawing on them"); err != nil {
 		_ = meta.SetList(list, nil)
 		return err
 	}
