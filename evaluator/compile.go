@@ -80,6 +80,9 @@ type Policy struct {
 type program struct {
 	path string // field path, e.g. spec.skipRules[2].expression
 	prog cel.Program
+	// folds: the expression has a comprehension (all, exists, map, filter, …), the only
+	// place cel-go checks the context; one without is evaluated without it (run.eval).
+	folds bool
 }
 
 type namedProgram struct {
@@ -434,7 +437,16 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return program{path: path.String()}, nil
 	}
-	return program{path: path.String(), prog: prog}, outType
+	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+}
+
+// hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).
+func hasComprehension(e ast.Expr) bool {
+	found := false
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		found = found || e.Kind() == ast.ComprehensionKind
+	}))
+	return found
 }
 
 // allocationValues are what an allocation expression may return.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -290,7 +291,17 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		// ContextEval only checks the context inside comprehensions.
 		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
-	v, det, err := prog.prog.ContextEval(r.ctx, act)
+	var v ref.Val
+	var det *cel.EvalDetails
+	var err error
+	if prog.folds {
+		v, det, err = prog.prog.ContextEval(r.ctx, act)
+	} else {
+		// cel-go checks the context only between the iterations of a comprehension: for an
+		// expression without one, ContextEval would only add a cancellable context to every
+		// call. The deadline was checked above.
+		v, det, err = prog.prog.Eval(act)
+	}
 	if det != nil && det.ActualCost() != nil {
 		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
 	} else if err == nil {
