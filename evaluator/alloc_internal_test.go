@@ -2,9 +2,14 @@ package evaluator
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/cel-go/common/types"
+	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/vmipam/vmipam/policies"
 )
@@ -71,5 +76,70 @@ func TestIdleEvaluatorsAreBounded(t *testing.T) {
 	}
 	if idle := idleEvaluators.Load(); idle != maxIdleEvaluators {
 		t.Errorf("%d evaluators idle after %d finished, want %d", idle, n, maxIdleEvaluators)
+	}
+}
+
+// Every input field reads as the same CEL value through orderedTypes' getters as through
+// cel-go's native-type registry, and a string field costs one allocation (it cost two).
+func TestInputFieldsReadAsTheRegistryReadsThem(t *testing.T) {
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.envSet.Env(environment.NewExpressions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{
+		VM:        VM{Name: "vm-a", Namespace: "ns", UID: "uid", Phase: "Running"},
+		Interface: Interface{Index: 3, ID: 300, Type: "Network", Name: "n", IPAddressName: "ip", Spec: InterfaceSpec{ID: 7, Type: "Network", Name: "n"}},
+		Network:   Network{Exists: true, Ready: true, Pool: Ref{Kind: "IPAddressPool", Name: "p"}},
+		IPAddress: IPAddress{Exists: true, Name: "ip", Allocated: true, Owner: Owner{Name: "vm-a", UID: "uid"}},
+		Holders:   Holders{Holder: "vm-b"},
+		Namespace: Namespace{Name: "ns"},
+		Change:    Change{Kind: ChangeAdd, VMRunning: true, To: ChangeState{Allocation: "Static", IPAddressName: "ip"}},
+	}
+	objects := map[string]any{}
+	v := reflect.ValueOf(&in).Elem()
+	var collect func(reflect.Value)
+	collect = func(v reflect.Value) {
+		objects[celTypeName(v.Type())] = v.Addr().Interface()
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.Struct && f.Type().PkgPath() == v.Type().PkgPath() {
+				collect(f)
+			}
+		}
+	}
+	for i := range v.NumField() {
+		collect(v.Field(i))
+	}
+	provider := env.CELTypeProvider()
+	adapter := env.CELTypeAdapter()
+	registry := provider.(orderedTypes).Provider
+	getters := inputFieldGetters()
+	if len(getters) < 30 {
+		t.Fatalf("%d field getters, want every string, bool and int field of the input", len(getters))
+	}
+	for key := range getters {
+		typeName, field := key[:strings.LastIndex(key, ".")], key[strings.LastIndex(key, ".")+1:]
+		obj, ok := objects[typeName]
+		if !ok {
+			t.Fatalf("%s: no object of type %s", key, typeName)
+		}
+		fast, _ := provider.FindStructFieldType(typeName, field)
+		slow, _ := registry.FindStructFieldType(typeName, field)
+		got, err1 := fast.GetFrom(obj)
+		want, err2 := slow.GetFrom(obj)
+		if err1 != nil || err2 != nil || adapter.NativeToValue(got).Equal(adapter.NativeToValue(want)) != types.True {
+			t.Errorf("%s = %v (%v), want %v (%v)", key, got, err1, want, err2)
+		}
+	}
+	name, _ := provider.FindStructFieldType("evaluator.VM", "name")
+	read := func() { // as the interpreter does: get, then adapt
+		v, _ := name.GetFrom(&in.VM)
+		_ = adapter.NativeToValue(v)
+	}
+	if n := testing.AllocsPerRun(100, read); n > 1 {
+		t.Errorf("reading vm.name allocates %.0f times, want at most 1", n)
 	}
 }
