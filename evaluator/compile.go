@@ -67,6 +67,8 @@ type Policy struct {
 	matchConditions []namedProgram
 	variables       []namedProgram
 	variablesType   *apiservercel.DeclType
+	// variableIndex finds a variable by the field name an expression selects.
+	variableIndex variableIndex
 	// allocation and hotplug are nil when the policy leaves them to the next policy.
 	allocation *program
 	skipRules  []skipRule
@@ -326,6 +328,7 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 		}
 	}
 	out.variablesType = apiservercel.NewObjectType("vmipam.Variables", fields)
+	out.variableIndex = newVariableIndex(out.variables, out.variablesType.CelType().TypeName())
 	return env
 }
 

@@ -118,8 +118,7 @@ func Abandoned() int64 { return abandoned.Load() }
 // evaluate is Decide's work, run on an evaluator goroutine (evaluators.go).
 func (s *Set) evaluate(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
-		explain: opts.Explain}
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain}
 	var d Decision
 	if err := in.checkBounds(); err != nil {
 		d = (&policyError{s.layers[len(s.layers)-1], "input",
@@ -187,6 +186,9 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		switch {
 		case err != nil && p.Mode == v1alpha1.PolicyModeAudit:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
+			if r.auditErrors == nil {
+				r.auditErrors = map[string]AuditRecord{}
+			}
 			r.auditErrors[p.Name] = AuditRecord{Policy: p.Name, Error: err.Error()}
 		case err != nil && p.FailurePolicy == v1alpha1.FailurePolicyIgnore:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
