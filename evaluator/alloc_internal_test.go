@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/google/cel-go/common/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/cel/environment"
 
-	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // The hot path of a decision allocates only what the evaluation needs: checking an input
@@ -35,19 +36,7 @@ func TestCheckingAnInputWithinItsBoundsAllocatesNothing(t *testing.T) {
 // Evaluations reuse idle evaluator goroutines (whose stacks the interpreter has grown)
 // instead of starting one per decision.
 func TestDecisionsReuseIdleEvaluators(t *testing.T) {
-	c, err := NewCompiler(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := policies.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtin, errs := c.Compile(b, b)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
-	set := NewSet(nil, builtin)
+	set := NewSet(nil, compileSpec(t, "p", v1alpha1.ClusterIPAMPolicySpec{Allocation: &v1alpha1.Expression{Expression: "'None'"}}))
 	set.Decide(context.Background(), Input{}, Options{})
 	before := evaluatorsStarted.Load()
 	for range 100 {
@@ -142,4 +131,19 @@ func TestInputFieldsReadAsTheRegistryReadsThem(t *testing.T) {
 	if n := testing.AllocsPerRun(100, read); n > 1 {
 		t.Errorf("reading vm.name allocates %.0f times, want at most 1", n)
 	}
+}
+
+// compileSpec compiles a policy of the given name and spec with the default limits, or fails
+// the test.
+func compileSpec(t *testing.T, name string, spec v1alpha1.ClusterIPAMPolicySpec) *Policy {
+	t.Helper()
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, errs := c.Compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	return p
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/cel/lazy"
 
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -16,11 +15,7 @@ import (
 // `variables` behaves as k8s.io/apiserver's lazy.MapValue, which it replaces: the same
 // values, errors, escaping of field names, size, iteration and type, for every kind of key.
 func TestVariablesBehaveAsLazyMapValue(t *testing.T) {
-	c, err := NewCompiler(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, errs := c.Compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+	p := compileSpec(t, "p", v1alpha1.ClusterIPAMPolicySpec{
 		Variables: []v1alpha1.NamedExpression{
 			{Name: "a", Expression: "1"},
 			{Name: "x_y", Expression: "'plain'"},
@@ -29,10 +24,7 @@ func TestVariablesBehaveAsLazyMapValue(t *testing.T) {
 			{Name: "broken", Expression: "int(vm.name)"},
 		},
 		Allocation: &v1alpha1.Expression{Expression: "'Auto'"},
-	}}, nil)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
+	})
 	in := &Input{VM: VM{Name: "vm-a"}}
 	newRun := func() *run {
 		return &run{ctx: context.Background(), in: in, budget: DefaultLimits.InterfaceCostBudget}
