@@ -80,7 +80,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./policies/... paths=./crds/... paths=./controller/dryrun/v1alpha1/...
 	$(CONTROLLER_GEN) crd paths=./policies/... output:crd:dir=crds
 	$(CONTROLLER_GEN) crd paths=./controller/dryrun/v1alpha1/... output:crd:dir=controller/dryrun/v1alpha1/openapi
-	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=test/crds
+	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=internal/thirdpartycrds
 	$(CONTROLLER_GEN) rbac:roleName=vmipam-controller paths=./controller/... paths=./cmd/ipam-controller/... output:rbac:dir=$(CHART)/files
 	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
 	cp crds/rbac/dryrun.yaml $(CHART)/files/dryrun-roles.yaml
@@ -91,9 +91,9 @@ generate: $(CONTROLLER_GEN)
 ## verify-generate: fail when generated files differ from what `make generate` writes.
 .PHONY: verify-generate
 verify-generate: generate
-	@if [ -n "$$(git status --porcelain -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files)" ]; then \
-	  git status --porcelain -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files; \
-	  git diff --stat -- crds policies test/crds controller/dryrun/v1alpha1 $(CHART)/files; \
+	@if [ -n "$$(git status --porcelain -- crds policies internal/thirdpartycrds controller/dryrun/v1alpha1 $(CHART)/files)" ]; then \
+	  git status --porcelain -- crds policies internal/thirdpartycrds controller/dryrun/v1alpha1 $(CHART)/files; \
+	  git diff --stat -- crds policies internal/thirdpartycrds controller/dryrun/v1alpha1 $(CHART)/files; \
 	  echo "generated files are stale: run 'make generate' and commit"; exit 1; fi
 
 .PHONY: vet

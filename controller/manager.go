@@ -101,6 +101,7 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=extension-apiserver-authentication,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
 
 // SetupDryRun adds the dry-run API server (DESIGN.md §5) to mgr: it answers Evaluations from
 // mgr's cache and registry's snapshot with registry's compiler, on every replica, writes
@@ -112,7 +113,7 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
 	engine.OnCompileError = metrics.DryRun.CompileFailed
-	srv, err := apiserver.New(opts, engine, mgr.GetCache(), registry)
+	srv, err := apiserver.New(opts, engine, mgr.GetCache(), mgr.GetAPIReader(), registry)
 	if err != nil {
 		return nil, err
 	}

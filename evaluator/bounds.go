@@ -3,8 +3,10 @@ package evaluator
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/common/types"
@@ -40,64 +42,92 @@ func sizeTag(f reflect.StructField, name string) uint64 {
 // mean "cannot exceed the per-call limit".
 func (in *Input) checkBounds() error {
 	v := reflect.ValueOf(in).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if err := checkStruct(name, v.Field(i)); err != nil {
+	for _, f := range boundedFields() {
+		if err := f.check(v.FieldByIndex(f.index)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkStruct(path string, v reflect.Value) error {
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		p := path + "." + name
-		if err := checkField(p, v.Field(i), sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)); err != nil {
-			return err
-		}
-	}
-	return nil
+// boundedField is a string, list or map field of Input with its bounds.
+type boundedField struct {
+	index       []int  // the field's index sequence in Input (reflect.Value.FieldByIndex)
+	path        string // its CEL path, e.g. vm.labels
+	bound, elem uint64 // maxSize (0: unbounded) and the bound of each element or map value
 }
 
-func checkField(path string, v reflect.Value, bound, elem uint64) error {
+// boundedFields are Input's bounded fields in declaration order, read from the tags once:
+// reading them on every decision was a fifth of its time.
+var boundedFields = sync.OnceValue(func() []boundedField {
+	return collectBounded(nil, "", reflect.TypeFor[Input](), nil)
+})
+
+// collectBounded appends the bounded fields of the struct type t (at index, CEL path path) to
+// out, descending into the structs of this package (other structs, time.Time, are leaves).
+func collectBounded(index []int, path string, t reflect.Type, out []boundedField) []boundedField {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		p, idx := name, append(slices.Clone(index), i)
+		if path != "" {
+			p = path + "." + name
+		}
+		switch f.Type.Kind() {
+		case reflect.Struct:
+			if f.Type.PkgPath() == t.PkgPath() {
+				out = collectBounded(idx, p, f.Type, out)
+			}
+		case reflect.Map:
+			if f.Type != reflect.TypeFor[map[string]string]() {
+				panic(fmt.Sprintf("evaluator: input field %s: only map[string]string maps are bounded", p))
+			}
+			fallthrough
+		case reflect.String, reflect.Slice:
+			out = append(out, boundedField{index: idx, path: p, bound: sizeTag(f, "maxSize"),
+				elem: cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)})
+		}
+	}
+	return out
+}
+
+// check reports v, the value of f, beyond f's bounds. It builds an element's path only for
+// the error: a decision within bounds allocates nothing here.
+func (f boundedField) check(v reflect.Value) error {
 	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type().PkgPath() == reflect.TypeFor[Input]().PkgPath() {
-			return checkStruct(path, v)
-		}
 	case reflect.String:
-		return within(path, "characters", v.Len(), bound)
+		return within(f.path, "characters", v.Len(), f.bound)
 	case reflect.Slice:
-		if err := within(path, "entries", v.Len(), bound); err != nil {
+		if err := within(f.path, "entries", v.Len(), f.bound); err != nil {
 			return err
 		}
 		for i := range v.Len() {
-			if err := within(fmt.Sprintf("%s[%d]", path, i), "characters", v.Index(i).Len(), elem); err != nil {
-				return err
+			if n := v.Index(i).Len(); beyond(n, f.elem) {
+				return within(fmt.Sprintf("%s[%d]", f.path, i), "characters", n, f.elem)
 			}
 		}
 	case reflect.Map:
-		if err := within(path, "entries", v.Len(), bound); err != nil {
+		m := v.Interface().(map[string]string)
+		if err := within(f.path, "entries", len(m), f.bound); err != nil {
 			return err
 		}
-		for it := v.MapRange(); it.Next(); {
-			k := it.Key().String()
-			if err := within(path+" key "+strconv.Quote(truncate(k)), "characters", len(k), defaultKeySize); err != nil {
-				return err
+		for k, val := range m {
+			if beyond(len(k), defaultKeySize) {
+				return within(f.path+" key "+strconv.Quote(truncate(k)), "characters", len(k), defaultKeySize)
 			}
-			if err := within(path+"["+truncate(k)+"]", "characters", it.Value().Len(), elem); err != nil {
-				return err
+			if beyond(len(val), f.elem) {
+				return within(f.path+"["+truncate(k)+"]", "characters", len(val), f.elem)
 			}
 		}
 	}
 	return nil
 }
 
+// beyond: n exceeds bound (0: unbounded).
+func beyond(n int, bound uint64) bool { return bound > 0 && uint64(n) > bound }
+
 func within(path, unit string, n int, bound uint64) error {
-	if bound > 0 && uint64(n) > bound {
+	if beyond(n, bound) {
 		return fmt.Errorf("%s: %d %s, at most %d", path, n, unit, bound)
 	}
 	return nil

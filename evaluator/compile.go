@@ -67,6 +67,8 @@ type Policy struct {
 	matchConditions []namedProgram
 	variables       []namedProgram
 	variablesType   *apiservercel.DeclType
+	// variableIndex finds a variable by the field name an expression selects.
+	variableIndex variableIndex
 	// allocation and hotplug are nil when the policy leaves them to the next policy.
 	allocation *program
 	skipRules  []skipRule
@@ -80,6 +82,9 @@ type Policy struct {
 type program struct {
 	path string // field path, e.g. spec.skipRules[2].expression
 	prog cel.Program
+	// folds: the expression has a comprehension (all, exists, map, filter, …), the only
+	// place cel-go checks the context; one without is evaluated without it (run.eval).
+	folds bool
 }
 
 type namedProgram struct {
@@ -323,6 +328,7 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 		}
 	}
 	out.variablesType = apiservercel.NewObjectType("vmipam.Variables", fields)
+	out.variableIndex = newVariableIndex(out.variables, out.variablesType.CelType().TypeName())
 	return env
 }
 
@@ -440,7 +446,16 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return program{path: path.String()}, nil
 	}
-	return program{path: path.String(), prog: prog}, outType
+	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+}
+
+// hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).
+func hasComprehension(e ast.Expr) bool {
+	found := false
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		found = found || e.Kind() == ast.ComprehensionKind
+	}))
+	return found
 }
 
 // allocationValues are what an allocation expression may return.

@@ -2,7 +2,10 @@ package evaluator
 
 import (
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -53,4 +56,75 @@ type orderedMap struct {
 func (m orderedMap) Iterator() traits.Iterator {
 	keys := slices.Sorted(maps.Keys(m.keys))
 	return types.NewStringList(types.DefaultTypeAdapter, keys).(traits.Lister).Iterator()
+}
+
+// Field access: cel-go's native-type registry reads a field with reflect.Value.Interface,
+// which copies a string, bool or integer to the heap before CEL boxes it again as a value —
+// two allocations for every field an expression reads. orderedTypes reads those fields as
+// CEL values directly (one, or none for a bool); other fields (maps, lists, nested structs,
+// timestamps) keep the registry's accessor. What a field evaluates to is unchanged.
+
+// FindStructFieldType implements types.Provider.
+func (o orderedTypes) FindStructFieldType(structType, fieldName string) (*types.FieldType, bool) {
+	ft, found := o.Provider.FindStructFieldType(structType, fieldName)
+	if !found {
+		return ft, found
+	}
+	if get, ok := inputFieldGetters()[structType+"."+fieldName]; ok {
+		fast := *ft
+		slow := ft.GetFrom
+		fast.GetFrom = func(obj any) (any, error) {
+			if v, ok := get(obj); ok {
+				return v, nil
+			}
+			return slow(obj)
+		}
+		return &fast, true
+	}
+	return ft, found
+}
+
+// fieldGetter reads one field of an input struct, or *struct, as a CEL value; false when obj
+// is not of the struct's type.
+type fieldGetter func(obj any) (ref.Val, bool)
+
+// inputFieldGetters are the getters of the string, bool and integer fields of the input
+// types, by "<CEL type name>.<field name>".
+var inputFieldGetters = sync.OnceValue(func() map[string]fieldGetter {
+	out := map[string]fieldGetter{}
+	for _, t := range inputVariables {
+		addFieldGetters(t, out)
+	}
+	return out
+})
+
+func addFieldGetters(t reflect.Type, out map[string]fieldGetter) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		key := celTypeName(t) + "." + name
+		switch f.Type.Kind() {
+		case reflect.String:
+			out[key] = structField(t, i, func(v reflect.Value) ref.Val { return types.String(v.String()) })
+		case reflect.Bool:
+			out[key] = structField(t, i, func(v reflect.Value) ref.Val { return types.Bool(v.Bool()) })
+		case reflect.Int64:
+			out[key] = structField(t, i, func(v reflect.Value) ref.Val { return types.Int(v.Int()) })
+		case reflect.Struct:
+			if f.Type.PkgPath() == t.PkgPath() {
+				addFieldGetters(f.Type, out)
+			}
+		}
+	}
+}
+
+// structField is the getter of field i of struct type t, converted by conv.
+func structField(t reflect.Type, i int, conv func(reflect.Value) ref.Val) fieldGetter {
+	return func(obj any) (ref.Val, bool) {
+		v := reflect.Indirect(reflect.ValueOf(obj))
+		if v.Type() != t {
+			return nil, false
+		}
+		return conv(v.Field(i)), true
+	}
 }

@@ -5,16 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
 	"unicode"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
-	"k8s.io/apiserver/pkg/cel/lazy"
 
 	"github.com/vmipam/vmipam/policies"
 )
@@ -28,12 +27,15 @@ type run struct {
 	budget int64
 	spent  int64
 	trace  Trace
-	// acts are the policies' activations by policy name.
-	acts map[string]*activation
-	// auditErrors are the records of Audit policies whose matchConditions failed, by name.
+	// acts are the activations of the policies evaluated, a policy's found by its name.
+	acts []*activation
+	// auditErrors are the records of Audit policies whose matchConditions failed, by name
+	// (nil until one does).
 	auditErrors map[string]AuditRecord
-	// allocation is the decided allocation, which skip rules and hotplug see.
-	allocation Allocation
+	// allocation is the decided allocation, which skip rules and hotplug see; allocationVal
+	// is it as a CEL value, made once.
+	allocation    Allocation
+	allocationVal ref.Val
 	// explain: Options.Explain; also list the replaced rules in the trace.
 	explain bool
 }
@@ -56,7 +58,7 @@ func (r *run) attempt(enforce []*Policy, safety *Policy) attempt {
 	} else if a.err = r.allocate(enforce, &a.d); a.err != nil {
 		return a
 	}
-	r.allocation = a.d.Allocation
+	r.allocation, r.allocationVal = a.d.Allocation, nil
 	if !removed {
 		if r.explain {
 			a.d.Trace.Replaced = replacements(enforce)
@@ -290,7 +292,17 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		// ContextEval only checks the context inside comprehensions.
 		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
-	v, det, err := prog.prog.ContextEval(r.ctx, act)
+	var v ref.Val
+	var det *cel.EvalDetails
+	var err error
+	if prog.folds {
+		v, det, err = prog.prog.ContextEval(r.ctx, act)
+	} else {
+		// cel-go checks the context only between the iterations of a comprehension: for an
+		// expression without one, ContextEval would only add a cancellable context to every
+		// call. The deadline was checked above.
+		v, det, err = prog.prog.Eval(act)
+	}
 	if det != nil && det.ActualCost() != nil {
 		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
 	} else if err == nil {
@@ -316,10 +328,9 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 
 // activation resolves the input variables and the policy's lazy `variables`.
 type activation struct {
-	r      *run
-	p      *Policy
-	vars   *lazy.MapValue
-	values map[string]ref.Val // evaluated variables, for the trace
+	r    *run
+	p    *Policy
+	vars variables
 }
 
 var _ interpreter.Activation = (*activation)(nil)
@@ -327,27 +338,14 @@ var _ interpreter.Activation = (*activation)(nil)
 // activation returns p's activation, made on first use: its variables are evaluated at most
 // once per interface, whichever part and attempt needs them.
 func (r *run) activation(p *Policy) *activation {
-	if a, ok := r.acts[p.Name]; ok {
-		return a
+	for _, a := range r.acts {
+		if a.p.Name == p.Name {
+			return a
+		}
 	}
-	a := &activation{r: r, p: p, values: map[string]ref.Val{}}
-	r.acts[p.Name] = a
-	a.vars = lazy.NewMapValue(p.variablesType.CelType())
-	for _, v := range p.variables {
-		a.vars.Append(v.name, func(*lazy.MapValue) ref.Val {
-			val, err := r.eval(p, v.program, a)
-			if err == nil {
-				if sizeErr := checkVariableSize(val); sizeErr != nil {
-					err = &policyError{p, v.program.path, sizeErr}
-				}
-			}
-			if err != nil {
-				return types.WrapErr(err)
-			}
-			a.values[v.name] = val
-			return val
-		})
-	}
+	a := &activation{r: r, p: p}
+	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables))}
+	r.acts = append(r.acts, a)
 	return a
 }
 
@@ -370,9 +368,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case "change":
 		return &in.Change, true
 	case "variables":
-		return a.vars, true
+		return &a.vars, true
 	case "allocation":
-		return types.String(a.r.allocation), true
+		return a.r.allocationValue(), true
 	}
 	return nil, false
 }
@@ -387,9 +385,10 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // trace) and the dry run decide alike.
 func (r *run) variableTrace() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(r.acts)) {
-		if vars := r.acts[name].variableTrace(r); vars != nil {
-			out[name] = vars
+	acts := slices.SortedFunc(slices.Values(r.acts), func(a, b *activation) int { return cmp.Compare(a.p.Name, b.p.Name) })
+	for _, a := range acts {
+		if vars := a.variableTrace(r); vars != nil {
+			out[a.p.Name] = vars
 		}
 	}
 	if len(out) == 0 {
@@ -399,14 +398,22 @@ func (r *run) variableTrace() map[string]map[string]string {
 }
 
 func (a *activation) variableTrace(r *run) map[string]string {
-	if len(a.values) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(a.values))
-	for _, k := range slices.Sorted(maps.Keys(a.values)) {
-		s, cost := formatValue(a.values[k], max(r.budget-r.spent, 0))
+	var out map[string]string
+	for _, i := range a.vars.evaluated() {
+		if out == nil {
+			out = map[string]string{}
+		}
+		s, cost := formatValue(a.vars.values[i], max(r.budget-r.spent, 0))
 		r.spent += cost
-		out[k] = s
+		out[a.p.variables[i].name] = s
 	}
 	return out
+}
+
+// allocationValue is `allocation`, the decided allocation, as a CEL value.
+func (r *run) allocationValue() ref.Val {
+	if r.allocationVal == nil {
+		r.allocationVal = types.String(r.allocation)
+	}
+	return r.allocationVal
 }

@@ -22,6 +22,11 @@ func (c countingProgram) ContextEval(ctx context.Context, in any) (ref.Val, *cel
 	return c.Program.ContextEval(ctx, in)
 }
 
+func (c countingProgram) Eval(in any) (ref.Val, *cel.EvalDetails, error) {
+	*c.n++
+	return c.Program.Eval(in)
+}
+
 func TestVariablesAreEvaluatedAtMostOncePerInterface(t *testing.T) {
 	c, err := NewCompiler(Limits{})
 	if err != nil {
@@ -69,6 +74,11 @@ type noCostProgram struct{ cel.Program }
 
 func (p noCostProgram) ContextEval(ctx context.Context, in any) (ref.Val, *cel.EvalDetails, error) {
 	v, _, err := p.Program.ContextEval(ctx, in)
+	return v, nil, err
+}
+
+func (p noCostProgram) Eval(in any) (ref.Val, *cel.EvalDetails, error) {
+	v, _, err := p.Program.Eval(in)
 	return v, nil, err
 }
 

@@ -81,13 +81,14 @@ type Options struct {
 //
 // Decide answers within the deadline and a grace of a quarter of it even when a library call
 // cannot be interrupted (its work grows with a value, not with the cost CEL charges): the
-// evaluation runs in its own goroutine, and when it has not finished by then it is abandoned
-// — it runs on to its end, holding no caller — and the answer is a PolicyError.
+// evaluation runs on a goroutine of its own (evaluators.go), and when it has not finished by
+// then it is abandoned — it runs on to its end, holding no caller — and the answer is a
+// PolicyError.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
 	done := make(chan Decision, 1) // buffered: an abandoned evaluation must not block
-	go func() { done <- s.evaluate(ctx, in, opts) }()
+	runEvaluation(func() { done <- s.evaluate(ctx, in, opts) })
 	select {
 	case d := <-done:
 		return d
@@ -114,11 +115,10 @@ var abandoned atomic.Int64
 // started, for a metric.
 func Abandoned() int64 { return abandoned.Load() }
 
-// evaluate is Decide's work, run in its own goroutine.
+// evaluate is Decide's work, run on an evaluator goroutine (evaluators.go).
 func (s *Set) evaluate(ctx context.Context, in Input, opts Options) Decision {
 	in.normalize()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, acts: map[string]*activation{}, auditErrors: map[string]AuditRecord{},
-		explain: opts.Explain}
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain}
 	var d Decision
 	if err := in.checkBounds(); err != nil {
 		d = (&policyError{s.layers[len(s.layers)-1], "input",
@@ -186,6 +186,9 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		switch {
 		case err != nil && p.Mode == v1alpha1.PolicyModeAudit:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
+			if r.auditErrors == nil {
+				r.auditErrors = map[string]AuditRecord{}
+			}
 			r.auditErrors[p.Name] = AuditRecord{Policy: p.Name, Error: err.Error()}
 		case err != nil && p.FailurePolicy == v1alpha1.FailurePolicyIgnore:
 			r.trace.Errors = append(r.trace.Errors, err.Error())

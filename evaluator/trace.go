@@ -12,7 +12,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"k8s.io/apiserver/pkg/cel/lazy"
 )
 
 // maxTraceValueLength bounds one variable value in a Trace, so that a large list does not
@@ -69,7 +68,7 @@ func (f *formatter) value(v ref.Val) {
 	}
 	f.visited++
 	switch x := v.(type) {
-	case *lazy.MapValue:
+	case *variables:
 		f.write("variables") // resolving it here would evaluate every variable
 	case *types.Optional:
 		if !x.HasValue() {

@@ -39,6 +39,7 @@ type options struct {
 
 func main() {
 	o := options{dryRun: apiserver.NewOptions(), zap: controller.LogOptions()}
+	o.dryRun.Version = version
 	cmd := &cobra.Command{
 		Use:           "ipam-controller",
 		Version:       version,

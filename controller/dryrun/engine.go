@@ -53,6 +53,9 @@ func NewEngine(compiler *evaluator.Compiler, scheme *runtime.Scheme) (*Engine, e
 	return &Engine{compiler: compiler, builtin: builtin, scheme: scheme, schemas: s, now: time.Now}, nil
 }
 
+// Scheme is the scheme the Engine knows the kinds of (controller.NewScheme).
+func (e *Engine) Scheme() *runtime.Scheme { return e.scheme }
+
 // Compiler returns the compiler the Engine uses.
 func (e *Engine) Compiler() *evaluator.Compiler { return e.compiler }
 

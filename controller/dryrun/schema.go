@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/internal/crdschema"
-	testcrds "github.com/vmipam/vmipam/test/crds"
+	"github.com/vmipam/vmipam/internal/thirdpartycrds"
 )
 
 // schemas validates objects of the custom kinds against the OpenAPI schemas of their CRDs,
 // as the API server would on create: types, enums, required fields, lengths, patterns
 // (after dropping nulls and filling defaults from the same CRDs: structural). The schemas
-// are ours and the trimmed third-party ones (test/crds, generated from the Go types vmipam
+// are ours and the trimmed third-party ones (internal/thirdpartycrds, generated from the Go types vmipam
 // reads; not installable, but the best offline description of those kinds — the controller
 // could check against the cluster's CRDs instead); a field the trimmed schema does not know
 // is not an error, since the real CRD may have it.
@@ -26,7 +26,7 @@ type schemas struct {
 }
 
 func loadSchemas() (schemas, error) {
-	all, err := testcrds.All()
+	all, err := thirdpartycrds.WithOurs()
 	if err != nil {
 		return schemas{}, fmt.Errorf("loading CRDs: %w", err)
 	}

@@ -134,9 +134,9 @@ func (h *harness) startManager(t *testing.T, e *env.Environment) func(context.Co
 }
 
 // newCaller creates a ServiceAccount allowed (by the shipped evaluator ClusterRole, bound
-// cluster-wide) to dry-run VMs and to read them — evaluating a VM that exists needs get on it,
-// so that an answer never carries what the caller could not read — and returns a client
-// authenticating with a token for it.
+// cluster-wide) to dry-run VMs and to read what an evaluation reads — the VMs, their
+// namespaces and launcher pods, the SDN objects: an answer never carries what the caller could
+// not read — and returns a client authenticating with a token for it.
 func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 	t.Helper()
 	ctx := t.Context()
@@ -150,7 +150,9 @@ func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleEvaluator},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"virtualization.deckhouse.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"virtualization.deckhouse.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{"network.deckhouse.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "golden-vm-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}

@@ -89,14 +89,10 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 
 		drInstallRoles(ctx)
 		ns, other = newNamespace(ctx), newNamespace(ctx)
-		vmReader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "vmipam-test:vm-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: []string{"get"}}}}
-		if err := k8s.Create(ctx, vmReader); !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
-		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", rbac.ClusterRoleEvaluator, vmReader.Name)
-		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator, vmReader.Name)
-		blind = drServiceAccount(ctx, ns, "blind", rbac.ClusterRoleEvaluator)
+		drReaderRoles(ctx)
+		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", append([]string{rbac.ClusterRoleEvaluator}, drReaders...)...)
+		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", append([]string{rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator}, drReaders...)...)
+		blind = drServiceAccount(ctx, ns, "blind", rbac.ClusterRoleEvaluator, "vmipam-test:network-reader", "vmipam-test:ipam-reader")
 		stranger = drServiceAccount(ctx, ns, "stranger")
 
 		network = pooledClusterNetwork(ctx, ns, "10.231.0.0/24")
@@ -215,6 +211,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ClusterRoleEvaluator},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}})
+		drBind(ctx, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"}, drReaders...)
 		Expect(user.Config().CertData).NotTo(BeEmpty())
 		Expect(user.Config().BearerToken).To(BeEmpty())
 		alice := drClient(user.Config())
@@ -233,6 +230,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "stranger"}}})
+		drBind(ctx, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "stranger"}, drReaders...)
 		Eventually(func() error {
 			return stranger.Create(ctx, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, ""))))
 		}, timeout, interval).Should(Succeed())
@@ -366,6 +364,179 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(code).To(Equal(0), errOut.String())
 		Expect(out.String()).To(And(ContainSubstring("VirtualMachine %s/web (exists)", ns),
 			MatchRegexp(`ClusterNetwork/%s\s+Auto\s+yes`, network)))
+
+		By("ipamctl version shows the controller's version too, read through the API server")
+		out.Reset()
+		code = cli.Main(ctx, "ipamctl", []string{"version", "--kubeconfig", testEnv.Kubeconfig},
+			cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		Expect(code).To(Equal(0), errOut.String())
+		Expect(out.String()).To(And(HavePrefix("ipamctl "), ContainSubstring("\nServer: vmipam %s\n", drVersion)))
+	})
+
+	It("answers kubectl create -f for a user who has only the edit role: kubectl leaves field validation to the server", func() {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			Skip("kubectl is not on PATH: the plain `kubectl create -f` of an edit user cannot be checked here")
+		}
+		create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"}})
+		create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "editor"}}})
+		drBind(ctx, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "editor"}, drReaders...)
+		dir := GinkgoT().TempDir()
+		ev := drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "")))
+		ev.APIVersion, ev.Kind = dryrunv1.SchemeGroupVersion.String(), dryrunv1.Kind
+		evFile := filepath.Join(dir, "evaluation.yaml")
+		data, err := yaml.Marshal(ev)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(evFile, data, 0o600)).To(Succeed())
+		kc := func(args ...string) (string, string, error) {
+			cmd := exec.Command(kubectl, append([]string{"--kubeconfig", testEnv.Kubeconfig, "--cache-dir", filepath.Join(dir, "cache"),
+				"--as", "system:serviceaccount:" + ns + ":editor"}, args...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+		_, stderr, err := kc("get", "customresourcedefinitions")
+		Expect(err).To(HaveOccurred(), "the editor cannot list CRDs (what client-side validation needs)")
+		Expect(stderr).To(ContainSubstring("forbidden"))
+		var out string
+		Eventually(func() error {
+			var err error
+			out, stderr, err = kc("create", "-f", evFile, "-o", "yaml")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, stderr)
+			}
+			return nil
+		}, timeout, interval).Should(Succeed())
+		answer := &dryrunv1.Evaluation{}
+		Expect(yaml.Unmarshal([]byte(out), answer)).To(Succeed())
+		Expect(answer.Status.VM).To(And(HaveField("Name", "fresh"), HaveField("Exists", false)))
+
+		By("kubectl sent fieldValidation=Strict: an unknown field inside spec.vm is the server's 422")
+		raw := map[string]any{}
+		Expect(yaml.Unmarshal(data, &raw)).To(Succeed())
+		vm := raw["spec"].(map[string]any)["vm"].(map[string]any)
+		vm["spec"].(map[string]any)["networks"].([]any)[0].(map[string]any)["bogus"] = "x"
+		data, err = yaml.Marshal(raw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(evFile, data, 0o600)).To(Succeed())
+		_, stderr, err = kc("create", "-f", evFile, "-o", "yaml")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(And(ContainSubstring("spec.vm.spec.networks[0].bogus"), ContainSubstring("Invalid")), stderr)
+	})
+
+	It("treats unknown fields inside spec.vm, spec.policies and spec.objects by fieldValidation: Strict 422, Warn a warning, Ignore dropped", func() {
+		vm := drManifest(getVM(ctx, ns, "web"))
+		raw := map[string]any{}
+		Expect(json.Unmarshal([]byte(drJSON(vm)), &raw)).To(Succeed())
+		raw["spec"].(map[string]any)["networks"].([]any)[0].(map[string]any)["bogus"] = "x"
+		policy := drPolicyObject()
+		policy["spec"].(map[string]any)["allocation"].(map[string]any)["bogus"] = true
+		pool := drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool")
+		pool["spec"].(map[string]any)["bogus"] = int64(1)
+		ev := &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
+			"metadata": map[string]any{"namespace": ns}, "spec": map[string]any{"vm": raw, "policies": []any{policy}, "objects": []any{pool}}}}
+		paths := []string{"spec.vm.spec.networks[0].bogus", "spec.policies[0].spec.allocation.bogus", "spec.objects[0].spec.bogus"}
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.WarningHandler = warnings
+		dyn, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		evaluations := dyn.Resource(dryrunv1.SchemeGroupVersion.WithResource(dryrunv1.Resource)).Namespace(ns)
+
+		_, err = evaluations.Create(ctx, ev.DeepCopy(), metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "Strict: %v", err)
+		causes := err.(apierrors.APIStatus).Status().Details.Causes
+		for _, p := range paths {
+			Expect(causes).To(ContainElement(And(HaveField("Field", p), HaveField("Message", ContainSubstring("unknown field")))), p)
+		}
+
+		out, err := evaluations.Create(ctx, ev.DeepCopy(), metav1.CreateOptions{FieldValidation: metav1.FieldValidationWarn})
+		Expect(err).NotTo(HaveOccurred(), "Warn")
+		Expect(out.Object).To(HaveKey("status"))
+		for _, p := range paths {
+			Expect(warnings.all()).To(ContainElement(ContainSubstring(`unknown field "%s"`, p)), "Warn")
+		}
+
+		warnings.reset()
+		_, err = evaluations.Create(ctx, ev.DeepCopy(), metav1.CreateOptions{FieldValidation: metav1.FieldValidationIgnore})
+		Expect(err).NotTo(HaveOccurred(), "Ignore")
+		Expect(warnings.all()).To(BeEmpty(), "Ignore")
+	})
+
+	It("answers a wrong JSON type with 422 at its path, and an Evaluation in a namespace that does not exist with 404", func() {
+		dyn, err := dynamic.NewForConfig(testEnv.Config)
+		Expect(err).NotTo(HaveOccurred())
+		evaluations := dyn.Resource(dryrunv1.SchemeGroupVersion.WithResource(dryrunv1.Resource))
+		for _, tc := range []struct {
+			spec  map[string]any
+			field string
+		}{
+			{map[string]any{"virtualMachineName": 5}, "spec.virtualMachineName"},
+			{map[string]any{"vm": "web"}, "spec.vm"},
+			{map[string]any{"virtualMachineName": "web", "policies": map[string]any{}}, "spec.policies"},
+		} {
+			ev := &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
+				"metadata": map[string]any{"namespace": ns}, "spec": tc.spec}}
+			_, err := evaluations.Namespace(ns).Create(ctx, ev, metav1.CreateOptions{})
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", tc.field, err)
+			Expect(err.(apierrors.APIStatus).Status().Details.Causes).To(ContainElement(HaveField("Field", tc.field)), tc.field)
+		}
+
+		missing := "no-such-namespace-" + ns
+		err = drCreateErr(ctx, evaluatorSA, drEvaluation(missing, build.VM(missing, "fresh", build.OnClusterNetwork(network, ""))))
+		Expect(err).To(HaveOccurred())
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a caller without create there learns nothing: %v", err)
+		err = drClient(testEnv.Config).Create(ctx, drEvaluation(missing, build.VM(missing, "fresh", build.OnClusterNetwork(network, ""))))
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`namespaces "%s" not found`, missing))
+	})
+
+	It("answers every verb but create with 405, as the API server does for its own review resources, and lists only create", func() {
+		cs, err := kubernetes.NewForConfig(testEnv.Config)
+		Expect(err).NotTo(HaveOccurred())
+		resources, err := cs.Discovery().ServerResourcesForGroupVersion(dryrunv1.SchemeGroupVersion.String())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resources.APIResources).To(ConsistOf(And(HaveField("Name", dryrunv1.Resource), HaveField("Verbs", ConsistOf("create")))))
+		rc := cs.Discovery().RESTClient()
+		code := func(verb, path string) int {
+			var status int
+			body := []byte("{}")
+			if verb == http.MethodPatch {
+				rc.Patch("application/merge-patch+json").AbsPath(path).Body(body).Do(ctx).StatusCode(&status)
+			} else {
+				rc.Verb(verb).AbsPath(path).Body(body).Do(ctx).StatusCode(&status)
+			}
+			return status
+		}
+		evaluations := "/apis/" + dryrunv1.SchemeGroupVersion.String() + "/namespaces/" + ns + "/evaluations"
+		reviews := "/apis/authorization.k8s.io/v1/namespaces/" + ns + "/localsubjectaccessreviews"
+		for _, tc := range []struct{ verb, suffix string }{
+			{http.MethodGet, ""}, {http.MethodDelete, ""}, {http.MethodGet, "/x"}, {http.MethodDelete, "/x"}, {http.MethodPut, "/x"}, {http.MethodPatch, "/x"},
+		} {
+			By(fmt.Sprintf("%s %s: the API server answers %d for localsubjectaccessreviews", tc.verb, tc.suffix, code(tc.verb, reviews+tc.suffix)))
+			Expect(code(tc.verb, evaluations+tc.suffix)).To(Equal(http.StatusMethodNotAllowed), "%s evaluations%s", tc.verb, tc.suffix)
+		}
+	})
+
+	It("never shows a caller what it could not read: other objects the evaluation reads need get or list too", func() {
+		nosy := drServiceAccount(ctx, ns, "nosy", rbac.ClusterRoleEvaluator, "vmipam-test:vm-reader", "vmipam-test:network-reader")
+		live := getVM(ctx, ns, "web")
+		address := statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, network)
+		err := drCreateErr(ctx, nosy, drEvaluation(ns, live))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(And(MatchRegexp(`cannot (get|list) resource "ipaddresses" in API group %q in the namespace %q`, sdnv1.GroupVersion.Group, ns),
+			Not(ContainSubstring(address))))
+
+		By("a fresh VM wanting a static IPAddress another VM holds: the holder's name needs list on virtualmachines")
+		holdsStatic := build.VM(ns, "holder", build.OnClusterNetwork(network, "shared-ip"))
+		create(ctx, holdsStatic)
+		reader := drServiceAccount(ctx, ns, "no-vms", rbac.ClusterRoleEvaluator, "vmipam-test:ipam-reader", "vmipam-test:network-reader")
+		Eventually(func() error {
+			return drCreateErr(ctx, reader, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "shared-ip"))))
+		}, timeout, interval).Should(MatchError(ContainSubstring(`cannot list resource "virtualmachines"`)))
 	})
 
 	It("is ready and counts its answers", func() {
@@ -476,6 +647,7 @@ func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderEl
 	if evalTimeout > 0 {
 		o.EvaluationTimeout = evalTimeout
 	}
+	o.Version = drVersion
 	srv, err := controller.SetupDryRun(mgr, registry, o)
 	Expect(err).NotTo(HaveOccurred())
 	r := &running{cancel: cancel, done: make(chan struct{})}
@@ -735,4 +907,63 @@ func drMetric(name, label, value string) float64 {
 		}
 	}
 	return total
+}
+
+// drVersion is the version the suite's dry-run servers publish.
+const drVersion = "v0.0.0-integration"
+
+// drReaders are the test's stand-ins for the read roles the virtualization platform and the
+// SDN module give a namespace's users: what an Evaluation reads about a VM.
+var drReaders = []string{"vmipam-test:vm-reader", "vmipam-test:network-reader", "vmipam-test:ipam-reader"}
+
+// drReaderRoles creates the ClusterRoles of drReaders (once per suite).
+func drReaderRoles(ctx context.Context) {
+	GinkgoHelper()
+	read := []string{"get", "list"}
+	for name, rules := range map[string][]rbacv1.PolicyRule{
+		"vmipam-test:vm-reader": {{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: read}},
+		"vmipam-test:network-reader": {{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: read},
+			{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"clusternetworks", "clusteripaddresspools", "networks", "ipaddresspools"}, Verbs: read}},
+		"vmipam-test:ipam-reader": {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
+	} {
+		if err := k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+}
+
+// drBind binds the ClusterRoles to subject cluster-wide.
+func drBind(ctx context.Context, subject rbacv1.Subject, roles ...string) {
+	GinkgoHelper()
+	for _, role := range roles {
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "dryrun-"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: []rbacv1.Subject{subject}}
+		create(ctx, crb)
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, crb))).To(Succeed()) })
+	}
+}
+
+// drWarnings collects the warnings the API server sends.
+type drWarnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// HandleWarningHeader records a warning.
+func (w *drWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *drWarnings) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.seen...)
+}
+
+func (w *drWarnings) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = nil
 }

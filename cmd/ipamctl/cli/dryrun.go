@@ -74,19 +74,9 @@ func (o *dryRunOptions) run(ctx context.Context, s Streams) error {
 // client is a REST client of the dry-run API at the kubeconfig's API server (with the
 // command-line overrides), and the namespace the kubeconfig names.
 func (o *dryRunOptions) client() (*rest.RESTClient, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &o.overrides)
-	cfg, err := cc.ClientConfig()
+	cfg, namespace, err := restConfig(o.kubeconfig, &o.overrides)
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
-	}
-	namespace, _, err := cc.Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = defaultTimeout
+		return nil, "", err
 	}
 	scheme := runtime.NewScheme()
 	if err := dryrunv1.AddToScheme(scheme); err != nil {
@@ -100,6 +90,26 @@ func (o *dryRunOptions) client() (*rest.RESTClient, string, error) {
 		return nil, "", fmt.Errorf("API client: %w", err)
 	}
 	return c, namespace, nil
+}
+
+// restConfig is the configuration of the kubeconfig (path, or the default rules) with the
+// command-line overrides, and the namespace it names.
+func restConfig(kubeconfig string, overrides *clientcmd.ConfigOverrides) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	namespace, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	return cfg, namespace, nil
 }
 
 // ask creates the Evaluation of one VM, in the VM's namespace (kubectl's rule: the manifest's

@@ -104,7 +104,7 @@ func TestVersionPrintsTheStampedVersion(t *testing.T) {
 	saved := cli.Version
 	defer func() { cli.Version = saved }()
 	cli.Version = "v9.9.9-test"
-	code, out, errOut := run(t, "ipamctl", "version")
+	code, out, errOut := run(t, "ipamctl", "version", "--client")
 	if code != 0 || !strings.HasPrefix(out, "ipamctl v9.9.9-test (go") {
 		t.Errorf("exit %d, output %q (%s), want the stamped version", code, out, errOut)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +54,10 @@ type evaluations struct {
 	policies   PolicySource
 	authorizer authorizing
 	timeout    time.Duration
+	// spec checks the received spec against Evaluation's schema.
+	spec *specSchema
+	// crds are the cluster's CRD schemas, which find the unknown fields of the manifests.
+	crds *clusterSchemas
 	// inFlight holds a token per evaluation being answered; its capacity is
 	// --dry-run-max-in-flight (nil: no limit). The generic server's own max-in-flight filter
 	// is not enough: it exempts system:masters and counts every mutating request, not
@@ -80,7 +85,7 @@ func (r *evaluations) NamespaceScoped() bool { return true }
 func (r *evaluations) GetSingularName() string { return "evaluation" }
 
 // Create answers an Evaluation and counts the answer by status code.
-func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	if r.inFlight != nil {
 		select {
 		case r.inFlight <- struct{}{}:
@@ -93,7 +98,11 @@ func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createVali
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	out, err := r.create(ctx, obj, createValidation)
+	mode := metav1.FieldValidationWarn // the API server's default when a client asks nothing
+	if opts != nil && opts.FieldValidation != "" {
+		mode = opts.FieldValidation
+	}
+	out, err := r.create(ctx, obj, createValidation, mode)
 	if err != nil && ctx.Err() != nil && !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
 		err = apierrors.NewTimeoutError(fmt.Sprintf("the evaluation did not finish within %s: %v", r.timeout, err), 0)
 	}
@@ -101,7 +110,7 @@ func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createVali
 	return out, err
 }
 
-func (r *evaluations) create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc) (*dryrunv1.Evaluation, error) {
+func (r *evaluations) create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, mode string) (*dryrunv1.Evaluation, error) {
 	ev, ok := obj.(*dryrunv1.Evaluation)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
@@ -112,8 +121,21 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 		}
 	}
 	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
+	if err := r.namespaceExists(ctx, namespace); err != nil {
+		return nil, err
+	}
+	if data, problem := ev.Spec.Received(); data != nil {
+		errs, warnings := r.spec.check(data, problem, mode)
+		if len(errs) > 0 {
+			return nil, invalid(ev, errs)
+		}
+		warn(ctx, warnings)
+	}
 	body, err := r.body(ctx, ev, namespace, caller)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.pruneManifests(ctx, ev, body, mode); err != nil {
 		return nil, err
 	}
 	authorize := func(vmNamespace string, withPolicies bool) error {
@@ -128,11 +150,13 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	case err != nil:
 		return nil, err
 	}
-	base := r.reader
-	if ev.Spec.VM != nil { // spec.virtualMachineName was authorized above
-		base = &liveVMGuard{Reader: r.reader, key: client.ObjectKeyFromObject(req.VM), authorize: func(ctx context.Context) error {
-			return r.allowed(ctx, getVM(caller, req.VM.Namespace, req.VM.Name), "spec.vm naming an existing VM")
+	base := &readGuard{Reader: r.reader, scheme: r.engine.Scheme(), evaluated: client.ObjectKeyFromObject(req.VM),
+		allowed: func(ctx context.Context, a authorizer.AttributesRecord, why string) error {
+			a.User = caller
+			return r.allowed(ctx, a, why)
 		}}
+	if ev.Spec.VM == nil {
+		base.evaluatedWhy = "naming a VM by spec.virtualMachineName"
 	}
 	status, err := r.evaluate(ctx, base, req)
 	if err != nil {
@@ -183,36 +207,59 @@ func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespa
 	return body, nil
 }
 
+// namespaceExists answers a 404 for an Evaluation in a namespace that does not exist, as the
+// API server answers a namespaced create there (the caller was allowed to create
+// evaluations in it, so its existence is theirs to know).
+func (r *evaluations) namespaceExists(ctx context.Context, namespace string) error {
+	err := r.reader.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		return notFoundNamespace(namespace)
+	}
+	return err
+}
+
+// pruneManifests drops the fields of the manifests in body that their kinds' CRDs in the
+// cluster do not declare, as the API server would when they are applied, and answers them by
+// mode (the request's fieldValidation): a 422 naming each (spec.vm.spec.networks[0].bogus)
+// under Strict, a warning under Warn, nothing under Ignore.
+func (r *evaluations) pruneManifests(ctx context.Context, ev *dryrunv1.Evaluation, body *dryrun.Body, mode string) error {
+	spec := field.NewPath("spec")
+	var unknown []string
+	prune := func(path *field.Path, raw *json.RawMessage, gvk schema.GroupVersionKind) error {
+		if len(*raw) == 0 {
+			return nil
+		}
+		pruned, found, err := r.crds.prune(ctx, path, *raw, gvk)
+		*raw, unknown = pruned, append(unknown, found...)
+		return err
+	}
+	if ev.Spec.VM != nil {
+		if err := prune(spec.Child("vm"), &body.VM, vmv1.GroupVersion.WithKind("VirtualMachine")); err != nil {
+			return err
+		}
+	}
+	for i := range body.Policies {
+		if err := prune(spec.Child("policies").Index(i), &body.Policies[i], policyv1.GroupVersion.WithKind("ClusterIPAMPolicy")); err != nil {
+			return err
+		}
+	}
+	for i := range body.Objects {
+		if err := prune(spec.Child("objects").Index(i), &body.Objects[i], schema.GroupVersionKind{}); err != nil {
+			return err
+		}
+	}
+	errs, warnings := byFieldValidation(unknown, mode)
+	if len(errs) > 0 {
+		return invalid(ev, errs)
+	}
+	warn(ctx, warnings)
+	return nil
+}
+
 // getVM is the check that caller may get the VirtualMachine namespace/name.
 func getVM(caller user.Info, namespace, name string) authorizer.AttributesRecord {
 	return authorizer.AttributesRecord{User: caller, Verb: "get", Namespace: namespace, Name: name,
 		APIGroup: vmv1.GroupVersion.Group, APIVersion: vmv1.GroupVersion.Version, Resource: "virtualmachines", ResourceRequest: true}
-}
-
-// liveVMGuard is the cache as an evaluation of spec.vm reads it: the live copy of the
-// evaluated VM (key) — whose UID, annotations and status the answer would carry once merged —
-// is handed out only after authorize allows the caller to get it. The check is made at the
-// read, so a VM created after the request arrived is guarded too; a VM that does not exist
-// needs no permission to be evaluated.
-type liveVMGuard struct {
-	client.Reader
-	key       client.ObjectKey
-	authorize func(ctx context.Context) error
-}
-
-// Get reads from the cache and, for the evaluated VM, authorizes the caller before
-// returning it.
-func (g *liveVMGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := g.Reader.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	if vm, isVM := obj.(*vmv1.VirtualMachine); isVM && key == g.key {
-		if err := g.authorize(ctx); err != nil {
-			*vm = vmv1.VirtualMachine{} // nothing of the live copy leaves the guard
-			return err
-		}
-	}
-	return nil
 }
 
 // authorize is the Engine's Authorize: the VM must be in the Evaluation's namespace (where

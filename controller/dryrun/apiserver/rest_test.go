@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,7 +79,13 @@ func newStorage(t *testing.T, authz *allow, timeout time.Duration) *evaluations 
 	if err := index.Setup(context.Background(), indexer{b}); err != nil {
 		t.Fatal(err)
 	}
-	return &evaluations{engine: engine, reader: b.Build(), policies: loaded{defaults}, authorizer: authz, timeout: timeout}
+	spec, err := loadSpecSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := b.WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}).Build()
+	return &evaluations{engine: engine, reader: reader, policies: loaded{defaults}, authorizer: authz, timeout: timeout,
+		spec: spec, crds: &clusterSchemas{reader: reader, now: time.Now, cached: map[string]cachedSchema{}}}
 }
 
 // request is the context the generic API server gives Create: the namespace of the path and

@@ -57,6 +57,10 @@ type Options struct {
 	EvaluationTimeout time.Duration
 	// MaxInFlight bounds the evaluations served at once (--dry-run-max-in-flight).
 	MaxInFlight int
+	// Version is the controller's version (its --version), published as info.version of the
+	// dry-run API's OpenAPI documents — where the API server publishes its own — for
+	// `ipamctl version`. Default "dev".
+	Version string
 }
 
 // NewOptions returns the defaults.
@@ -70,6 +74,7 @@ func NewOptions() *Options {
 		Authorization:     genericoptions.NewDelegatingAuthorizationOptions(),
 		EvaluationTimeout: DefaultEvaluationTimeout,
 		MaxInFlight:       DefaultMaxInFlight,
+		Version:           "dev",
 	}
 }
 
@@ -109,10 +114,15 @@ var (
 	_ manager.LeaderElectionRunnable = (*Server)(nil)
 )
 
-// New builds the Server: evaluations answered by engine over reader (only read) with the
-// installed policies of policies.
-func New(o *Options, engine *dryrun.Engine, reader client.Reader, policies PolicySource) (*Server, error) {
+// New builds the Server: evaluations answered by engine over reader (the manager's cache,
+// only read) with the installed policies of policies; apiReader (uncached) reads the
+// cluster's CRDs, whose schemas find unknown fields in the manifests of a spec.
+func New(o *Options, engine *dryrun.Engine, reader, apiReader client.Reader, policies PolicySource) (*Server, error) {
 	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := loadSpecSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +132,7 @@ func New(o *Options, engine *dryrun.Engine, reader client.Reader, policies Polic
 	}
 	s := &Server{generic: generic, policies: policies}
 	storage := &evaluations{engine: engine, reader: reader, policies: policies, authorizer: cfg.Authorization.Authorizer,
-		timeout: o.EvaluationTimeout}
+		timeout: o.EvaluationTimeout, spec: spec, crds: &clusterSchemas{reader: apiReader, now: time.Now, cached: map[string]cachedSchema{}}}
 	if o.MaxInFlight > 0 {
 		storage.inFlight = make(chan struct{}, o.MaxInFlight)
 	}
@@ -156,9 +166,13 @@ func (o *Options) config() (*genericapiserver.RecommendedConfig, error) {
 	cfg.MaxMutatingRequestsInFlight = o.MaxInFlight
 	namer := openapinamer.NewDefinitionNamer(Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
-	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "vmipam dry-run", dryrunv1.SchemeGroupVersion.Version
+	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "vmipam dry-run", o.Version
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
-	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "vmipam dry-run", dryrunv1.SchemeGroupVersion.Version
+	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "vmipam dry-run", o.Version
+	cfg.OpenAPIV3Config.PostProcessSpec = advertiseFieldValidation
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(createOnly(h), c)
+	}
 	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("dry-run API server: serving: %w", err)
 	}

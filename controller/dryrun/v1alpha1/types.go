@@ -56,6 +56,13 @@ type EvaluationSpec struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Objects []runtime.RawExtension `json:"objects,omitempty"`
+
+	// received is the JSON the spec was decoded from (see UnmarshalJSON); nil for a spec
+	// built in Go.
+	received []byte `json:"-"`
+	// decodeError is why the received JSON did not fit the fields above (a value of the
+	// wrong type), empty when it did.
+	decodeError string `json:"-"`
 }
 
 // EvaluationStatus is the answer: what one reconcile of the VM would decide and do. Nothing

@@ -4,7 +4,7 @@
 //
 // The SDN module's CRDs are not public. These types are trimmed to the fields vmipam reads or
 // writes, with names exactly as DESIGN.md §2.2 gives them; the CRDs generated from them in
-// test/crds serve the tests and the local sandbox only. In a real cluster the SDN module
+// internal/thirdpartycrds serve the tests and the local sandbox only. In a real cluster the SDN module
 // installs its own CRDs.
 //
 // +kubebuilder:object:generate=true

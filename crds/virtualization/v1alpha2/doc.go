@@ -5,7 +5,7 @@
 // The types are trimmed. Field names and validation of the fields kept follow the published
 // CRDs (../shared/upstream/); everything else in those objects is left alone by vmipam, which
 // only ever merge-patches the fields named here. The trimmed CRDs generated from these types
-// (test/crds) serve tests and the sandbox; the compatibility suite installs the real ones.
+// (internal/thirdpartycrds) serve tests and the sandbox; the compatibility suite installs the real ones.
 //
 // +kubebuilder:object:generate=true
 // +groupName=virtualization.deckhouse.io
