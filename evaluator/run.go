@@ -38,6 +38,8 @@ type run struct {
 	allocationVal ref.Val
 	// explain: Options.Explain; also list the replaced rules in the trace.
 	explain bool
+	// at is the expression being evaluated, for Decide to name when it abandons the run.
+	at *site
 }
 
 // attempt is one layered evaluation: the decision, or the error of the policy that failed,
@@ -292,6 +294,8 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		// ContextEval only checks the context inside comprehensions.
 		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
+	prev := r.at.enter(p, prog.path)
+	defer r.at.leave(prev)
 	var v ref.Val
 	var det *cel.EvalDetails
 	var err error

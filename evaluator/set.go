@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +89,8 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
 	done := make(chan Decision, 1) // buffered: an abandoned evaluation must not block
-	runEvaluation(func() { done <- s.evaluate(ctx, in, opts) })
+	at := &site{}
+	runEvaluation(func() { done <- s.evaluate(ctx, in, opts, at) })
 	select {
 	case d := <-done:
 		return d
@@ -101,11 +103,49 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		return d
 	case <-grace.C:
 		abandoned.Add(1)
-		d := (&policyError{s.layers[len(s.layers)-1], "spec", fmt.Errorf(
+		p, path := at.get()
+		if p == nil { // stuck before any expression: blame the set as a whole
+			p, path = s.layers[len(s.layers)-1], "spec"
+		}
+		d := (&policyError{p, path, fmt.Errorf(
 			"evaluation did not finish within the deadline (%v): a library call could not be interrupted; abandoned", s.limits.Deadline)}).decision()
 		d.Trace.Errors = []string{d.Message}
 		return d
 	}
+}
+
+// site is where an evaluation is: the policy and field path of the expression being
+// evaluated (a variable's while the expression reading it waits for it). Decide reads it
+// from another goroutine when it abandons the evaluation, to name the expression that did
+// not finish rather than whichever policy happens to be last.
+type site struct {
+	mu  sync.Mutex
+	now where
+}
+
+// where is an expression of a policy: its field path, e.g. spec.variables[0].expression.
+type where struct {
+	p    *Policy
+	path string
+}
+
+// enter records that p's expression at path is being evaluated and returns the one it
+// replaced, for leave.
+func (s *site) enter(p *Policy, path string) (prev where) {
+	s.mu.Lock()
+	prev, s.now = s.now, where{p, path}
+	s.mu.Unlock()
+	return prev
+}
+
+// leave restores the expression enter replaced: the one whose variable was just evaluated.
+func (s *site) leave(prev where) { s.enter(prev.p, prev.path) }
+
+// get returns the expression being evaluated; a nil policy before any expression.
+func (s *site) get() (*Policy, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now.p, s.now.path
 }
 
 // abandoned counts the evaluations Decide stopped waiting for (they run on to their end).
@@ -116,9 +156,9 @@ var abandoned atomic.Int64
 func Abandoned() int64 { return abandoned.Load() }
 
 // evaluate is Decide's work, run on an evaluator goroutine (evaluators.go).
-func (s *Set) evaluate(ctx context.Context, in Input, opts Options) Decision {
+func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) Decision {
 	in.normalize()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain}
+	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain, at: at}
 	var d Decision
 	if err := in.checkBounds(); err != nil {
 		d = (&policyError{s.layers[len(s.layers)-1], "input",

@@ -25,7 +25,25 @@ func TestDecideAnswersOnTimeDespiteAnUninterruptibleCall(t *testing.T) {
 		!strings.Contains(d.Message, "did not finish within the deadline") {
 		t.Errorf("decision = %q %q %q, want a PolicyError naming the deadline", d.Allocation, d.Reason, d.Message)
 	}
+	// The message names the expression that did not finish, not the last policy of the set
+	// (it said "policy builtin:default: spec: …", sending an admin to the wrong policy).
+	if want := "policy p: spec.matchConditions[0].expression: "; !strings.HasPrefix(d.Message, want) {
+		t.Errorf("message = %q, want it to start with %q", d.Message, want)
+	}
 	if evaluator.Abandoned() == before {
 		t.Error("Abandoned() did not count the abandoned evaluation")
+	}
+}
+
+// A stuck call inside a variable is blamed on the variable, the expression that did not
+// finish, not on the expression that read it.
+func TestAnAbandonedVariableIsNamed(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
+	p := newPolicy("slow", variable("big", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)])"),
+		matchCondition("m", "variables.big != ''"))
+	d := decide(setOf(t, c, p), pooledAuto())
+	if want := "policy slow: spec.variables[0].expression: "; !strings.HasPrefix(d.Message, want) {
+		t.Errorf("message = %q, want it to start with %q", d.Message, want)
 	}
 }

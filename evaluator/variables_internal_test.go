@@ -27,7 +27,7 @@ func TestVariablesBehaveAsLazyMapValue(t *testing.T) {
 	})
 	in := &Input{VM: VM{Name: "vm-a"}}
 	newRun := func() *run {
-		return &run{ctx: context.Background(), in: in, budget: DefaultLimits.InterfaceCostBudget}
+		return &run{ctx: context.Background(), in: in, budget: DefaultLimits.InterfaceCostBudget, at: &site{}}
 	}
 	ours := &newRun().activation(p).vars
 	theirs := lazy.NewMapValue(p.variablesType.CelType())
