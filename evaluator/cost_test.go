@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,10 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
 			"interface cost budget 1000 exceeded"},
 		{"the deadline, inside a long comprehension", deadline, append(bigVariable(6), matchCondition("m", nested)),
-			"context deadline exceeded"}, // "operation interrupted: …" inside, "not evaluated: …" when it expired before
+			// "operation interrupted: …" inside, "not evaluated: …" when it expired before; on a
+			// loaded machine the interrupted goroutine may not run again within Decide's grace,
+			// and the evaluation is abandoned (still an error naming heavy's expression).
+			"context deadline exceeded|did not finish within the deadline"},
 	}
 	for _, tc := range cases {
 		for _, fp := range []v1alpha1.FailurePolicy{v1alpha1.FailurePolicyFail, v1alpha1.FailurePolicyIgnore} {
@@ -146,7 +150,7 @@ func checkLimitDecision(t *testing.T, d evaluator.Decision, fp v1alpha1.FailureP
 		first = d.Trace.Errors[0]
 	}
 	if !strings.HasPrefix(first, "policy heavy: spec.matchConditions[") && !strings.HasPrefix(first, "policy heavy: spec.variables[") ||
-		!strings.Contains(first, detail) {
+		!slices.ContainsFunc(strings.Split(detail, "|"), func(s string) bool { return strings.Contains(first, s) }) {
 		t.Fatalf("Trace.Errors = %q, want heavy's matchCondition (or a variable it reads) to fail with %q", d.Trace.Errors, detail)
 	}
 	switch {
@@ -157,7 +161,8 @@ func checkLimitDecision(t *testing.T, d evaluator.Decision, fp v1alpha1.FailureP
 	case d.Reason == evaluator.ReasonPolicyError:
 		// The budget and the deadline are per interface: once spent, the next policies
 		// fail too, and the interface still ends in an error, never in a decision.
-		if d.Allocation != evaluator.AllocationUnknown || len(d.Trace.Errors) < 2 {
+		// An abandoned evaluation ends at once, with its one error.
+		if d.Allocation != evaluator.AllocationUnknown || len(d.Trace.Errors) < 2 && !strings.Contains(first, "abandoned") {
 			t.Errorf("decision = %+v, want an error decision after heavy was passed over", d)
 		}
 	default:
