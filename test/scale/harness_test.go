@@ -79,7 +79,9 @@ type harness struct {
 	metricsAddr string
 	pprofAddr   string
 	qps, burst  int
-	stopStand   context.CancelFunc
+	// workers is the controller's --max-concurrent-reconciles at its next start.
+	workers   int
+	stopStand context.CancelFunc
 }
 
 func newHarness(t testing.TB, qps, burst int) *harness {
@@ -87,7 +89,7 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 	logs, lerr := os.Create(filepath.Join(dir, "standins.log"))
 	must(t, lerr)
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs)))
-	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst}
+	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst, workers: workers}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
 	e, err := env.Start(env.Options{Dir: dir, APIServerFlags: map[string]string{
@@ -117,10 +119,17 @@ const (
 	hns = "hotplug"
 )
 
+// sweepNamespaces are the namespaces of TestHotplugWorkers' rounds, one per round.
+var sweepNamespaces = []string{"sweep-0", "sweep-1", "sweep-2", "sweep-3", "sweep-4", "sweep-5"}
+
 // startView starts the watch-based view of the measured namespaces (VMs, IPAddresses, pods)
 // and waits for it to sync. Reads from it are in memory; call them with UnsafeDisableDeepCopy.
 func (h *harness) startView(scheme *runtime.Scheme) client.Reader {
-	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}, hns: {}}})
+	watched := map[string]cache.Config{ns: {}, hns: {}}
+	for _, n := range sweepNamespaces {
+		watched[n] = cache.Config{}
+	}
+	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: watched})
 	must(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
@@ -222,7 +231,7 @@ func (h *harness) startController(logLevel int) {
 		"--metrics-bind-address="+h.metricsAddr, "--metrics-secure=false", "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
 		"--secure-port=0", "--webhook-port=0",
 		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst),
-		"--max-concurrent-reconciles="+strconv.Itoa(workers), "--zap-log-level="+zapLevel(logLevel))
+		"--max-concurrent-reconciles="+strconv.Itoa(h.workers), "--zap-log-level="+zapLevel(logLevel))
 	cmd.Stdout, cmd.Stderr = log, log
 	must(h.t, cmd.Start())
 	h.controller = cmd

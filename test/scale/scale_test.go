@@ -334,6 +334,12 @@ type hotplugResult struct {
 // SDN allocating the IPAddress to the running pod's networks-spec carrying it, as the suite's
 // watch sees both, and the timeline of each (hotplugTimeline).
 func (h *harness) hotplug(ctx context.Context, m int, net string) hotplugResult {
+	return h.hotplugIn(ctx, hns, 200, m, net)
+}
+
+// hotplugIn is hotplug in namespace (one the suite's view watches), the static addresses
+// taken from 10.100.<octet>.0/24.
+func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net string) hotplugResult {
 	must(h.t, h.bench.Create(ctx, build.Namespace(hns)))
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.VM(hns, fmt.Sprintf("hp-%03d", i), build.OnClusterNetwork(net, fmt.Sprintf("ip-%03d", i))))
@@ -355,7 +361,7 @@ func (h *harness) hotplug(ctx context.Context, m int, net string) hotplugResult 
 	}()
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.StaticIPAddress(hns, fmt.Sprintf("ip-%03d", i), "ClusterNetwork", net,
-			fmt.Sprintf("10.100.200.%d", i+1)))
+			fmt.Sprintf("10.100.%d.%d", octet, i+1)))
 	})
 	<-done
 	h.settle(2*time.Second, 5*time.Minute)
@@ -368,7 +374,7 @@ func (h *harness) hotplug(ctx context.Context, m int, net string) hotplugResult 
 			lat = append(lat, max(0, at.Sub(allocated[ip])))
 		}
 	}
-	tl := h.hotplugTimeline(marks, auditMark, logOffset)
+	tl := h.hotplugTimeline(hns, marks, auditMark, logOffset)
 	tl.Writes = h.writes(controllerUser, auditMark).Issued
 	tl.Window = h.controllerWindowAt().minus(window)
 	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl}

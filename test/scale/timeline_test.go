@@ -55,12 +55,11 @@ type timeline struct {
 }
 
 // controllerWindow is the difference of the controller's metrics between two scrapes: its VM
-// reconciles, their total wall time, the seconds its requests waited for the client-side rate
-// limiter, and the seconds VMs waited in its queue.
+// reconciles, their total wall time, and the seconds its requests waited for the client-side
+// rate limiter.
 type controllerWindow struct {
 	Reconciles                           uint64
 	ReconcileSeconds, RateLimiterSeconds float64
-	QueueSeconds                         float64
 }
 
 // controllerWindowAt scrapes the controller's cumulative figures; subtract two.
@@ -70,13 +69,12 @@ func (h *harness) controllerWindowAt() controllerWindow {
 	var w controllerWindow
 	w.ReconcileSeconds, w.Reconciles = histogram(m, "controller_runtime_reconcile_time_seconds", "controller", "virtualmachine")
 	w.RateLimiterSeconds, _ = histogram(m, "rest_client_rate_limiter_duration_seconds", "", "")
-	w.QueueSeconds, _ = histogram(m, "workqueue_queue_duration_seconds", "name", "virtualmachine")
 	return w
 }
 
 func (w controllerWindow) minus(o controllerWindow) controllerWindow {
 	return controllerWindow{Reconciles: w.Reconciles - o.Reconciles, ReconcileSeconds: w.ReconcileSeconds - o.ReconcileSeconds,
-		RateLimiterSeconds: w.RateLimiterSeconds - o.RateLimiterSeconds, QueueSeconds: w.QueueSeconds - o.QueueSeconds}
+		RateLimiterSeconds: w.RateLimiterSeconds - o.RateLimiterSeconds}
 }
 
 // String is the window for the test log.
@@ -85,8 +83,8 @@ func (w controllerWindow) String() string {
 	if w.Reconciles > 0 {
 		mean = w.ReconcileSeconds / float64(w.Reconciles) * 1000
 	}
-	return fmt.Sprintf("%d VM reconciles in all, %.0f ms each on average, %.2f s waited in the queue in all, %.2f s on the client-side rate limiter in all",
-		w.Reconciles, mean, w.QueueSeconds, w.RateLimiterSeconds)
+	return fmt.Sprintf("%d VM reconciles in all, %.0f ms each on average, %.2f s waited on the client-side rate limiter in all",
+		w.Reconciles, mean, w.RateLimiterSeconds)
 }
 
 // summary is one line per stage: p50 / p99 over the hotplugs.
@@ -163,10 +161,10 @@ func (h *harness) fileSize(path string) int64 {
 	return fi.Size()
 }
 
-// hotplugTimeline builds the timeline of the hotplugs marks holds (ip, vm, pod and observed
+// hotplugTimeline builds the timeline of the hotplugs in namespace hns that marks holds (ip, vm, pod and observed
 // set), from the audit log after auditMark and the controller's log after logOffset. A
 // hotplug missing a mark is left out of the stages after it.
-func (h *harness) hotplugTimeline(marks []*hotplugMarks, auditMark, logOffset int64) timeline {
+func (h *harness) hotplugTimeline(hns string, marks []*hotplugMarks, auditMark, logOffset int64) timeline {
 	byIP, byVM, byPod := map[string]*hotplugMarks{}, map[string]*hotplugMarks{}, map[string]*hotplugMarks{}
 	for _, m := range marks {
 		byIP[m.ip], byVM[m.vm], byPod[m.pod] = m, m, m
