@@ -60,7 +60,7 @@ type Reconciler struct {
 // on the API server (up to three writes one after the other), so the workers bound how many
 // hotplugs go through at once: docs/BENCHMARKS.md's hotplug timeline measures the queue wait
 // behind them, and docs/SCALING.md how the figure was chosen.
-const DefaultMaxConcurrentReconciles = 4
+const DefaultMaxConcurrentReconciles = 8
 
 // Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
 // exhaustionBaseDelay to exhaustionMaxDelay, reset once the VM no longer waits.
