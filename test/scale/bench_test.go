@@ -19,17 +19,10 @@ import (
 // VMIPAM_SCALE_RUNS fresh control planes (default 3), figures as medians with min–max. With
 // VMIPAM_BENCH_OUT set it writes the Markdown report there (make bench: docs/BENCHMARKS.md).
 func TestScale(t *testing.T) {
-	nStr := os.Getenv("VMIPAM_SCALE_N")
-	if nStr == "" {
+	if os.Getenv("VMIPAM_SCALE_N") == "" {
 		t.Skip("set VMIPAM_SCALE_N (make bench does) to run the scale suite")
 	}
-	n, err := strconv.Atoi(nStr)
-	must(t, err)
-	runs := 3
-	if s := os.Getenv("VMIPAM_SCALE_RUNS"); s != "" {
-		runs, err = strconv.Atoi(s)
-		must(t, err)
-	}
+	n, runs := envInt(t, "VMIPAM_SCALE_N", 0), envInt(t, "VMIPAM_SCALE_RUNS", 3)
 	var results []result
 	for i := range runs {
 		r := run(t, n, 100)

@@ -408,16 +408,28 @@ func (e auditEntry) resource() string {
 // ok reports whether the write succeeded.
 func (e auditEntry) ok() bool { return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 }
 
-// auditEntries returns the writes logged after mark, in the log's order.
-func (h *harness) auditEntries(mark int64) []auditEntry {
-	f, err := os.Open(h.audit)
+// openAt opens the file at path positioned at offset, or returns nil when it does not exist;
+// the caller closes it.
+func (h *harness) openAt(path string, offset int64) *os.File {
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	must(h.t, err)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		h.t.Fatal(err)
+	}
+	return f
+}
+
+// auditEntries returns the writes logged after mark, in the log's order.
+func (h *harness) auditEntries(mark int64) []auditEntry {
+	f := h.openAt(h.audit, mark)
+	if f == nil {
+		return nil
+	}
 	defer f.Close()
-	_, err = f.Seek(mark, io.SeekStart)
-	must(h.t, err)
 	var out []auditEntry
 	dec := json.NewDecoder(f)
 	for {
@@ -510,6 +522,18 @@ func (h *harness) settle(quiet, timeout time.Duration) {
 }
 
 var _ = rest.Config{}
+
+// envInt is the integer in environment variable name, def when it is unset; anything else
+// fails t.
+func envInt(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	must(t, err)
+	return v
+}
 
 // zapLevel is --zap-log-level's value for a verbosity: "info" for 0 (the flag takes a name or
 // an integer above 0).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -137,11 +136,11 @@ const zapISO8601 = "2006-01-02T15:04:05.000Z0700"
 
 // controllerLogFrom reads the controller's log lines from offset.
 func (h *harness) controllerLogFrom(offset int64) []controllerLogLine {
-	f, err := os.Open(h.controllerLog())
-	must(h.t, err)
+	f := h.openAt(h.controllerLog(), offset)
+	if f == nil {
+		return nil
+	}
 	defer f.Close()
-	_, err = f.Seek(offset, io.SeekStart)
-	must(h.t, err)
 	var out []controllerLogLine
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -27,12 +27,7 @@ func TestHotplugWorkers(t *testing.T) {
 		must(t, err)
 		values = append(values, w)
 	}
-	n := 300
-	if s := os.Getenv("VMIPAM_SCALE_N"); s != "" {
-		var err error
-		n, err = strconv.Atoi(s)
-		must(t, err)
-	}
+	n := envInt(t, "VMIPAM_SCALE_N", 300)
 	ctx := context.Background()
 	h := newHarness(t, controllerQPS, controllerBurst)
 	h.startStandIns()
