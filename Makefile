@@ -114,6 +114,14 @@ bench: envtest-bins
 	VMIPAM_SCALE_N=$(N) VMIPAM_SCALE_RUNS=$(RUNS) VMIPAM_BENCH_OUT=$(CURDIR)/docs/BENCHMARKS.md \
 	  go test -count=1 -timeout 6h -run '^TestScale$$' -v ./test/scale/
 
+## bench-workers: hotplug latency per --max-concurrent-reconciles value (WORKERS), the values
+## taking turns on one control plane with N VMs converged (docs/SCALING.md).
+WORKERS ?= 4,8,16
+.PHONY: bench-workers
+bench-workers: envtest-bins
+	VMIPAM_SCALE_N=$(if $(filter command line,$(origin N)),$(N),300) VMIPAM_SCALE_WORKERS_SWEEP=$(WORKERS) \
+	  go test -count=1 -timeout 2h -run '^TestHotplugWorkers$$' -v ./test/scale/
+
 ## fuzz: run the evaluator fuzzer for FUZZTIME (default 2m).
 FUZZTIME ?= 2m
 .PHONY: fuzz

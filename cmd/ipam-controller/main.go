@@ -29,6 +29,8 @@ type options struct {
 	pprofAddr              string
 	leaderElect            bool
 	leaderElectNamespace   string
+	leaderElectID          string
+	namespaces             []string
 	qps                    float32
 	burst                  int
 	zap                    zap.Options
@@ -58,6 +60,8 @@ func main() {
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook (default <tmp>/k8s-webhook-server/serving-certs)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease (for more than one replica)")
 	f.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the leader lease (default: the pod's namespace; required outside a cluster with --leader-elect)")
+	f.StringVar(&o.leaderElectID, "leader-elect-id", "vmipam-controller.ipam.virtualization.deckhouse.io", "name of the leader lease; each shard (--namespaces) needs its own")
+	f.StringSliceVar(&o.namespaces, "namespaces", nil, "run as a shard: reconcile only the VMs of these namespaces (comma-separated), caching nothing namespaced elsewhere; default all (docs/SCALING.md)")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
 	// The dry-run API server (aggregated API dryrun.ipam.virtualization.deckhouse.io): the
@@ -98,12 +102,15 @@ func run(o options) error {
 		Scheme: scheme, Cache: controller.CacheOptions(),
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
-		LeaderElection:         o.leaderElect, LeaderElectionID: "vmipam-controller.ipam.virtualization.deckhouse.io",
+		LeaderElection:         o.leaderElect, LeaderElectionID: o.leaderElectID,
 		LeaderElectionNamespace: o.leaderElectNamespace,
 		// Step down on SIGTERM so that the standby takes over at once, not after the lease.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
 			TLSOpts: o.operation.tlsOpts()}),
+	}
+	if err := controller.LimitToNamespaces(&mgrOpts.Cache, o.namespaces); err != nil {
+		return fmt.Errorf("--namespaces: %w", err)
 	}
 	o.operation.apply(&mgrOpts, o.metricsAddr)
 	o.operation.watchCertificates(o.webhookPort, o.webhookCertDir, o.dryRun.SecureServing.ServerCert.CertKey.CertFile)

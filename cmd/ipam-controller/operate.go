@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/vmipam/vmipam/controller/metrics"
+	"github.com/vmipam/vmipam/controller/vm"
 )
 
 // operation are the settings an operator tunes: how metrics are served, HTTP/2, concurrency
@@ -28,7 +29,7 @@ func (o *operation) bind(f *pflag.FlagSet) {
 	f.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, only to callers the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics, e.g. the metrics-reader ClusterRole)")
 	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory holding tls.crt and tls.key for the metrics endpoint, reloaded when they change (default: a generated self-signed certificate)")
 	f.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook, metrics and dry-run API endpoints; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
-	f.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "objects each controller reconciles at once (VirtualMachines, ClusterIPAMPolicies)")
+	f.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", vm.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (VirtualMachines, ClusterIPAMPolicies); a reconcile mostly waits on the API server, so this bounds how many hotplugs go through at once (docs/SCALING.md)")
 	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long non-leaders wait before taking over a lease that is not renewed")
 	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing its lease before it gives up leading (and exits)")
 	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader-election clients retry acquiring or renewing the lease")

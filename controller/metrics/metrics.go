@@ -59,6 +59,10 @@ var Current = NewState()
 
 func init() {
 	SetBuildInfo("", "")
+	// rest_client_rate_limiter_duration_seconds: how long requests waited for the client-side
+	// limits (--kube-api-qps, --kube-api-burst), the first thing to read when reconciles are
+	// slow but the API server is not (docs/SCALING.md).
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
 		abandonedEvaluations, Current, buildInfo, servingCertificates)
 }

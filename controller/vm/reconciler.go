@@ -41,7 +41,8 @@ type Reconciler struct {
 	// PolicyChanges, when set, delivers an event (carrying the changed ClusterIPAMPolicy)
 	// whenever the policy snapshot changes; VMs are then re-evaluated.
 	PolicyChanges <-chan event.GenericEvent
-	// MaxConcurrentReconciles defaults to the manager's (--max-concurrent-reconciles), else 4.
+	// MaxConcurrentReconciles defaults to the manager's (--max-concurrent-reconciles), else
+	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// Clock tells the time for FreshPendingGrace; the real clock when nil.
 	Clock clock.PassiveClock
@@ -53,6 +54,13 @@ type Reconciler struct {
 	backoffOnce sync.Once
 	backoff     *retryBackoff
 }
+
+// DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
+// --max-concurrent-reconciles says otherwise. A reconcile spends nearly all its time waiting
+// on the API server (up to three writes one after the other), so the workers bound how many
+// hotplugs go through at once: docs/BENCHMARKS.md's hotplug timeline measures the queue wait
+// behind them, and docs/SCALING.md how the figure was chosen.
+const DefaultMaxConcurrentReconciles = 8
 
 // Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
 // exhaustionBaseDelay to exhaustionMaxDelay, reset once the VM no longer waits.
@@ -188,7 +196,7 @@ func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, actio
 // SetupWithManager registers the reconciler and its watches (DESIGN.md §4.5).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = cmp.Or(mgr.GetControllerOptions().MaxConcurrentReconciles, 4)
+		r.MaxConcurrentReconciles = cmp.Or(mgr.GetControllerOptions().MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
 	}
 	return r.watches(ctrl.NewControllerManagedBy(mgr)).Complete(r)
 }

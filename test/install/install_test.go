@@ -91,6 +91,8 @@ func TestInstall(t *testing.T) {
 	g.Expect(admin.Create(ctx, build.Namespace(namespace))).To(Succeed())
 	apply(ctx, t, admin, objs)
 	args := deploymentArgs(t, objs)
+	// The chart's default worker count is the binary's (docs/SCALING.md measured it).
+	g.Expect(args).To(ContainElement(fmt.Sprintf("--max-concurrent-reconciles=%d", vmctrl.DefaultMaxConcurrentReconciles)))
 
 	// The stand-ins for SDN and the VM runtime (their own identity: admin).
 	startStandIns(ctx, t, e, scheme)

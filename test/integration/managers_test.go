@@ -51,15 +51,19 @@ func startManagerAs(cfg *rest.Config, setup func(ctx context.Context, mgr ctrl.M
 }
 
 // startManagerWith starts a manager authenticated by cfg, its client wrapped by wrap (nil: not
-// wrapped): a spec's way to put a concurrent writer or a failing API call exactly where the
+// wrapped), its options changed by tune: a spec's way to put a concurrent writer or a failing API call exactly where the
 // controller writes. Controller names must be unique per process, so every manager skips the
 // name check.
-func startManagerWith(cfg *rest.Config, wrap func(client.Client) client.Client, setup func(ctx context.Context, mgr ctrl.Manager) error) *running {
+func startManagerWith(cfg *rest.Config, wrap func(client.Client) client.Client, setup func(ctx context.Context, mgr ctrl.Manager) error,
+	tune ...func(*ctrl.Options)) *running {
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ctrl.Options{Scheme: scheme,
 		Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptrTrue()}}
+	for _, t := range tune {
+		t(&opts)
+	}
 	if wrap != nil {
 		opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			c, err := client.New(cfg, o)

@@ -79,7 +79,9 @@ type harness struct {
 	metricsAddr string
 	pprofAddr   string
 	qps, burst  int
-	stopStand   context.CancelFunc
+	// workers is the controller's --max-concurrent-reconciles at its next start.
+	workers   int
+	stopStand context.CancelFunc
 }
 
 func newHarness(t testing.TB, qps, burst int) *harness {
@@ -87,7 +89,7 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 	logs, lerr := os.Create(filepath.Join(dir, "standins.log"))
 	must(t, lerr)
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs)))
-	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst}
+	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst, workers: workers}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
 	e, err := env.Start(env.Options{Dir: dir, APIServerFlags: map[string]string{
@@ -117,10 +119,17 @@ const (
 	hns = "hotplug"
 )
 
+// sweepNamespaces are the namespaces of TestHotplugWorkers' rounds, one per round.
+var sweepNamespaces = []string{"sweep-0", "sweep-1", "sweep-2", "sweep-3", "sweep-4", "sweep-5"}
+
 // startView starts the watch-based view of the measured namespaces (VMs, IPAddresses, pods)
 // and waits for it to sync. Reads from it are in memory; call them with UnsafeDisableDeepCopy.
 func (h *harness) startView(scheme *runtime.Scheme) client.Reader {
-	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}, hns: {}}})
+	watched := map[string]cache.Config{ns: {}, hns: {}}
+	for _, n := range sweepNamespaces {
+		watched[n] = cache.Config{}
+	}
+	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: watched})
 	must(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
@@ -168,7 +177,7 @@ func (h *harness) stop() {
 func (h *harness) startStandIns() {
 	_, cfg, err := h.env.AdminUser(standInUser)
 	must(h.t, err)
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.QPS, cfg.Burst = standInQPS, standInBurst
 	scheme, err := controller.NewScheme()
 	must(h.t, err)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
@@ -207,24 +216,30 @@ func controllerBinary(t testing.TB) string {
 	return binary
 }
 
-// startController runs the controller binary as its own user.
-func (h *harness) startController() {
+// startController runs the controller binary as its own user, logging at logLevel (zap's:
+// 0 info, 5 adds a line per reconcile and per IPAddress answer, which the hotplug timeline
+// reads) to controller.log in the harness directory.
+func (h *harness) startController(logLevel int) {
 	kubeconfig, _, err := h.env.AdminUser(controllerUser)
 	must(h.t, err)
 	h.metricsAddr, h.pprofAddr = freeAddr(h.t), freeAddr(h.t)
-	log, err := os.OpenFile(filepath.Join(h.dir, "controller.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	log, err := os.OpenFile(h.controllerLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	must(h.t, err)
 	cmd := exec.Command(controllerBinary(h.t), "--kubeconfig="+kubeconfig, "--leader-elect=false",
 		// Plain HTTP metrics: the harness reads them without a token (the secure endpoint is
 		// test/monitoring's subject).
 		"--metrics-bind-address="+h.metricsAddr, "--metrics-secure=false", "--pprof-bind-address="+h.pprofAddr, "--health-probe-bind-address=0",
 		"--secure-port=0", "--webhook-port=0",
-		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst))
+		"--kube-api-qps="+strconv.Itoa(h.qps), "--kube-api-burst="+strconv.Itoa(h.burst),
+		"--max-concurrent-reconciles="+strconv.Itoa(h.workers), "--zap-log-level="+zapLevel(logLevel))
 	cmd.Stdout, cmd.Stderr = log, log
 	must(h.t, cmd.Start())
 	h.controller = cmd
 	h.eventually(30*time.Second, "controller metrics endpoint", func() bool { _, err := h.scrape(); return err == nil })
 }
+
+// controllerLog is the path of the controller's log, appended to by every start.
+func (h *harness) controllerLog() string { return filepath.Join(h.dir, "controller.log") }
 
 func (h *harness) stopController() {
 	if h.controller == nil {
@@ -294,11 +309,31 @@ func sum(m map[string]*dto.MetricFamily, name, label, value string) float64 {
 	return total
 }
 
+// histogram adds the sums and counts of the series of histogram name whose label has value
+// (every series when label is empty).
+func histogram(m map[string]*dto.MetricFamily, name, label, value string) (total float64, count uint64) {
+	for _, s := range m[name].GetMetric() {
+		if label != "" && !slices.ContainsFunc(s.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+			continue
+		}
+		total += s.GetHistogram().GetSampleSum()
+		count += s.GetHistogram().GetSampleCount()
+	}
+	return total, count
+}
+
 // reconciles is the controller's VirtualMachine reconcile count.
 func (h *harness) reconciles() float64 {
 	m, err := h.scrape()
 	must(h.t, err)
 	return sum(m, "controller_runtime_reconcile_total", "controller", "virtualmachine")
+}
+
+// controllerCPU is the CPU time the controller process has used, in seconds.
+func (h *harness) controllerCPU() float64 {
+	m, err := h.scrape()
+	must(h.t, err)
+	return sum(m, "process_cpu_seconds_total", "", "")
 }
 
 // queueDepth is the number of VMs in the controller's work queue.
@@ -357,6 +392,53 @@ type auditEntry struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// Received is when the API server received the request, Done when it answered.
+	Received time.Time `json:"requestReceivedTimestamp"`
+	Done     time.Time `json:"stageTimestamp"`
+}
+
+// resource is the entry's resource with its subresource ("virtualmachines/status").
+func (e auditEntry) resource() string {
+	if e.ObjectRef.Subresource != "" {
+		return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+	}
+	return e.ObjectRef.Resource
+}
+
+// ok reports whether the write succeeded.
+func (e auditEntry) ok() bool { return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 }
+
+// openAt opens the file at path positioned at offset, or returns nil when it does not exist;
+// the caller closes it.
+func (h *harness) openAt(path string, offset int64) *os.File {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	must(h.t, err)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		h.t.Fatal(err)
+	}
+	return f
+}
+
+// auditEntries returns the writes logged after mark, in the log's order.
+func (h *harness) auditEntries(mark int64) []auditEntry {
+	f := h.openAt(h.audit, mark)
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	var out []auditEntry
+	dec := json.NewDecoder(f)
+	for {
+		var e auditEntry
+		if err := dec.Decode(&e); err != nil {
+			return out
+		}
+		out = append(out, e)
+	}
 }
 
 // auditMark is the current end of the audit log; writes counts from there.
@@ -386,38 +468,22 @@ func (w writeCount) total() int { return w.Succeeded + w.Failed }
 // writes counts user's writes logged after mark.
 func (h *harness) writes(user string, mark int64) writeCount {
 	w := writeCount{Issued: map[string]int{}, OK: map[string]int{}, Objects: map[string]map[string]bool{}}
-	f, err := os.Open(h.audit)
-	if os.IsNotExist(err) {
-		return w
-	}
-	must(h.t, err)
-	defer f.Close()
-	_, err = f.Seek(mark, io.SeekStart)
-	must(h.t, err)
-	dec := json.NewDecoder(f)
-	for {
-		var e auditEntry
-		if err := dec.Decode(&e); err != nil {
-			break
-		}
+	for _, e := range h.auditEntries(mark) {
 		if e.User.Username != user {
 			continue
 		}
-		res := e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			res += "/" + e.ObjectRef.Subresource
-		}
+		res := e.resource()
 		w.Issued[e.Verb+" "+res]++
-		if e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 {
-			w.Succeeded++
-			w.OK[e.Verb+" "+res]++
-			if w.Objects[res] == nil {
-				w.Objects[res] = map[string]bool{}
-			}
-			w.Objects[res][e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
-		} else {
+		if !e.ok() {
 			w.Failed++
+			continue
 		}
+		w.Succeeded++
+		w.OK[e.Verb+" "+res]++
+		if w.Objects[res] == nil {
+			w.Objects[res] = map[string]bool{}
+		}
+		w.Objects[res][e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
 	}
 	return w
 }
@@ -425,12 +491,19 @@ func (h *harness) writes(user string, mark int64) writeCount {
 // eventually polls cond every 250 ms until it holds, failing the test after timeout.
 func (h *harness) eventually(timeout time.Duration, what string, cond func() bool) time.Duration {
 	h.t.Helper()
+	return h.eventuallyEvery(250*time.Millisecond, timeout, what, cond)
+}
+
+// eventuallyEvery polls cond every interval until it holds, failing the test after timeout. A
+// timed wait polls a cheap cond often, so the poll does not add to what it times.
+func (h *harness) eventuallyEvery(interval, timeout time.Duration, what string, cond func() bool) time.Duration {
+	h.t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > timeout {
 			h.t.Fatalf("%s: not reached within %s", what, timeout)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	return time.Since(start)
 }
@@ -449,3 +522,24 @@ func (h *harness) settle(quiet, timeout time.Duration) {
 }
 
 var _ = rest.Config{}
+
+// envInt is the integer in environment variable name, def when it is unset; anything else
+// fails t.
+func envInt(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	must(t, err)
+	return v
+}
+
+// zapLevel is --zap-log-level's value for a verbosity: "info" for 0 (the flag takes a name or
+// an integer above 0).
+func zapLevel(v int) string {
+	if v == 0 {
+		return "info"
+	}
+	return strconv.Itoa(v)
+}

@@ -24,38 +24,55 @@ import (
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
+	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
 
 // The controller's client limits, as cmd/ipam-controller's defaults; the floor uses the same.
 const (
 	controllerQPS   = 100
 	controllerBurst = 200
-	// workers is the controller's MaxConcurrentReconciles default, the floor's concurrency.
-	workers = 4
+	// standInQPS and standInBurst are the stand-ins' client limits (startStandIns).
+	standInQPS   = 1000
+	standInBurst = 2000
 )
+
+// workers is the controller's --max-concurrent-reconciles in the suite, and the concurrency of
+// the controller's part of the floor: the controller's default, or VMIPAM_SCALE_WORKERS (to
+// measure another).
+var workers = func() int {
+	if w, err := strconv.Atoi(os.Getenv("VMIPAM_SCALE_WORKERS")); err == nil && w > 0 {
+		return w
+	}
+	return vmctrl.DefaultMaxConcurrentReconciles
+}()
 
 // result is one run's figures.
 type result struct {
-	N               int
-	Converge, Floor time.Duration
+	N        int
+	Converge time.Duration
+	// Floor is the system floor: every write of the outcome, ours and the stand-ins', by bare
+	// clients (harness.floor).
+	Floor systemFloor
 	// PodsAt and AllocatedAt are when the stand-ins had created every launcher pod and
 	// allocated every IPAddress, from the same start as Converge.
 	PodsAt, AllocatedAt time.Duration
-	// ConvergeCPU and FloorCPU are the kube-apiserver's CPU seconds during each.
-	ConvergeCPU, FloorCPU float64
+	// ConvergeCPU is the kube-apiserver's CPU seconds during convergence, ControllerCPU the
+	// controller's.
+	ConvergeCPU, ControllerCPU float64
 	// StandInWrites are the stand-ins' successful writes during convergence.
-	StandInWrites          int
-	Writes                 writeCount
-	MinWrites              int
-	ResyncWrites           int
-	ReconcilesPerVM        float64
-	FanOutTarget           int
-	FanOutWrittenVMs       []string
-	FanOutWrites           int
-	FanOutTime             time.Duration
-	Heap, LiveHeap, RSS    float64
-	HotplugP50, HotplugP99 time.Duration
-	HotplugSamples         int
+	StandInWrites    int
+	Writes           writeCount
+	MinWrites        int
+	ResyncWrites     int
+	ReconcilesPerVM  float64
+	FanOutTarget     int
+	FanOutWrittenVMs []string
+	FanOutWrites     int
+	FanOutTime       time.Duration
+	// FanOutCPU is the controller's CPU seconds from the policy's create until it settled.
+	FanOutCPU           float64
+	Heap, LiveHeap, RSS float64
+	Hotplug             hotplugResult
 }
 
 // verify fails t when run r is not correct: writes above the minimum, any write on a resync,
@@ -73,8 +90,8 @@ func verify(t testing.TB, r result, hp int) {
 	if got := fmt.Sprint(r.FanOutWrittenVMs); got != want {
 		t.Errorf("policy change wrote VMs %s, want exactly %s", got, want)
 	}
-	if r.HotplugSamples != hp {
-		t.Errorf("hotplug latency measured on %d VMs, want all %d", r.HotplugSamples, hp)
+	if r.Hotplug.Samples != hp {
+		t.Errorf("hotplug latency measured on %d VMs, want all %d", r.Hotplug.Samples, hp)
 	}
 }
 
@@ -86,7 +103,7 @@ func TestSmoke(t *testing.T) {
 	r := run(t, 50, 10)
 	verify(t, r, 10)
 	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB, rss %.1f MiB, hotplug p50 %s",
-		r.N, r.Converge, r.Floor, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.RSS/(1<<20), r.HotplugP50)
+		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50)
 }
 
 // checkMinimum compares the controller's successful writes of VM-related objects with the
@@ -131,14 +148,14 @@ func run(t testing.TB, n, hp int) result {
 	ctx := context.Background()
 	h := newHarness(t, controllerQPS, controllerBurst)
 	r := result{N: n, MinWrites: 4 * n}
-	r.Floor, r.FloorCPU = h.floor(ctx, n)
+	r.Floor = h.floor(ctx, n)
 
 	h.startStandIns()
 	netA, netB := h.networks(ctx)
-	h.startController()
+	h.startController(0)
 
 	mark := h.auditMark()
-	cpu := h.apiServerCPU()
+	cpu, ctrlCPU := h.apiServerCPU(), h.controllerCPU()
 	start := time.Now()
 	h.createVMs(ctx, n, netA, netB)
 	progress := time.Now()
@@ -158,7 +175,7 @@ func run(t testing.TB, n, hp int) result {
 		return ready == n
 	})
 	r.Converge = time.Since(start)
-	r.ConvergeCPU = h.apiServerCPU() - cpu
+	r.ConvergeCPU, r.ControllerCPU = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
@@ -166,8 +183,10 @@ func run(t testing.TB, n, hp int) result {
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
 
 	r.ResyncWrites = h.resync(n)
-	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites, r.FanOutTime = h.fanOut(ctx, n, netA, netB)
-	r.HotplugP50, r.HotplugP99, r.HotplugSamples = h.hotplug(ctx, hp, netA)
+	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites, r.FanOutTime, r.FanOutCPU = h.fanOut(ctx, n, netA, netB)
+	r.Hotplug = h.hotplug(ctx, hp, netA)
+	h.t.Logf("hotplug of %d VMs at once: p50 %s, p99 %s; stages p50 / p99: %s; %d reconciles of them, %d throttled requests; controller: %s; its writes %v",
+		hp, r.Hotplug.P50, r.Hotplug.P99, r.Hotplug.Timeline.summary(), r.Hotplug.Timeline.Reconciles, r.Hotplug.Timeline.Throttled, r.Hotplug.Timeline.Window, r.Hotplug.Timeline.Writes)
 	return r
 }
 
@@ -237,16 +256,19 @@ func (h *harness) ready(ctx context.Context, namespace string) int {
 func (h *harness) resync(n int) int {
 	mark := h.auditMark()
 	h.stopController()
-	h.startController()
+	// From here on every reconcile is logged, for the hotplug timeline; resync and fan-out
+	// are measured in writes, which logging does not change.
+	h.startController(5)
 	h.eventually(5*time.Minute, "resync reconciles", func() bool { return h.reconciles() >= float64(n) })
 	h.settle(3*time.Second, 5*time.Minute)
 	return h.writes(controllerUser, mark).Succeeded
 }
 
 // fanOut labels 1% of the VMs, installs a policy making their interfaces L2 only, and returns
-// the VMs the controller wrote, its writes and the time until those VMs converged.
-func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []string, int, time.Duration) {
-	k := max(1, n/100)
+// the VMs the controller wrote, its writes, the time until those VMs converged and the
+// controller's CPU seconds until it settled.
+func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []string, int, time.Duration, float64) {
+	k := fanOutK(n)
 	h.parallel(k, 8, func(i int) error {
 		return h.bench.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vmName(i)}},
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"fanout":"yes"}}}`)))
@@ -260,11 +282,12 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []
 	p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fanout": "yes"}}
 	p.Spec.Allocation = &v1alpha1.Expression{Expression: "'None'"}
 	p.Spec.SkipRules = nil
-	start := time.Now()
+	cpu, start := h.controllerCPU(), time.Now()
 	must(h.t, h.bench.Create(ctx, p))
-	h.eventually(5*time.Minute, "fan-out", func() bool { return h.l2Only(ctx, k, netA, netB) })
+	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.l2Only(ctx, k, netA, netB) })
 	elapsed := time.Since(start)
 	h.settle(3*time.Second, 5*time.Minute)
+	cpu = h.controllerCPU() - cpu
 	w := h.writes(controllerUser, mark)
 	written := map[string]bool{}
 	for _, res := range []string{"virtualmachines", "virtualmachines/status"} {
@@ -277,7 +300,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	return k, names, w.Succeeded, elapsed
+	return k, names, w.Succeeded, elapsed, cpu
 }
 
 // l2Only: the first k VMs attach both networks without addresses and their Auto IPAddresses
@@ -300,15 +323,31 @@ func (h *harness) l2Only(ctx context.Context, k int, netA, netB string) bool {
 	return true
 }
 
+// hotplugResult is the hotplug latency over the hot-plugged VMs and its timeline.
+type hotplugResult struct {
+	P50, P99 time.Duration
+	Samples  int
+	Timeline timeline
+}
+
 // hotplug measures, over m running VMs waiting for a missing static IPAddress, the time from
-// SDN allocating the IPAddress to the running pod's networks-spec carrying it.
-func (h *harness) hotplug(ctx context.Context, m int, net string) (time.Duration, time.Duration, int) {
+// SDN allocating the IPAddress to the running pod's networks-spec carrying it, as the suite's
+// watch sees both, and the timeline of each (hotplugTimeline).
+func (h *harness) hotplug(ctx context.Context, m int, net string) hotplugResult {
+	return h.hotplugIn(ctx, hns, 200, m, net)
+}
+
+// hotplugIn is hotplug in namespace (one the suite's view watches), the static addresses
+// taken from 10.100.<octet>.0/24.
+func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net string) hotplugResult {
 	must(h.t, h.bench.Create(ctx, build.Namespace(hns)))
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.VM(hns, fmt.Sprintf("hp-%03d", i), build.OnClusterNetwork(net, fmt.Sprintf("ip-%03d", i))))
 	})
 	h.eventually(5*time.Minute, "hotplug VMs running", func() bool { return h.runningPods(ctx, hns) == m })
 	h.settle(2*time.Second, 5*time.Minute)
+	pods := h.launcherPods(ctx, hns)
+	auditMark, logOffset, window := h.auditMark(), h.fileSize(h.controllerLog()), h.controllerWindowAt()
 	allocated := map[string]time.Time{}
 	carried := map[string]time.Time{}
 	done := make(chan struct{})
@@ -322,20 +361,23 @@ func (h *harness) hotplug(ctx context.Context, m int, net string) (time.Duration
 	}()
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.StaticIPAddress(hns, fmt.Sprintf("ip-%03d", i), "ClusterNetwork", net,
-			fmt.Sprintf("10.100.200.%d", i+1)))
+			fmt.Sprintf("10.100.%d.%d", octet, i+1)))
 	})
 	<-done
+	h.settle(2*time.Second, 5*time.Minute)
 	var lat []time.Duration
-	for name, at := range carried {
-		if a, ok := allocated[name]; ok {
-			lat = append(lat, max(0, at.Sub(a)))
+	marks := make([]*hotplugMarks, m)
+	for i := range m {
+		ip, vm := fmt.Sprintf("ip-%03d", i), fmt.Sprintf("hp-%03d", i)
+		marks[i] = &hotplugMarks{ip: ip, vm: vm, pod: pods[vm], observedTime: carried[ip]}
+		if at, ok := carried[ip]; ok && !allocated[ip].IsZero() {
+			lat = append(lat, max(0, at.Sub(allocated[ip])))
 		}
 	}
-	if len(lat) == 0 {
-		return 0, 0, 0
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)], len(lat)
+	tl := h.hotplugTimeline(hns, marks, auditMark, logOffset)
+	tl.Writes = h.writes(controllerUser, auditMark).Issued
+	tl.Window = h.controllerWindowAt().minus(window)
+	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl}
 }
 
 // allocated counts the namespace's IPAddresses with an address.
@@ -385,27 +427,156 @@ func (h *harness) observeHotplug(ctx context.Context, namespace string, allocate
 	}
 }
 
-// floor times the minimal writes the outcome needs (and the kube-apiserver's CPU seconds
-// meanwhile), done by a bare client with the
-// controller's QPS, burst and concurrency, on VMs and pods created beforehand (untimed) in a
-// namespace of their own; the objects are removed afterwards, before the stand-ins and the
-// controller start.
-func (h *harness) floor(ctx context.Context, n int) (time.Duration, float64) {
+// systemFloor is what the writes of the outcome cost with nothing else running.
+type systemFloor struct {
+	// Elapsed is until the last write of both parts; Controller until the last of the
+	// controller's part.
+	Elapsed, Controller time.Duration
+	// CPU is the kube-apiserver's CPU seconds meanwhile.
+	CPU float64
+	// FanOut is the time of the writes of a policy change re-deciding fanOutK(n) VMs (every
+	// interface L2 only): per VM two IPAddress deletes, the VM's and the pod's networks-spec
+	// and the status, by the controller's bare client at its limits and concurrency.
+	FanOut time.Duration
+}
+
+// Stand-in concurrency in the floor: the stand-ins' workers (vmruntime.Workers for the pod
+// create and the VM status, the SDN stand-in's 4 for IPAddress status, 1 for networks-status).
+const (
+	floorRuntimeWorkers = vmruntime.Workers
+	floorSDNWorkers     = 4
+	floorPodWorkers     = 1
+)
+
+// floor times every write of the outcome with nothing else running — the controller's (2
+// IPAddress creates, status, the VM's and the pod's networks-spec: floorWrites) and the
+// stand-ins' (the launcher pod's create, the VM status of the VM runtime, 2 IPAddress
+// statuses and the pod's networks-status of SDN: standInFloorWrites) — each part by a bare
+// client with its writer's QPS, burst and concurrency, both parts at once, and the
+// kube-apiserver's CPU seconds meanwhile. The objects written to are created beforehand
+// (untimed) in a namespace of their own, so no write waits on another; they are removed
+// afterwards, before the stand-ins and the controller start.
+func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	const fns = "floor"
 	must(h.t, h.bench.Create(ctx, build.Namespace(fns)))
-	h.parallel(n, 16, func(i int) error {
-		if err := h.bench.Create(ctx, build.VM(fns, vmName(i), build.OnClusterNetwork("a", ""), build.OnClusterNetwork("b", ""))); err != nil {
+	h.parallel(n, 16, func(i int) error { return createFloorObjects(ctx, h.bench, fns, vmName(i)) })
+	c := h.client(floorUser, controllerQPS, controllerBurst)
+	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
+	var f systemFloor
+	cpu, start := h.apiServerCPU(), time.Now()
+	var wg sync.WaitGroup
+	for _, part := range []struct {
+		workers int
+		write   func(i int) error
+		done    *time.Duration
+	}{
+		{workers, func(i int) error { return floorWrites(ctx, c, fns, vmName(i)) }, &f.Controller},
+		{floorRuntimeWorkers, func(i int) error { return runtimeFloorWrites(ctx, sc, fns, vmName(i)) }, nil},
+		{floorSDNWorkers, func(i int) error { return sdnFloorWrites(ctx, sc, fns, vmName(i)) }, nil},
+		{floorPodWorkers, func(i int) error { return podStatusFloorWrite(ctx, sc, fns, vmName(i)) }, nil},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.parallel(n, part.workers, part.write)
+			if part.done != nil {
+				*part.done = time.Since(start)
+			}
+		}()
+	}
+	wg.Wait()
+	f.Elapsed, f.CPU = time.Since(start), h.apiServerCPU()-cpu
+	k := fanOutK(n)
+	start = time.Now()
+	h.parallel(k, workers, func(i int) error { return fanOutFloorWrites(ctx, c, fns, vmName(i)) })
+	f.FanOut = time.Since(start)
+	h.deleteAll(ctx, fns)
+	return f
+}
+
+// fanOutK is how many VMs the policy change selects: 1%.
+func fanOutK(n int) int { return max(1, n/100) }
+
+// createFloorObjects creates what the floor writes to for one VM: the VM, its launcher pod,
+// and the two IPAddresses SDN's part answers (the controller's part creates two of its own).
+func createFloorObjects(ctx context.Context, c client.Client, namespace, name string) error {
+	if err := c.Create(ctx, build.VM(namespace, name, build.OnClusterNetwork("a", ""), build.OnClusterNetwork("b", ""))); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, floorPod(namespace, name)); err != nil {
+		return err
+	}
+	for _, net := range []string{"a", "b"} {
+		if err := c.Create(ctx, floorIPAddress(namespace, "sdn-"+name+"-"+net, net)); err != nil {
 			return err
 		}
-		return h.bench.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: fns, Name: vmName(i)},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "stand-in"}}}})
-	})
-	c := h.client(floorUser, controllerQPS, controllerBurst)
-	cpu, start := h.apiServerCPU(), time.Now()
-	h.parallel(n, workers, func(i int) error { return floorWrites(ctx, c, fns, vmName(i)) })
-	elapsed, cpu := time.Since(start), h.apiServerCPU()-cpu
-	h.deleteAll(ctx, fns)
-	return elapsed, cpu
+	}
+	return nil
+}
+
+func floorPod(namespace, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{vmv1.LabelLauncherVMName: name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "stand-in"}}}}
+}
+
+func floorIPAddress(namespace, name, net string) *sdnv1.IPAddress {
+	return &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: net}}}
+}
+
+// runtimeFloorWrites are the VM runtime's two writes for one VM: the launcher pod's create
+// (a second pod, as the first is the one the others patch) and the VM's status.
+func runtimeFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	if err := c.Create(ctx, floorPod(namespace, name+"-launcher")); err != nil {
+		return err
+	}
+	status := []byte(`{"status":{"phase":"Running","networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a"},{"type":"ClusterNetwork","name":"b"}]}}`)
+	return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
+		client.RawPatch(types.MergePatchType, status))
+}
+
+// sdnFloorWrites are SDN's answers to one VM's two IPAddresses.
+func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	for i, net := range []string{"a", "b"} {
+		status := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Ready","status":"True",`+
+			`"reason":"Allocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
+		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
+		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, status)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podStatusFloorWrite is SDN's networks-status on one launcher pod.
+func podStatusFloorWrite(ctx context.Context, c client.Client, namespace, name string) error {
+	status := []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-status":` +
+		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000","mac":"02:00:00:00:00:01","conditions":[{"type":"Configured","status":"True"}]},`+
+			`{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001","mac":"02:00:00:00:00:02","conditions":[{"type":"Configured","status":"True"}]}]`) + `}}}`)
+	return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, status))
+}
+
+// fanOutFloorWrites are the controller's writes of a policy change making one VM's interfaces
+// L2 only: its two IPAddresses deleted, networks-spec on the VM and the pod without address
+// names, and the status.
+func fanOutFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	for _, net := range []string{"a", "b"} {
+		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: naming.AutoIPAddress(name, "ClusterNetwork", net)}}
+		if err := c.Delete(ctx, ip); err != nil {
+			return err
+		}
+	}
+	spec := []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":` +
+		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000"},{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001"}]`) + `}}}`)
+	if err := c.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, spec)); err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, spec)); err != nil {
+		return err
+	}
+	status := []byte(`{"status":{"networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":null},` +
+		`{"type":"ClusterNetwork","name":"b","ipAddress":null}]}}`)
+	return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, status))
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
@@ -438,8 +609,8 @@ func (h *harness) deleteAll(ctx context.Context, namespace string) {
 	}
 }
 
-// floorWrites are the five writes one converged VM needs: two IPAddresses, the status, the
-// VM's networks-spec and the pod's.
+// floorWrites are the controller's five writes one converged VM needs: two IPAddresses, the
+// status, the VM's networks-spec and the pod's.
 func floorWrites(ctx context.Context, c client.Client, namespace, name string) error {
 	for _, net := range []string{"a", "b"} {
 		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: naming.AutoIPAddress(name, "ClusterNetwork", net)},
@@ -464,5 +635,3 @@ func floorWrites(ctx context.Context, c client.Client, namespace, name string) e
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, spec))
 }
-
-var _ = os.Getenv
