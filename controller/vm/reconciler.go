@@ -52,6 +52,8 @@ type Reconciler struct {
 
 	backoffOnce sync.Once
 	backoff     *retryBackoff
+	ownOnce     sync.Once
+	own         *ownWrites
 }
 
 // Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
@@ -85,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	s, err := observer{reader: r.Client, now: r.now()}.observe(ctx, vm, r.Policies.Set())
+	s, err := observer{reader: expectingReader{Reader: r.Client, own: r.expectations()}, now: r.now()}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -135,6 +137,13 @@ func (r *Reconciler) retries() *retryBackoff {
 			limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)}
 	})
 	return r.backoff
+}
+
+// expectations are the reconciler's ownWrites, made on first use (also without
+// SetupWithManager).
+func (r *Reconciler) expectations() *ownWrites {
+	r.ownOnce.Do(func() { r.own = newOwnWrites(r.now) })
+	return r.own
 }
 
 // retryBackoff spaces the retries of VMs waiting for a pool exponentially. Only a retry that
