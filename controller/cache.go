@@ -87,10 +87,15 @@ func slimVM(obj any) (any, error) {
 }
 
 // slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
-// vmipam reads (spec, status address/phase/conditions), so only the metadata is trimmed.
+// vmipam reads (spec, status address/phase/conditions); of the metadata it keeps the owner
+// references and annotations (the interface an Auto IPAddress serves) and drops the labels,
+// which nothing reads — policies do not see an IPAddress's labels, and the VM-UID label vmipam
+// puts on its Auto IPAddresses is informational (ownership is the controller reference) —: one
+// map fewer per IPAddress, of which there are two per VM.
 func slimIPAddress(obj any) (any, error) {
 	if ip, ok := obj.(*sdnv1.IPAddress); ok {
 		slimMeta(&ip.ObjectMeta)
+		ip.Labels = nil
 	}
 	return obj, nil
 }

@@ -89,10 +89,13 @@ func TestSlimNamespaceAndIPAddressKeepMetadata(t *testing.T) {
 		len(s.Spec.Finalizers) != 0 || s.Status.Phase != "" {
 		t.Errorf("slim namespace: %+v", s)
 	}
-	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sdn"}}},
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sdn"}},
+		Labels: map[string]string{"virtualization.deckhouse.io/virtual-machine-uid": "u"}, Annotations: map[string]string{"ipam.virtualization.deckhouse.io/interface": "Network/corp"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "web", UID: "u"}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto}, Status: sdnv1.IPAddressStatus{Address: "10.0.0.1"}}
 	out, _ = slimIPAddress(ip)
-	if s := out.(*sdnv1.IPAddress); len(s.ManagedFields) != 0 || s.Spec.Type != sdnv1.IPAddressTypeAuto || s.Status.Address != "10.0.0.1" {
+	if s := out.(*sdnv1.IPAddress); len(s.ManagedFields) != 0 || len(s.Labels) != 0 || s.Spec.Type != sdnv1.IPAddressTypeAuto ||
+		s.Status.Address != "10.0.0.1" || len(s.OwnerReferences) != 1 || s.Annotations["ipam.virtualization.deckhouse.io/interface"] == "" {
 		t.Errorf("slim IPAddress: %+v", s)
 	}
 }
