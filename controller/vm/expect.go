@@ -9,8 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,15 +180,12 @@ func sameMeta(a, b *metav1.ObjectMeta) bool {
 func withoutOurs(annotations map[string]string) map[string]string {
 	out := make(map[string]string, len(annotations))
 	for k, v := range annotations {
-		if k != sdnv1.AnnotationNetworksSpec && k != lastAppliedConfiguration {
+		if k != sdnv1.AnnotationNetworksSpec && k != corev1.LastAppliedConfigAnnotation {
 			out[k] = v
 		}
 	}
 	return out
 }
-
-// lastAppliedConfiguration is kubectl's annotation, dropped by the manager's cache transform.
-const lastAppliedConfiguration = "kubectl.kubernetes.io/last-applied-configuration"
 
 // expectingReader reads IPAddresses vmipam created and the cache does not show yet from the
 // expectations, everything else from the cache.

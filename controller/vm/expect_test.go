@@ -38,20 +38,28 @@ func TestOwnPatchesAreToldApartFromOtherWriters(t *testing.T) {
 		want   bool
 	}{
 		{name: "the networks-spec patch, nothing else", want: true, old: vmAt("1"), new: vmAt("2", annotated),
-			record: func(o *ownWrites) { o.expectPatched(vmAt("1"), vmAt("2", annotated), onlyOurChange(vmAt("1"), vmAt("2", annotated))) }},
+			record: func(o *ownWrites) {
+				o.expectPatched(vmAt("1"), vmAt("2", annotated), onlyOurChange(vmAt("1"), vmAt("2", annotated)))
+			}},
 		{name: "the patch answered with another writer's label in it", want: false, old: vmAt("1"), new: vmAt("2", annotated, relabelled),
 			record: func(o *ownWrites) {
 				o.expectPatched(vmAt("1"), vmAt("2", annotated, relabelled), onlyOurChange(vmAt("1"), vmAt("2", annotated, relabelled)))
 			}},
 		{name: "two own patches delivered as one update", want: true, old: vmAt("1"), new: vmAt("3"),
-			record: func(o *ownWrites) { o.expectPatched(vmAt("1"), vmAt("2"), true); o.expectPatched(vmAt("2"), vmAt("3"), true) }},
+			record: func(o *ownWrites) {
+				o.expectPatched(vmAt("1"), vmAt("2"), true)
+				o.expectPatched(vmAt("2"), vmAt("3"), true)
+			}},
 		{name: "another writer's update after an own patch", want: false, old: vmAt("2"), new: vmAt("4"),
 			record: func(o *ownWrites) { o.expectPatched(vmAt("1"), vmAt("2"), true) }},
 		{name: "an update from a version vmipam did not patch", want: false, old: vmAt("0"), new: vmAt("2"),
 			record: func(o *ownWrites) { o.expectPatched(vmAt("1"), vmAt("2"), true) }},
 		{name: "nothing recorded", want: false, old: vmAt("1"), new: vmAt("2"), record: func(*ownWrites) {}},
 		{name: "an expectation past its TTL", want: false, old: vmAt("1"), new: vmAt("2"),
-			record: func(o *ownWrites) { o.expectPatched(vmAt("1"), vmAt("2"), true); now = now.Add(ExpectationTTL + time.Second) }},
+			record: func(o *ownWrites) {
+				o.expectPatched(vmAt("1"), vmAt("2"), true)
+				now = now.Add(ExpectationTTL + time.Second)
+			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			now = time.Unix(1000, 0)
