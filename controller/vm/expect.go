@@ -63,9 +63,10 @@ func keyOf(obj client.Object) patchKey {
 }
 
 // chain is the resourceVersions an object went through by vmipam's own patches, oldest first,
-// and when the last was added.
+// the object as the last of them returned it, and when it was added.
 type chain struct {
 	versions []string
+	last     client.Object
 	at       time.Time
 }
 
@@ -126,7 +127,25 @@ func (o *ownWrites) expectPatched(observed, written client.Object, verified bool
 		c.versions = []string{observed.GetResourceVersion()}
 	}
 	c.versions, c.at = append(c.versions, written.GetResourceVersion()), o.now()
+	c.last = written.DeepCopyObject().(client.Object)
 	o.patched[k] = c
+}
+
+// newer returns a copy of the object as vmipam's own last patch of it returned it when obj is
+// an earlier version in that patch's chain — the cache has not caught up with vmipam's own
+// write, which nobody else's came between —, else nil. A reconcile that reads the copy does not
+// write the same thing again.
+func (o *ownWrites) newer(obj client.Object) client.Object {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c, ok := o.patched[keyOf(obj)]
+	if !ok || o.now().Sub(c.at) > ExpectationTTL {
+		return nil
+	}
+	if i := slices.Index(c.versions, obj.GetResourceVersion()); i < 0 || i == len(c.versions)-1 {
+		return nil
+	}
+	return c.last.DeepCopyObject().(client.Object)
 }
 
 // ownPatch reports whether the update old → new goes only through vmipam's own patches (one of
@@ -187,16 +206,38 @@ func withoutOurs(annotations map[string]string) map[string]string {
 	return out
 }
 
-// expectingReader reads IPAddresses vmipam created and the cache does not show yet from the
-// expectations, everything else from the cache.
+// expectingReader reads from the cache, but what vmipam wrote and the cache does not show yet
+// from the expectations: the IPAddresses it created, and the VMs and launcher pods as its own
+// last patch left them.
 type expectingReader struct {
 	client.Reader
 	own *ownWrites
 }
 
+// List implements client.Reader.
+func (r expectingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if pods, ok := list.(*corev1.PodList); ok {
+		for i := range pods.Items {
+			if w, ok := r.own.newer(&pods.Items[i]).(*corev1.Pod); ok {
+				pods.Items[i] = *w
+			}
+		}
+	}
+	return nil
+}
+
 // Get implements client.Reader.
 func (r expectingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := r.Reader.Get(ctx, key, obj, opts...)
+	if vm, ok := obj.(*vmv1.VirtualMachine); ok && err == nil {
+		if w, ok := r.own.newer(vm).(*vmv1.VirtualMachine); ok {
+			w.DeepCopyInto(vm)
+		}
+		return nil
+	}
 	ip, isIP := obj.(*sdnv1.IPAddress)
 	if !isIP || !apierrors.IsNotFound(err) {
 		if isIP && err == nil {

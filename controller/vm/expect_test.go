@@ -133,3 +133,29 @@ func TestChangedIgnoresWhatVMIPAMDoesNotRead(t *testing.T) {
 		}
 	}
 }
+
+func TestReaderShowsOwnPatchUntilTheCacheCatchesUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	stale := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1",
+		Labels: map[string]string{vmv1.LabelLauncherVMName: "web"}}}
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(stale).Build()
+	r := expectingReader{Reader: c, own: own}
+	cached := &corev1.PodList{}
+	if err := c.List(context.Background(), cached); err != nil || len(cached.Items) != 1 {
+		t.Fatal(err)
+	}
+	written := cached.Items[0].DeepCopy()
+	written.ResourceVersion, written.Annotations = "7", map[string]string{sdnv1.AnnotationNetworksSpec: "[]"}
+	own.expectPatched(&cached.Items[0], written, true)
+
+	list := &corev1.PodList{}
+	if err := r.List(context.Background(), list); err != nil || list.Items[0].Annotations[sdnv1.AnnotationNetworksSpec] != "[]" {
+		t.Errorf("while the cache shows the version before vmipam's patch, the patched pod is read; got %+v, %v", list.Items, err)
+	}
+	own.expectPatched(written, written, false) // another writer's change came with a later write
+	list = &corev1.PodList{}
+	if err := r.List(context.Background(), list); err != nil || list.Items[0].Annotations[sdnv1.AnnotationNetworksSpec] != "" {
+		t.Errorf("without a verified own patch, the cache's pod is read; got %+v, %v", list.Items, err)
+	}
+}

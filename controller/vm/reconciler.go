@@ -75,8 +75,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, ctx.Err()
 		}
 	}
+	reader := expectingReader{Reader: r.Client, own: r.expectations()}
 	vm := &vmv1.VirtualMachine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+	if err := reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Current.ForgetVM(req.NamespacedName)
 		}
@@ -87,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	s, err := observer{reader: expectingReader{Reader: r.Client, own: r.expectations()}, now: r.now()}.observe(ctx, vm, r.Policies.Set())
+	s, err := observer{reader: reader, now: r.now()}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
