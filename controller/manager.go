@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
@@ -19,7 +14,6 @@ import (
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/controller/vm"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 )
 
@@ -29,39 +23,6 @@ const Name = "vmipam-controller"
 // NewScheme returns a scheme with every kind vmipam reads or writes: core, ours, SDN and
 // virtualization. It is scheme.New, which ipamctl uses without linking this package.
 func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
-
-// CacheOptions limits what the manager caches: only launcher pods (label
-// vm.kubevirt.io/name), trimmed to metadata and status.phase (slimLauncherPod), and no
-// managedFields on any object.
-func CacheOptions() cache.Options {
-	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant requirement; cannot fail
-	}
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
-		},
-	}
-}
-
-// slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam and its
-// watches read — the metadata (labels, the networks-spec annotation, owner references,
-// deletion timestamp) and status.phase — and drops managedFields, the spec and the rest of the
-// status. A real virt-launcher pod's spec and status (containers, volumes, environment,
-// container statuses) are several kilobytes each, which 10,000 VMs would hold for nothing.
-// vmipam only ever merge-patches pods, so the missing fields are never written back.
-func slimLauncherPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok { // a tombstone of a deleted pod: nothing to trim
-		return obj, nil
-	}
-	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
-	slim.ManagedFields = nil
-	slim.Status.Phase = pod.Status.Phase
-	return slim, nil
-}
 
 // Setup registers vmipam's indexes and reconcilers with mgr, the policy watcher that keeps
 // the registry current on every replica, and the start-up step that installs the default

@@ -80,9 +80,11 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 var errForeignIPAddress = errors.New("IPAddress exists with another owner")
 
 func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) error {
-	err := r.Client.Create(ctx, ip.DeepCopy())
+	created := ip.DeepCopy()
+	err := r.Client.Create(ctx, created)
 	switch {
 	case err == nil:
+		r.expectations().expectCreated(created)
 		r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressCreated", "Create",
 			"Created IPAddress %s for %s", ip.Name, ip.Annotations[AnnotationInterface])
 		return nil
@@ -167,6 +169,7 @@ func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete IPAddress %s: %w", ip.Name, err)
 		}
+		r.expectations().observedIPAddress(ip) // gone or changed: never read it from the expectations
 		if err == nil {
 			r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressDeleted", "Delete",
 				"Deleted IPAddress %s: no interface uses it any more", ip.Name)
@@ -191,5 +194,6 @@ func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w
 	if err := r.Client.Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return nil, fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
 	}
+	r.expectations().expectPatched(obj, written, onlyOurChange(obj, written))
 	return written, nil
 }

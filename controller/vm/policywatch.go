@@ -69,8 +69,10 @@ func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPoli
 	if !removed {
 		matches = append(matches, p.Spec.Match)
 	}
+	// Every VM is listed and only read (labels, namespace, spec.networks): the cache's own
+	// objects, not a deep copy of each.
 	var list vmv1.VirtualMachineList
-	if err := f.r.Client.List(ctx, &list); err != nil {
+	if err := f.r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines after a policy change; they are not re-evaluated", "policy", p.Name)
 		return nil
 	}

@@ -53,6 +53,8 @@ type Reconciler struct {
 
 	backoffOnce sync.Once
 	backoff     *retryBackoff
+	ownOnce     sync.Once
+	own         *ownWrites
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -81,8 +83,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, ctx.Err()
 		}
 	}
+	reader := expectingReader{Reader: r.Client, own: r.expectations()}
 	vm := &vmv1.VirtualMachine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+	if err := reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Current.ForgetVM(req.NamespacedName)
 		}
@@ -93,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	s, err := observer{reader: r.Client, now: r.now()}.observe(ctx, vm, r.Policies.Set())
+	s, err := observer{reader: reader, now: r.now()}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -147,6 +150,13 @@ func (r *Reconciler) retries() *retryBackoff {
 			limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](exhaustionBaseDelay, exhaustionMaxDelay)}
 	})
 	return r.backoff
+}
+
+// expectations are the reconciler's ownWrites, made on first use (also without
+// SetupWithManager).
+func (r *Reconciler) expectations() *ownWrites {
+	r.ownOnce.Do(func() { r.own = newOwnWrites(r.now) })
+	return r.own
 }
 
 // retryBackoff spaces the retries of VMs waiting for a pool exponentially. Only a retry that

@@ -176,6 +176,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, live *vmv1.Virtu
 	if err := r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
+	// The optimistic lock proves that desired is base with vmipam's status and nothing else.
+	r.expectations().expectPatched(base, desired, true)
 	r.announceSkips(s, p)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -36,13 +37,14 @@ import (
 // indexed cache read.
 func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 	b = b.Named("virtualmachine").
-		For(&vmv1.VirtualMachine{}).
+		For(&vmv1.VirtualMachine{}, builder.WithPredicates(r.newsOf())).
 		// A VM's spec change can free or contest a static IPAddress others name.
 		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
-		Watches(&sdnv1.IPAddress{}, newAnsweredFirst(r.vmsOfIPAddress)).
+		Watches(&sdnv1.IPAddress{}, r.newAnsweredFirst()).
 		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod), builder.WithPredicates(r.newsOf())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfPod), builder.WithPredicates(podChanged())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
@@ -65,8 +67,8 @@ func requests(list []vmv1.VirtualMachine) []reconcile.Request {
 // failed List (the cache is not synced, an index is missing) is logged, because the events it
 // would have mapped are lost.
 func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	var list vmv1.VirtualMachineList
-	if err := r.Client.List(ctx, &list, opts...); err != nil {
+	var list vmv1.VirtualMachineList // only the keys are read: no deep copy of every VM
+	if err := r.Client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines to enqueue; the event is not mapped")
 		return nil
 	}
@@ -97,12 +99,18 @@ func (r *Reconciler) vmsNaming(ctx context.Context, namespace string, names []st
 	return out
 }
 
+// vmsOfIPAddress maps an IPAddress to the VMs naming it and its controlling VM.
 func (r *Reconciler) vmsOfIPAddress(ctx context.Context, o client.Object) []reconcile.Request {
-	out := r.listVMs(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.VMIPAddressName: o.GetName()})
+	out := r.namersOf(ctx, o)
 	if ref := index.ControllerVM(o); ref != nil {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
 	}
 	return out
+}
+
+// namersOf maps an IPAddress to the VMs whose spec names it.
+func (r *Reconciler) namersOf(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listVMs(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.VMIPAddressName: o.GetName()})
 }
 
 func (r *Reconciler) vmsOfNetwork(ctx context.Context, o client.Object) []reconcile.Request {
@@ -116,15 +124,23 @@ func (r *Reconciler) vmsOfNetwork(ctx context.Context, o client.Object) []reconc
 	return nil
 }
 
-// vmOfPod maps a launcher pod to its VM, and to the VMs contending for the IPAddresses the pod
-// carries (a pod that lets an address go frees it for them).
-func (r *Reconciler) vmOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+// vmOfPod maps a launcher pod to its VM.
+func (r *Reconciler) vmOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[vmv1.LabelLauncherVMName]
 	if name == "" {
 		return nil
 	}
-	out := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	return append(out, r.vmsNaming(ctx, o.GetNamespace(), index.CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]))...)
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// contendersOfPod maps a launcher pod to the VMs contending for the IPAddresses it carries (a
+// pod that lets an address go frees it for them) — also after vmipam's own patch of the pod,
+// which its own VM does not need to hear of.
+func (r *Reconciler) contendersOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetLabels()[vmv1.LabelLauncherVMName] == "" {
+		return nil
+	}
+	return r.vmsNaming(ctx, o.GetNamespace(), index.CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]))
 }
 
 func (r *Reconciler) vmsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
@@ -145,20 +161,34 @@ const AnsweredPriority = 10
 type answeredFirst struct {
 	mapped handler.EventHandler // handler.EnqueueRequestsFromMapFunc(vmsOf)
 	vmsOf  handler.MapFunc
+	// namers enqueues only the VMs naming the IPAddress; own, when set, tells vmipam's own
+	// creations apart.
+	namers handler.EventHandler
+	own    *ownWrites
 }
 
-// newAnsweredFirst returns the answeredFirst handler of vmsOf.
-func newAnsweredFirst(vmsOf handler.MapFunc) answeredFirst {
-	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(vmsOf), vmsOf: vmsOf}
+// newAnsweredFirst returns the answeredFirst handler of the reconciler's IPAddress watch.
+func (r *Reconciler) newAnsweredFirst() answeredFirst {
+	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress,
+		namers: handler.EnqueueRequestsFromMapFunc(r.namersOf), own: r.expectations()}
 }
 
-// Create implements handler.EventHandler.
+// Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
+// exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
+// only the VMs naming it hear of it.
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.own != nil && h.own.observedIPAddress(e.Object) {
+		h.namers.Create(ctx, e, q)
+		return
+	}
 	h.mapped.Create(ctx, e, q)
 }
 
 // Update implements handler.EventHandler.
 func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.own != nil {
+		h.own.observedIPAddress(e.ObjectNew)
+	}
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	if !ok || !answered(e.ObjectOld, e.ObjectNew) {
 		h.mapped.Update(ctx, e, q)
@@ -178,6 +208,9 @@ const AnsweredLog = "IPAddress answered, VMs enqueued first"
 
 // Delete implements handler.EventHandler.
 func (h answeredFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.own != nil {
+		h.own.observedIPAddress(e.Object)
+	}
 	h.mapped.Delete(ctx, e, q)
 }
 
@@ -191,4 +224,45 @@ func answered(old, new client.Object) bool {
 	o, ok1 := old.(*sdnv1.IPAddress)
 	n, ok2 := new.(*sdnv1.IPAddress)
 	return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Address != n.Status.Address)
+}
+
+// newsOf lets through the updates of a VM or launcher pod that show the VM's reconcile
+// something it has not seen: a change of what vmipam reads (changed), made by somebody else
+// than vmipam's own patches (ownPatch) — the reconcile that patched planned with that change
+// already, and planning again on the result writes nothing. Creations and deletions always pass.
+func (r *Reconciler) newsOf() predicate.Funcs {
+	own := r.expectations()
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return changed(e.ObjectOld, e.ObjectNew) && !own.ownPatch(e.ObjectOld, e.ObjectNew)
+	}}
+}
+
+// podChanged lets through the updates of launcher pods that change what vmipam reads.
+func podChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return changed(e.ObjectOld, e.ObjectNew) }}
+}
+
+// changed reports whether two versions of a VM or pod differ in what vmipam reads: of a pod
+// the VM label, the networks-spec annotation, the phase and deletion; of a VM everything the
+// manager's cache keeps of it but the resourceVersion (the cache transform has already dropped
+// what vmipam never reads, e.g. the status fields the virtualization controller updates every
+// few seconds).
+func changed(old, new client.Object) bool {
+	switch o := old.(type) {
+	case *corev1.Pod:
+		n, ok := new.(*corev1.Pod)
+		return !ok || o.Labels[vmv1.LabelLauncherVMName] != n.Labels[vmv1.LabelLauncherVMName] ||
+			o.Annotations[sdnv1.AnnotationNetworksSpec] != n.Annotations[sdnv1.AnnotationNetworksSpec] ||
+			o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+	case *vmv1.VirtualMachine:
+		n, ok := new.(*vmv1.VirtualMachine)
+		if !ok {
+			return true
+		}
+		a, b := o.ObjectMeta, n.ObjectMeta // shallow copies: the cache's objects stay untouched
+		a.ResourceVersion, b.ResourceVersion, a.ManagedFields, b.ManagedFields = "", "", nil, nil
+		return !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			!equality.Semantic.DeepEqual(o.Status, n.Status)
+	}
+	return true
 }

@@ -22,7 +22,7 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
 	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm).Build()
 	r := &Reconciler{Client: c}
-	h := newAnsweredFirst(r.vmsOfIPAddress)
+	h := r.newAnsweredFirst()
 
 	pending := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-ip", ResourceVersion: "1",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))}}}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,6 +74,9 @@ type result struct {
 	FanOutCPU           float64
 	Heap, LiveHeap, RSS float64
 	Hotplug             hotplugResult
+	// GuestInfoKept counts the VMs whose status.guestOSInfo (written by the VM-runtime
+	// stand-in, unknown to vmipam's Go types) survived vmipam's writes.
+	GuestInfoKept int
 }
 
 // verify fails t when run r is not correct: writes above the minimum, any write on a resync,
@@ -89,6 +93,9 @@ func verify(t testing.TB, r result, hp int) {
 	want := fmt.Sprint(labelled(r.FanOutTarget))
 	if got := fmt.Sprint(r.FanOutWrittenVMs); got != want {
 		t.Errorf("policy change wrote VMs %s, want exactly %s", got, want)
+	}
+	if r.GuestInfoKept != r.N {
+		t.Errorf("status.guestOSInfo survived vmipam's writes on %d of %d VMs", r.GuestInfoKept, r.N)
 	}
 	if r.Hotplug.Samples != hp {
 		t.Errorf("hotplug latency measured on %d VMs, want all %d", r.Hotplug.Samples, hp)
@@ -181,6 +188,7 @@ func run(t testing.TB, n, hp int) result {
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
+	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
 
 	r.ResyncWrites = h.resync(n)
 	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites, r.FanOutTime, r.FanOutCPU = h.fanOut(ctx, n, netA, netB)
@@ -378,6 +386,22 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 	tl.Writes = h.writes(controllerUser, auditMark).Issued
 	tl.Window = h.controllerWindowAt().minus(window)
 	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl}
+}
+
+// guestInfoKept counts the namespace's VMs whose status.guestOSInfo is the VM-runtime
+// stand-in's, read from the API server as unstructured objects (the Go type drops the field).
+func (h *harness) guestInfoKept(ctx context.Context, namespace string) int {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(vmv1.GroupVersion.WithKind("VirtualMachineList"))
+	must(h.t, h.bench.List(ctx, list, client.InNamespace(namespace)))
+	want := fmt.Sprint(vmruntime.GuestOSInfo)
+	count := 0
+	for _, vm := range list.Items {
+		if got, ok, _ := unstructured.NestedMap(vm.Object, "status", vmruntime.StatusGuestOSInfo); ok && fmt.Sprint(got) == want {
+			count++
+		}
+	}
+	return count
 }
 
 // allocated counts the namespace's IPAddresses with an address.

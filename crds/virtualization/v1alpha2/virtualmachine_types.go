@@ -136,7 +136,10 @@ type VirtualMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   VirtualMachineSpec   `json:"spec"`
+	Spec VirtualMachineSpec `json:"spec"`
+	// Status keeps, in the trimmed CRD, the fields of the real one that vmipam does not know
+	// (guestOSInfo, stats, …): other writers put them there and vmipam's writes must keep them.
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Status VirtualMachineStatus `json:"status,omitempty"`
 }
 

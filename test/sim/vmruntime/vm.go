@@ -137,7 +137,9 @@ func setRunning(vm *virtv1.VirtualMachine, pods []corev1.Pod) {
 
 // writeStatus sets vm's status.phase and the entries of status.networks the stand-in owns, and
 // patches them when they changed: a JSON merge patch of those fields only, with optimistic
-// locking, so fields other writers own (ipAddress, conditions, …) stay as they are.
+// locking, so fields other writers own (ipAddress, conditions, …) stay as they are. When the VM
+// starts running, the same patch reports its guest in status.guestOSInfo, a field of the real
+// CRD that vmipam's Go types do not know (and must not drop).
 func (s *Simulator) writeStatus(ctx context.Context, vm *virtv1.VirtualMachine, phase virtv1.Phase) error {
 	base := vm.DeepCopy()
 	vm.Status.Phase = phase
@@ -145,9 +147,41 @@ func (s *Simulator) writeStatus(ctx context.Context, vm *virtv1.VirtualMachine, 
 	if equality.Semantic.DeepEqual(base.Status, vm.Status) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	var patch client.Patch = client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if phase == virtv1.PhaseRunning && base.Status.Phase != phase {
+		patch = withGuestOSInfo{patch}
+	}
 	if err := s.Client.Status().Patch(ctx, vm, patch); err != nil {
 		return fmt.Errorf("writing status of VM %s: %w", klog.KObj(vm), err)
 	}
 	return nil
+}
+
+// StatusGuestOSInfo is the status field (of the real CRD, unknown to vmipam's Go types) in
+// which the stand-in reports a running VM's guest, GuestOSInfo.
+const StatusGuestOSInfo = "guestOSInfo"
+
+// GuestOSInfo is what the stand-in reports in status.guestOSInfo.
+var GuestOSInfo = map[string]any{"name": "Stand-in Linux", "kernelRelease": "6.12.0-vmipam"}
+
+// withGuestOSInfo adds status.guestOSInfo = GuestOSInfo to a status merge patch.
+type withGuestOSInfo struct{ client.Patch }
+
+// Data implements client.Patch.
+func (p withGuestOSInfo) Data(obj client.Object) ([]byte, error) {
+	data, err := p.Patch.Data(obj)
+	if err != nil {
+		return nil, err
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, err
+	}
+	status, _ := patch["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	status[StatusGuestOSInfo] = GuestOSInfo
+	patch["status"] = status
+	return json.Marshal(patch)
 }

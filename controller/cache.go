@@ -1,0 +1,116 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
+// the same cache) reads: only launcher pods (label vm.kubevirt.io/name), and every kind trimmed
+// by a transform before it is stored — no managedFields and no kubectl last-applied-configuration
+// anywhere, VirtualMachines without the spec fields vmipam never reads, Namespaces and pods
+// reduced to their metadata (pods keep status.phase). The informers still report every update,
+// so an update that changed only trimmed fields arrives as an event whose old and new objects
+// are equal: the VM reconciler's watches drop those.
+//
+// Trimming is safe only because vmipam never writes an object back whole: every write is a
+// patch of the fields it owns (merge patches of the networks-spec annotation, a merge patch of
+// the status difference under the resourceVersion read), so what the cache dropped stays on the
+// server (test/integration "keeps what it does not read").
+func CacheOptions() cache.Options {
+	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:          {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
+			&vmv1.VirtualMachine{}: {Transform: slimVM},
+			&sdnv1.IPAddress{}:     {Transform: slimIPAddress},
+			&corev1.Namespace{}:    {Transform: slimNamespace},
+		},
+	}
+}
+
+// lastApplied is kubectl's copy of the whole manifest of an object applied client-side: often
+// the biggest annotation an object has, and of no use to vmipam. Policies do not see it.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// slimMeta trims an object's metadata in place: no managedFields (the apply bookkeeping of
+// every writer, kilobytes per object) and no last-applied-configuration annotation.
+func slimMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[lastApplied]; ok {
+		delete(m.Annotations, lastApplied)
+	}
+}
+
+// slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam, its watches
+// and the stand-ins sharing a cache in tests read — the metadata (labels, the networks-spec
+// annotation, owner references, deletion timestamp) and status.phase — and drops the spec and
+// the rest of the status. A real virt-launcher pod's spec and status (containers, volumes,
+// environment, container statuses) are several kilobytes each, which 10,000 VMs would hold for
+// nothing. vmipam only ever merge-patches pods, so the missing fields are never written back.
+func slimLauncherPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok { // a tombstone of a deleted pod: nothing to trim
+		return obj, nil
+	}
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	slimMeta(&slim.ObjectMeta)
+	slim.Status.Phase = pod.Status.Phase
+	return slim, nil
+}
+
+// slimVM is the cache transform of VirtualMachines: it keeps the metadata (policies read every
+// label and annotation), spec.runPolicy and spec.networks, and the status vmipam reads or
+// writes (phase, networks, conditions — whole, since a merge patch replaces a list whole — and
+// observedGeneration); the rest of the spec (CPU, memory, disks, class) is dropped. Fields the
+// Go type does not declare are dropped when the object is decoded.
+func slimVM(obj any) (any, error) {
+	vm, ok := obj.(*vmv1.VirtualMachine)
+	if !ok {
+		return obj, nil
+	}
+	slim := &vmv1.VirtualMachine{TypeMeta: vm.TypeMeta, ObjectMeta: vm.ObjectMeta, Status: vm.Status,
+		Spec: vmv1.VirtualMachineSpec{RunPolicy: vm.Spec.RunPolicy, Networks: vm.Spec.Networks}}
+	slimMeta(&slim.ObjectMeta)
+	return slim, nil
+}
+
+// slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
+// vmipam reads (spec, status address/phase/conditions); of the metadata it keeps the owner
+// references and annotations (the interface an Auto IPAddress serves) and drops the labels,
+// which nothing reads — policies do not see an IPAddress's labels, and the VM-UID label vmipam
+// puts on its Auto IPAddresses is informational (ownership is the controller reference) —: one
+// map fewer per IPAddress, of which there are two per VM.
+func slimIPAddress(obj any) (any, error) {
+	if ip, ok := obj.(*sdnv1.IPAddress); ok {
+		slimMeta(&ip.ObjectMeta)
+		ip.Labels = nil
+	}
+	return obj, nil
+}
+
+// slimNamespace is the cache transform of Namespaces: vmipam reads their name and labels only,
+// so they are kept as metadata. This is what a metadata-only watch (builder.OnlyMetadata) would
+// hold, without making every reader — the observer, the policy fan-out, the dry-run overlay —
+// ask for metav1.PartialObjectMetadata: one typed Get of a Namespace would otherwise start a
+// second, full informer beside the metadata one.
+func slimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Namespace{TypeMeta: ns.TypeMeta, ObjectMeta: ns.ObjectMeta}
+	slimMeta(&slim.ObjectMeta)
+	return slim, nil
+}

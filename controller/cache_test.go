@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+func TestSlimLauncherPodKeepsWhatVMIPAMReads(t *testing.T) {
+	now := metav1.Now()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-web-abcde", ResourceVersion: "7",
+			Labels:            map[string]string{"vm.kubevirt.io/name": "web"},
+			Annotations:       map[string]string{"network.deckhouse.io/networks-spec": `[{"type":"Network","name":"corp"}]`},
+			OwnerReferences:   []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "web", UID: "uid-web"}},
+			DeletionTimestamp: &now,
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "virt-controller"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher",
+			Env: []corev1.EnvVar{{Name: "BIG", Value: "…"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.9",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true}}},
+	}
+	out, err := slimLauncherPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := out.(*corev1.Pod)
+	if slim.Name != pod.Name || slim.ResourceVersion != "7" || slim.Labels["vm.kubevirt.io/name"] != "web" ||
+		slim.Annotations["network.deckhouse.io/networks-spec"] == "" || len(slim.OwnerReferences) != 1 ||
+		slim.DeletionTimestamp == nil || slim.Status.Phase != corev1.PodRunning {
+		t.Errorf("slim pod lost what vmipam reads: %+v", slim)
+	}
+	if len(slim.ManagedFields) != 0 || len(slim.Spec.Containers) != 0 || slim.Status.PodIP != "" || len(slim.Status.ContainerStatuses) != 0 {
+		t.Errorf("slim pod kept what vmipam never reads: managedFields %v, spec %+v, status %+v", slim.ManagedFields, slim.Spec, slim.Status)
+	}
+
+	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: pod}
+	if got, err := slimLauncherPod(tombstone); err != nil || got != any(tombstone) {
+		t.Errorf("a tombstone is passed through unchanged, got %v, %v", got, err)
+	}
+}
+
+func TestSlimVMKeepsWhatVMIPAMReadsAndWrites(t *testing.T) {
+	id := int64(2)
+	vm := &vmv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web", ResourceVersion: "9", Generation: 3,
+			Labels: map[string]string{"tier": "web"},
+			Annotations: map[string]string{"network.deckhouse.io/networks-spec": "[]", "team": "a",
+				corev1.LastAppliedConfigAnnotation: `{"a":"whole manifest"}`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: vmv1.VirtualMachineSpec{VirtualMachineClassName: "generic", CPU: &apiextensionsv1.JSON{Raw: []byte(`{"cores":4}`)},
+			Memory: &apiextensionsv1.JSON{Raw: []byte(`{"size":"8Gi"}`)}, BlockDeviceRefs: &apiextensionsv1.JSON{Raw: []byte(`[]`)},
+			RunPolicy: vmv1.RunPolicyManual, Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {ID: &id, Type: vmv1.NetworkTypeNetwork, Name: "corp"}}},
+		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning, ObservedGeneration: 3,
+			Networks:   []vmv1.NetworksStatus{{Type: vmv1.NetworkTypeNetwork, Name: "corp", MACAddress: "aa", IPAddress: "10.0.0.1"}},
+			Conditions: []metav1.Condition{{Type: "NetworkReady", Status: metav1.ConditionTrue}}},
+	}
+	want := vm.DeepCopy()
+	out, err := slimVM(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := out.(*vmv1.VirtualMachine)
+	if slim.Spec.CPU != nil || slim.Spec.Memory != nil || slim.Spec.BlockDeviceRefs != nil || slim.Spec.VirtualMachineClassName != "" ||
+		len(slim.ManagedFields) != 0 || slim.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		t.Errorf("slim VM kept what vmipam never reads: %+v", slim)
+	}
+	want.Spec = vmv1.VirtualMachineSpec{RunPolicy: want.Spec.RunPolicy, Networks: want.Spec.Networks}
+	want.ManagedFields = nil
+	delete(want.Annotations, corev1.LastAppliedConfigAnnotation)
+	if !equality.Semantic.DeepEqual(slim, want) {
+		t.Errorf("slim VM lost what vmipam reads or writes:\n got %+v\nwant %+v", slim, want)
+	}
+}
+
+func TestSlimNamespaceAndIPAddressKeepMetadata(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"env": "prod"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	out, _ := slimNamespace(ns)
+	if s := out.(*corev1.Namespace); s.Name != "team-a" || s.Labels["env"] != "prod" || len(s.ManagedFields) != 0 ||
+		len(s.Spec.Finalizers) != 0 || s.Status.Phase != "" {
+		t.Errorf("slim namespace: %+v", s)
+	}
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sdn"}},
+		Labels: map[string]string{"virtualization.deckhouse.io/virtual-machine-uid": "u"}, Annotations: map[string]string{"ipam.virtualization.deckhouse.io/interface": "Network/corp"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "web", UID: "u"}}},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto}, Status: sdnv1.IPAddressStatus{Address: "10.0.0.1"}}
+	out, _ = slimIPAddress(ip)
+	if s := out.(*sdnv1.IPAddress); len(s.ManagedFields) != 0 || len(s.Labels) != 0 || s.Spec.Type != sdnv1.IPAddressTypeAuto ||
+		s.Status.Address != "10.0.0.1" || len(s.OwnerReferences) != 1 || s.Annotations["ipam.virtualization.deckhouse.io/interface"] == "" {
+		t.Errorf("slim IPAddress: %+v", s)
+	}
+}

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/test/build"
+	"github.com/vmipam/vmipam/test/sim/vmruntime"
+)
+
+// vmipam's cache holds trimmed VMs (controller.CacheOptions) and its Go types do not know every
+// field of the real CRD: a write of a whole object from what it read would drop the rest. Every
+// write must be a patch of what vmipam owns.
+var _ = Describe("vmipam's writes keep what it does not read", func() {
+	It("keeps an unknown status field, a spec field the cache trims, and others' labels and annotations", func() {
+		ctx, ns, corp := pooledWorld("10.62.0.0/24", "10.62.0.10-10.62.0.40")
+		vm := build.VM(ns, "keep", build.OnClusterNetwork(corp, ""))
+		vm.Labels = map[string]string{"example.com/owner": "team-a"}
+		vm.Annotations = map[string]string{"example.com/note": "not vmipam's"}
+		vm.Spec.CPU = &apiextensionsv1.JSON{Raw: []byte(`{"cores":2}`)}
+		create(ctx, vm)
+
+		By("the VM-runtime stand-in reports the guest in status.guestOSInfo once the VM runs")
+		Eventually(func() any { return unknownStatus(ctx, ns, "keep") }, timeout, interval).Should(Equal(vmruntime.GuestOSInfo))
+		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
+
+		By("another writer drops NetworkReady, so that vmipam writes its status again, after the guest info")
+		live := getVM(ctx, ns, "keep")
+		base := live.DeepCopy()
+		meta.RemoveStatusCondition(&live.Status.Conditions, vmctrl.ConditionNetworkReady)
+		Expect(k8s.Status().Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
+
+		got := getVM(ctx, ns, "keep")
+		Expect(unknownStatus(ctx, ns, "keep")).To(Equal(vmruntime.GuestOSInfo), "vmipam's status write dropped a status field it does not know")
+		Expect(got.Spec.CPU).NotTo(BeNil(), "vmipam's write dropped spec.cpu, which its cache trims")
+		Expect(string(got.Spec.CPU.Raw)).To(MatchJSON(`{"cores":2}`))
+		Expect(got.Labels).To(HaveKeyWithValue("example.com/owner", "team-a"))
+		Expect(got.Annotations).To(HaveKeyWithValue("example.com/note", "not vmipam's"))
+		Expect(got.Status.Networks).To(ContainElement(HaveField("MACAddress", Not(BeEmpty()))), "the stand-in's macAddress is kept")
+	})
+})
+
+// unknownStatus returns status.guestOSInfo of the VM, read as unstructured (the Go type drops
+// it), or nil.
+func unknownStatus(ctx context.Context, ns, name string) any {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(vmv1.GroupVersion.WithKind("VirtualMachine"))
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)).To(Succeed())
+	v, found, err := unstructured.NestedFieldCopy(u.Object, "status", vmruntime.StatusGuestOSInfo)
+	Expect(err).NotTo(HaveOccurred())
+	if !found {
+		return nil
+	}
+	// Normalize through JSON, so that it compares equal to the stand-in's map[string]any.
+	raw, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	var out map[string]any
+	Expect(json.Unmarshal(raw, &out)).To(Succeed())
+	return out
+}
