@@ -44,6 +44,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	policyv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/dryrunserver"
 )
@@ -300,9 +301,10 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(served.Route(ctx, k8s, standbyPort)).To(Succeed())
 		live := getVM(ctx, ns, "web")
 		var res *dryrunv1.EvaluationStatus
+		policyReader := drServiceAccount(ctx, ns, "standby-reader", append([]string{rbac.ClusterRoleEvaluator, "vmipam-test:policy-reader"}, drReaders...)...)
 		Eventually(func() []string {
 			ev := drEvaluation(ns, live)
-			if err := evaluatorSA.Create(ctx, ev); err != nil {
+			if err := policyReader.Create(ctx, ev); err != nil {
 				return []string{err.Error()}
 			}
 			res = &ev.Status
@@ -537,6 +539,43 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Eventually(func() error {
 			return drCreateErr(ctx, reader, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "shared-ip"))))
 		}, timeout, interval).Should(MatchError(ContainSubstring(`cannot list resource "virtualmachines"`)))
+	})
+
+	It("shows the installed policies' order and traces only to a caller who may list them", func() {
+		secret := map[string]any{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
+			"metadata": map[string]any{"name": "dryrun-admin-only"},
+			"spec": map[string]any{"priority": 5, "mode": "Audit",
+				"match":     map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}},
+				"variables": []any{map[string]any{"name": "token", "expression": "'s3cr3t-t0ken'"}},
+				"skipRules": []any{map[string]any{"name": "audit-secret-rule", "expression": "variables.token != ''",
+					"reason": "AuditedSecret", "message": "audit-secret-message"}}}}
+		policy := &unstructured.Unstructured{Object: secret}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed()) })
+		reader := drServiceAccount(ctx, ns, "policy-reader", append([]string{rbac.ClusterRoleEvaluator, "vmipam-test:policy-reader"}, drReaders...)...)
+		live := getVM(ctx, ns, "web")
+
+		By("a reader of the policies sees the order, the variables and the Audit record")
+		Eventually(func() string {
+			ev := drEvaluation(ns, live)
+			if err := reader.Create(ctx, ev); err != nil {
+				return err.Error()
+			}
+			return drJSON(ev.Status)
+		}, timeout, interval).Should(And(ContainSubstring("s3cr3t-t0ken"), ContainSubstring("audit-secret-rule"), ContainSubstring("dryrun-admin-only")))
+
+		By("a caller who may not list them: the decision, not the details, and it is told so")
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(drConfigOf(ctx, ns, "evaluator"))
+		cfg.WarningHandler = warnings
+		ev := drEvaluation(ns, live)
+		Expect(drClient(cfg).Create(ctx, ev)).To(Succeed())
+		answer := drJSON(ev.Status)
+		Expect(answer).NotTo(Or(ContainSubstring("s3cr3t-t0ken"), ContainSubstring("audit-secret"), ContainSubstring("dryrun-admin-only")))
+		Expect(ev.Status.Policies.Order).To(BeEmpty())
+		Expect(ev.Status.Omitted).To(Equal([]string{dryrunv1.OmittedPolicyDetails}))
+		Expect(ev.Status.Interfaces[0]).To(And(HaveField("Attached", true), HaveField("Decision.Policy", "default")))
+		Expect(warnings.all()).To(ContainElement(dryrunv1.OmittedPolicyDetails))
 	})
 
 	It("is ready and counts its answers", func() {
@@ -819,6 +858,13 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) cli
 		create(ctx, crb)
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, crb))).To(Succeed()) })
 	}
+	return drClient(drConfigOf(ctx, ns, name))
+}
+
+// drConfigOf is a client configuration that authenticates as the ServiceAccount ns/name
+// with a token from the TokenRequest API.
+func drConfigOf(ctx context.Context, ns, name string) *rest.Config {
+	GinkgoHelper()
 	cs, err := kubernetes.NewForConfig(testEnv.Config)
 	Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
@@ -826,7 +872,7 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) cli
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.AnonymousClientConfig(testEnv.Config)
 	cfg.BearerToken = tr.Status.Token
-	return drClient(cfg)
+	return cfg
 }
 
 // drClient is a client of the API server with cfg's credentials that knows Evaluations (its
@@ -925,6 +971,7 @@ func drReaderRoles(ctx context.Context) {
 		"vmipam-test:network-reader": {{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: read},
 			{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"clusternetworks", "clusteripaddresspools", "networks", "ipaddresspools"}, Verbs: read}},
 		"vmipam-test:ipam-reader": {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
+		"vmipam-test:policy-reader": {{APIGroups: []string{policyv1.GroupVersion.Group}, Resources: []string{"clusteripampolicies"}, Verbs: read}},
 	} {
 		if err := k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); !apierrors.IsAlreadyExists(err) {
 			Expect(err).NotTo(HaveOccurred())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,11 @@ type PolicySource interface {
 	// Loaded is closed once every installed policy has been compiled.
 	Loaded() <-chan struct{}
 }
+
+// MaxObjects bounds spec.objects: an Evaluation overlays a VM's few networks, pools,
+// addresses and pods, and every object costs decoding, validation and a place in the
+// overlay. More is a 422 at spec.objects, before any of it is looked at.
+const MaxObjects = 1000
 
 // VerbEvaluate is the custom RBAC verb on clusteripampolicies that lets a caller have
 // candidate policies (spec.policies) evaluated — without the power to create them.
@@ -103,7 +109,7 @@ func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createVali
 		mode = opts.FieldValidation
 	}
 	out, err := r.create(ctx, obj, createValidation, mode)
-	if err != nil && ctx.Err() != nil && !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+	if err != nil && pastDeadline(ctx, err) {
 		err = apierrors.NewTimeoutError(fmt.Sprintf("the evaluation did not finish within %s: %v", r.timeout, err), 0)
 	}
 	metrics.Request(statusCode(err))
@@ -119,6 +125,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 		if err := createValidation(ctx, ev); err != nil {
 			return nil, err
 		}
+	}
+	if n := len(ev.Spec.Objects); n > MaxObjects {
+		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "objects"), n, MaxObjects)})
 	}
 	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
 	if err := r.namespaceExists(ctx, namespace); err != nil {
@@ -160,6 +169,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	}
 	status, err := r.evaluate(ctx, base, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.redactInstalled(ctx, caller, status); err != nil {
 		return nil, err
 	}
 	ev.Status = *status
@@ -244,6 +256,8 @@ func (r *evaluations) pruneManifests(ctx context.Context, ev *dryrunv1.Evaluatio
 		}
 	}
 	for i := range body.Objects {
+		// no default kind: an object without one, or of a kind not allowed in objects, is
+		// DecodeBody's to refuse, and costs no CRD lookup here
 		if err := prune(spec.Child("objects").Index(i), &body.Objects[i], schema.GroupVersionKind{}); err != nil {
 			return err
 		}
@@ -325,6 +339,38 @@ func (r *evaluations) evaluate(ctx context.Context, base client.Reader, req *dry
 	return status, nil
 }
 
+// listPolicies is the check that caller may list the installed ClusterIPAMPolicies.
+func listPolicies(caller user.Info) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: caller, Verb: "list", APIGroup: policyv1.GroupVersion.Group,
+		APIVersion: policyv1.GroupVersion.Version, Resource: "clusteripampolicies", ResourceRequest: true}
+}
+
+// redactInstalled leaves out of an answer drawn from the installed policies what only their
+// readers may see — the policy order and the interfaces' traces (variable values, Audit
+// records and their messages, errors quoting expressions) — when caller may not list
+// clusteripampolicies, and says so in status.omitted and a warning. What a VM's user sees
+// in the VM's status anyway stays: the decision, reason, message and deciding policy.
+// Candidate policies are the caller's own, and the shipped ones public: nothing to hide.
+func (r *evaluations) redactInstalled(ctx context.Context, caller user.Info, status *dryrunv1.EvaluationStatus) error {
+	if status.Policies.Source != dryrunv1.PoliciesInstalled {
+		return nil
+	}
+	decision, _, err := r.authorizer.Authorize(ctx, listPolicies(caller))
+	switch {
+	case decision == authorizer.DecisionAllow:
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("authorizing the trace of the installed policies: %w", err))
+	}
+	status.Policies.Order = nil
+	for i := range status.Interfaces {
+		status.Interfaces[i].Decision.Trace = evaluator.Trace{}
+	}
+	status.Omitted = append(status.Omitted, dryrunv1.OmittedPolicyDetails)
+	warn(ctx, []string{dryrunv1.OmittedPolicyDetails})
+	return nil
+}
+
 // invalid is the 422 Invalid of an Evaluation with errs.
 func invalid(ev *dryrunv1.Evaluation, errs field.ErrorList) error {
 	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, errs)
@@ -350,6 +396,18 @@ func rawOf(ext *runtime.RawExtension) json.RawMessage {
 		}
 	}
 	return ext.Raw
+}
+
+// pastDeadline says whether err is the evaluation running out of time, whichever call
+// noticed it: the context ended, a call returned context.DeadlineExceeded, the API server
+// timed out, or a client's rate limiter refused to wait past the deadline (x/time/rate's
+// "would exceed context deadline", which wraps nothing). A 422 or 403 found first stays.
+func pastDeadline(ctx context.Context, err error) bool {
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return false
+	}
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		strings.Contains(err.Error(), "would exceed context deadline") || strings.Contains(err.Error(), context.DeadlineExceeded.Error())
 }
 
 // statusCode is the HTTP status of Create's answer.

@@ -132,7 +132,7 @@ func New(o *Options, engine *dryrun.Engine, reader, apiReader client.Reader, pol
 	}
 	s := &Server{generic: generic, policies: policies}
 	storage := &evaluations{engine: engine, reader: reader, policies: policies, authorizer: cfg.Authorization.Authorizer,
-		timeout: o.EvaluationTimeout, spec: spec, crds: &clusterSchemas{reader: apiReader, now: time.Now, cached: map[string]cachedSchema{}}}
+		timeout: o.EvaluationTimeout, spec: spec, crds: newClusterSchemas(apiReader)}
 	if o.MaxInFlight > 0 {
 		storage.inFlight = make(chan struct{}, o.MaxInFlight)
 	}
