@@ -970,7 +970,7 @@ func drReaderRoles(ctx context.Context) {
 		"vmipam-test:vm-reader": {{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: read}},
 		"vmipam-test:network-reader": {{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: read},
 			{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"clusternetworks", "clusteripaddresspools", "networks", "ipaddresspools"}, Verbs: read}},
-		"vmipam-test:ipam-reader": {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
+		"vmipam-test:ipam-reader":   {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
 		"vmipam-test:policy-reader": {{APIGroups: []string{policyv1.GroupVersion.Group}, Resources: []string{"clusteripampolicies"}, Verbs: read}},
 	} {
 		if err := k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); !apierrors.IsAlreadyExists(err) {
