@@ -496,6 +496,29 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring(`namespaces "%s" not found`, missing))
 	})
 
+	It("negotiates JSON and YAML only: a client preferring protobuf gets JSON, and OpenAPI offers no protobuf", func() {
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf, application/json"
+		cfg.ContentType = "application/json"
+		cfg.GroupVersion = &dryrunv1.SchemeGroupVersion
+		cfg.APIPath = "/apis"
+		cfg.NegotiatedSerializer = apiserver.Codecs.WithoutConversion()
+		rc, err := rest.RESTClientFor(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		ev := drEvaluation(ns, getVM(ctx, ns, "web"))
+		var status int
+		res := rc.Post().Namespace(ns).Resource(dryrunv1.Resource).Body([]byte(drJSON(ev))).Do(ctx).StatusCode(&status)
+		Expect(res.Error()).NotTo(HaveOccurred())
+		Expect(status).To(Equal(http.StatusCreated))
+		raw, err := res.Raw()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(json.Valid(raw)).To(BeTrue(), "a JSON answer: %q", raw)
+
+		doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + dryrunv1.SchemeGroupVersion.String()).DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(doc)).To(And(ContainSubstring("application/json"), Not(ContainSubstring("protobuf"))))
+	})
+
 	It("answers every verb but create with 405, as the API server does for its own review resources, and lists only create", func() {
 		cs, err := kubernetes.NewForConfig(testEnv.Config)
 		Expect(err).NotTo(HaveOccurred())

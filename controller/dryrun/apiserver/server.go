@@ -137,6 +137,7 @@ func New(o *Options, engine *dryrun.Engine, reader, apiReader client.Reader, pol
 		storage.inFlight = make(chan struct{}, o.MaxInFlight)
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(dryrunv1.GroupName, Scheme, parameterCodec, Codecs)
+	group.NegotiatedSerializer = servedSerializers
 	group.VersionedResourcesStorageMap[dryrunv1.SchemeGroupVersion.Version] = map[string]rest.Storage{dryrunv1.Resource: storage}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("dry-run API server: installing %s: %w", dryrunv1.SchemeGroupVersion, err)
