@@ -468,6 +468,25 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(warnings.all()).To(BeEmpty(), "Ignore")
 	})
 
+	It("answers a key repeated inside spec by fieldValidation: Strict 422 naming it, Warn a warning", func() {
+		cs, err := kubernetes.NewForConfig(testEnv.Config)
+		Expect(err).NotTo(HaveOccurred())
+		body := []byte(`{"apiVersion": "` + dryrunv1.SchemeGroupVersion.String() + `", "kind": "Evaluation", "metadata": {"namespace": "` + ns + `"},
+		  "spec": {"virtualMachineName": "nope", "virtualMachineName": "web"}}`)
+		path := "/apis/" + dryrunv1.SchemeGroupVersion.String() + "/namespaces/" + ns + "/evaluations"
+		err = cs.Discovery().RESTClient().Post().AbsPath(path).Param("fieldValidation", "Strict").Body(body).Do(ctx).Error()
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`duplicate field "spec.virtualMachineName"`))
+
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.WarningHandler = warnings
+		cs, err = kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cs.Discovery().RESTClient().Post().AbsPath(path).Param("fieldValidation", "Warn").Body(body).Do(ctx).Error()).To(Succeed())
+		Expect(warnings.all()).To(ContainElement(`duplicate field "spec.virtualMachineName"`))
+	})
+
 	It("answers a wrong JSON type with 422 at its path, and an Evaluation in a namespace that does not exist with 404", func() {
 		dyn, err := dynamic.NewForConfig(testEnv.Config)
 		Expect(err).NotTo(HaveOccurred())

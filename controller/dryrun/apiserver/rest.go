@@ -262,7 +262,7 @@ func (r *evaluations) pruneManifests(ctx context.Context, ev *dryrunv1.Evaluatio
 			return err
 		}
 	}
-	errs, warnings := byFieldValidation(unknown, mode)
+	errs, warnings := byFieldValidation(unknown, "unknown field", mode)
 	if len(errs) > 0 {
 		return invalid(ev, errs)
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,31 @@ func TestSpecOfTheWrongTypeIsAnErrorAtItsField(t *testing.T) {
 	errs, warnings = s.check(data, problem, metav1.FieldValidationWarn)
 	if hasError(errs, "spec.bogus", field.ErrorTypeInvalid) || len(warnings) != 1 || warnings[0] != `unknown field "spec.bogus"` {
 		t.Errorf("Warn: errs %v, warnings %v; want a warning for spec.bogus", errs, warnings)
+	}
+}
+
+func TestSpecWithADuplicatedKeyIsAnErrorUnderStrictAndAWarningUnderWarn(t *testing.T) {
+	s, err := loadSpecSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"virtualMachineName": "a", "virtualMachineName": "b",
+	  "vm": {"metadata": {"name": "x", "name": "y"}}, "policies": [{"kind": "A", "kind": "B"}], "objects": [{"metadata": {}, "metadata": {}}]}`)
+	want := []string{"spec.virtualMachineName", "spec.vm.metadata.name", "spec.policies[0].kind", "spec.objects[0].metadata"}
+	errs, warnings := s.check(data, "", metav1.FieldValidationStrict)
+	for _, p := range want {
+		if !hasError(errs, p, field.ErrorTypeInvalid) || !strings.Contains(errs.ToAggregate().Error(), `duplicate field "`+p+`"`) {
+			t.Errorf("Strict: errs %v, want duplicate field %q", errs, p)
+		}
+	}
+	if len(warnings) != 0 {
+		t.Errorf("Strict: warnings %v", warnings)
+	}
+	errs, warnings = s.check(data, "", metav1.FieldValidationWarn)
+	for _, p := range want {
+		if hasError(errs, p, field.ErrorTypeInvalid) || !slices.Contains(warnings, `duplicate field "`+p+`"`) {
+			t.Errorf("Warn: errs %v, warnings %v; want a warning for %s", errs, warnings, p)
+		}
 	}
 }
 
