@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -371,9 +372,52 @@ func (r *evaluations) redactInstalled(ctx context.Context, caller user.Info, sta
 	return nil
 }
 
-// invalid is the 422 Invalid of an Evaluation with errs.
+// invalid is the 422 Invalid of an Evaluation with errs, tidied.
 func invalid(ev *dryrunv1.Evaluation, errs field.ErrorList) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, errs)
+	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, tidy(errs))
+}
+
+// Bounds of what an error echoes of the request, in bytes.
+const (
+	maxEchoedValue  = 256
+	maxEchoedDetail = 1024
+)
+
+// tidy keeps a 422 about the request, not a copy of it: a value that is too long is
+// reported as that alone (not also compiled: a 1 MB expression's compile errors say nothing
+// more), and no value or detail echoes more than a few hundred bytes of what was sent.
+func tidy(errs field.ErrorList) field.ErrorList {
+	tooLong := map[string]bool{}
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeTooLong {
+			tooLong[e.Field] = true
+		}
+	}
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		if tooLong[e.Field] && e.Type != field.ErrorTypeTooLong {
+			continue
+		}
+		c := *e
+		if v, ok := c.BadValue.(string); ok {
+			c.BadValue = shorten(v, maxEchoedValue)
+		}
+		c.Detail = shorten(c.Detail, maxEchoedDetail)
+		out = append(out, &c)
+	}
+	return out
+}
+
+// shorten cuts s to at most max bytes (on a rune boundary), saying how long it was.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }
 
 // callerOf is the authenticated user of the request (the front proxy's X-Remote-User).

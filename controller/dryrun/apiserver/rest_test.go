@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -366,5 +367,39 @@ func TestCreateIsA504WhenAClientCallRunsOutOfTime(t *testing.T) {
 	_, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
 	if code := statusCode(err); code != http.StatusGatewayTimeout {
 		t.Errorf("code %d (%v), want 504", code, err)
+	}
+}
+
+func TestCreateEchoesNoMoreThanAFewHundredBytesOfATooLongExpression(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	huge := strings.Repeat("1 + ", 256*1024) + "1 == 2"
+	policy := strings.Replace(holdPolicy, `"expression": "true"`, `"expression": "`+huge+`"`, 1)
+	_, err := r.Create(request("team"), evaluation(webVM, policy), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) {
+		t.Fatalf("err = %.500v, want 422", err)
+	}
+	at := "spec.policies[0].spec.skipRules[0].expression"
+	var causes []metav1.StatusCause
+	for _, c := range st.Status().Details.Causes {
+		if c.Field == at {
+			causes = append(causes, c)
+		}
+	}
+	if len(causes) != 1 || causes[0].Type != metav1.CauseType(field.ErrorTypeTooLong) {
+		t.Errorf("causes at %s: %.2000v, want only Too long", at, causes)
+	}
+	if n := len(err.Error()); n > 4096 {
+		t.Errorf("the 422 is %d bytes: %.300s…", n, err.Error())
+	}
+}
+
+func TestCreateNamesTheLabelOfTheWrongType(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	vm := strings.Replace(webVM, `"metadata": {"name": "web"}`, `"metadata": {"name": "web", "labels": {"b": "ok", "a": 5}}`, 1)
+	_, err := r.Create(request("team"), evaluation(vm), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 || st.Status().Details.Causes[0].Field != "spec.vm.metadata.labels.a" {
+		t.Errorf("err = %v, want 422 at spec.vm.metadata.labels.a", err)
 	}
 }

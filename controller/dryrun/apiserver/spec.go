@@ -55,6 +55,13 @@ func (s *specSchema) check(data []byte, problem, mode string) (field.ErrorList, 
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}, nil
 	}
+	if fields, ok := spec.(map[string]any); ok {
+		for k, v := range fields {
+			if v == nil { // policies: null is no policies, as the API server drops a custom resource's nulls
+				delete(fields, k)
+			}
+		}
+	}
 	obj := map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind, "metadata": map[string]any{}, "spec": spec}
 	unknown := structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	errs, warnings := byFieldValidation(duplicates(strict), "duplicate field", mode)

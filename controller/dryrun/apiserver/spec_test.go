@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -113,5 +114,29 @@ func TestTheOpenAPIDocumentShowsKubectlTheFieldValidationParameter(t *testing.T)
 	}
 	if !strings.Contains(item.Patch.Description, "405") {
 		t.Error("the operation does not say it is always refused")
+	}
+}
+
+func TestNullListsInSpecAreAbsent(t *testing.T) {
+	s, err := loadSpecSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, warnings := s.check([]byte(`{"virtualMachineName": "web", "policies": null, "objects": null}`), "", metav1.FieldValidationStrict)
+	if len(errs) != 0 || len(warnings) != 0 {
+		t.Errorf("errs %v, warnings %v; want none", errs, warnings)
+	}
+}
+
+func TestAJunkStatusInARequestIsIgnored(t *testing.T) {
+	ev := &dryrunv1.Evaluation{}
+	if err := json.Unmarshal([]byte(`{"spec": {"virtualMachineName": "web"}, "status": "junk"}`), ev); err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	if ev.Spec.VirtualMachineName != "web" {
+		t.Errorf("spec = %+v", ev.Spec)
+	}
+	if err := json.Unmarshal([]byte(`{"status": {"vm": {"name": "web"}, "omitted": ["x"]}}`), ev); err != nil || ev.Status.VM.Name != "web" || len(ev.Status.Omitted) != 1 {
+		t.Errorf("an answer's status: %+v, %v", ev.Status, err)
 	}
 }
