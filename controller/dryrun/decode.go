@@ -187,7 +187,21 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		vm.Namespace = opts.DefaultNamespace
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
-	return vm, errs
+	return vm, appendNew(errs, networkNames(path, vm))
+}
+
+// networkNames requires the name of every Network and ClusterNetwork interface: the CRD
+// lets a manifest leave it out (Main has none), and an answer about a network without a name
+// would only say that "ClusterNetwork " does not exist.
+func networkNames(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range vm.Spec.Networks {
+		if n.Name == "" && (n.Type == vmv1.NetworkTypeNetwork || n.Type == vmv1.NetworkTypeClusterNetwork) {
+			errs = append(errs, field.Required(path.Child("spec", "networks").Index(i).Child("name"),
+				fmt.Sprintf("a %s interface names its network", n.Type)))
+		}
+	}
+	return errs
 }
 
 // candidate is a policy of a request that could be decoded (it may still have problems), and

@@ -532,6 +532,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		raw, err := res.Raw()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(json.Valid(raw)).To(BeTrue(), "a JSON answer: %q", raw)
+		Expect(string(raw)).NotTo(ContainSubstring("managedFields"), "an Evaluation is never stored")
 
 		doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + dryrunv1.SchemeGroupVersion.String()).DoRaw(ctx)
 		Expect(err).NotTo(HaveOccurred())

@@ -166,7 +166,7 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 			return r.allowed(ctx, a, why)
 		}}
 	if ev.Spec.VM == nil {
-		base.evaluatedWhy = "naming a VM by spec.virtualMachineName"
+		base.evaluatedWhy = "naming a VM by spec.virtualMachineName requires it"
 	}
 	status, err := r.evaluate(ctx, base, req)
 	if err != nil {
@@ -176,6 +176,7 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 		return nil, err
 	}
 	ev.Status = *status
+	ev.ManagedFields = nil // the handler's field manager added them; an Evaluation is never stored
 	return ev, nil
 }
 
@@ -201,7 +202,7 @@ func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespa
 	case spec.VM != nil:
 		return body, nil
 	}
-	if err := r.allowed(ctx, getVM(caller, namespace, spec.VirtualMachineName), "naming a VM by spec.virtualMachineName"); err != nil {
+	if err := r.allowed(ctx, getVM(caller, namespace, spec.VirtualMachineName), "naming a VM by spec.virtualMachineName requires it"); err != nil {
 		return nil, err
 	}
 	vm := &vmv1.VirtualMachine{}
@@ -290,23 +291,23 @@ func (r *evaluations) authorize(ctx context.Context, ev *dryrunv1.Evaluation, na
 	}
 	evaluate := authorizer.AttributesRecord{User: caller, Verb: VerbEvaluate, APIGroup: policyv1.GroupVersion.Group,
 		APIVersion: policyv1.GroupVersion.Version, Resource: "clusteripampolicies", ResourceRequest: true}
-	return r.allowed(ctx, evaluate, "candidate policies in spec.policies")
+	return r.allowed(ctx, evaluate, "candidate policies in spec.policies require it")
 }
 
 // allowed asks the API server whether a is allowed; a denial is a 403 naming why the check
-// was made.
+// was made (why is a clause: "candidate policies in spec.policies require it").
 func (r *evaluations) allowed(ctx context.Context, a authorizer.AttributesRecord, why string) error {
 	decision, reason, err := r.authorizer.Authorize(ctx, a)
 	switch {
 	case decision == authorizer.DecisionAllow:
 		return nil
 	case err != nil:
-		return apierrors.NewInternalError(fmt.Errorf("authorizing %s: %w", why, err))
+		return apierrors.NewInternalError(fmt.Errorf("authorizing (%s): %w", why, err))
 	}
 	if reason == "" {
-		reason = why + " requires it"
+		reason = why
 	} else {
-		reason = why + " requires it: " + reason
+		reason = why + ": " + reason
 	}
 	return responsewriters.ForbiddenStatusError(a, reason)
 }

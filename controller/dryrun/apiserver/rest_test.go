@@ -174,6 +174,9 @@ func TestCreateNeedsTheEvaluateVerbForCandidatePolicies(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "alice" cannot evaluate resource "clusteripampolicies" in API group "ipam.virtualization.deckhouse.io" at the cluster scope`) {
 		t.Fatalf("err = %v, want 403 naming the evaluate verb", err)
 	}
+	if !strings.Contains(err.Error(), "candidate policies in spec.policies require it") {
+		t.Errorf("err = %v, want the reason in grammatical English", err)
+	}
 	if strings.Join(authz.asked, ",") != "evaluate clusteripampolicies" {
 		t.Errorf("asked %v", authz.asked)
 	}
@@ -401,5 +404,16 @@ func TestCreateNamesTheLabelOfTheWrongType(t *testing.T) {
 	var st apierrors.APIStatus
 	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 || st.Status().Details.Causes[0].Field != "spec.vm.metadata.labels.a" {
 		t.Errorf("err = %v, want 422 at spec.vm.metadata.labels.a", err)
+	}
+}
+
+func TestCreateRequiresTheNameOfANetworkInterface(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	vm := strings.Replace(webVM, `"name": "corp"`, `"name": null`, 1)
+	_, err := r.Create(request("team"), evaluation(vm), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 ||
+		st.Status().Details.Causes[0].Field != "spec.vm.spec.networks[1].name" || st.Status().Details.Causes[0].Type != metav1.CauseTypeFieldValueRequired {
+		t.Errorf("err = %v, want 422 Required at spec.vm.spec.networks[1].name", err)
 	}
 }
