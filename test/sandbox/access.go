@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -122,7 +123,7 @@ func printGist(out io.Writer, answer *unstructured.Unstructured) error {
 		return fmt.Errorf("reading the answer: %w", err)
 	}
 	for _, it := range status.Interfaces {
-		fmt.Fprintf(out, "  %s/%s: attached=%t %s\n", it.Type, it.Name, it.Attached, it.Reason)
+		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("  %s/%s: attached=%t %s", it.Type, it.Name, it.Attached, it.Reason), " "))
 	}
 	for _, o := range status.Omitted {
 		fmt.Fprintf(out, "  omitted: %s\n", o)
