@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -177,9 +177,9 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		return nil, errs
 	}
 	vm := &vmv1.VirtualMachine{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, vm); err != nil {
+	if err := intoTyped(path, obj, vm); err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better
-			errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+			errs = append(errs, err)
 		}
 		return nil, errs
 	}
@@ -187,7 +187,21 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 		vm.Namespace = opts.DefaultNamespace
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
-	return vm, errs
+	return vm, appendNew(errs, networkNames(path, vm))
+}
+
+// networkNames requires the name of every Network and ClusterNetwork interface: the CRD
+// lets a manifest leave it out (Main has none), and an answer about a network without a name
+// would only say that "ClusterNetwork " does not exist.
+func networkNames(path *field.Path, vm *vmv1.VirtualMachine) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range vm.Spec.Networks {
+		if n.Name == "" && (n.Type == vmv1.NetworkTypeNetwork || n.Type == vmv1.NetworkTypeClusterNetwork) {
+			errs = append(errs, field.Required(path.Child("spec", "networks").Index(i).Child("name"),
+				fmt.Sprintf("a %s interface names its network", n.Type)))
+		}
+	}
+	return errs
 }
 
 // candidate is a policy of a request that could be decoded (it may still have problems), and
@@ -208,8 +222,8 @@ func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]can
 	for i, raw := range raws {
 		p, perrs := e.decodePolicy(path.Index(i), raw)
 		errs = append(errs, perrs...)
-		if p == nil {
-			continue
+		if p == nil || slices.ContainsFunc(perrs, func(e *field.Error) bool { return e.Type == field.ErrorTypeTooLong }) {
+			continue // a value past its schema's maxLength is not compiled: its compile errors would tell nothing more
 		}
 		if seen[p.Name] && p.Name != "" {
 			errs = append(errs, field.Duplicate(path.Index(i).Child("metadata", "name"), p.Name))
@@ -346,9 +360,9 @@ func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace s
 	if !ok {
 		return nil, append(errs, field.InternalError(path, fmt.Errorf("%s is not an object with metadata", gvk.Kind)))
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, out); err != nil {
+	if err := intoTyped(path, obj, out); err != nil {
 		if len(errs) == 0 { // the schema reports wrong types better
-			errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+			errs = append(errs, err)
 		}
 		return nil, errs
 	}
@@ -436,6 +450,69 @@ func strictErrors(path *field.Path, errs []error) field.ErrorList {
 			BadValue: field.OmitValueType{}, Detail: detail})
 	}
 	return out
+}
+
+// intoTyped decodes the manifest obj (at path) into the typed out. A value of the wrong type
+// is reported at its own path (spec.vm.metadata.labels.a), which the unstructured converter's
+// error does not name: what the CRD schemas leave unchecked (metadata) is caught here.
+func intoTyped(path *field.Path, obj map[string]any, out any) *field.Error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return field.InternalError(path, err)
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, out); err != nil {
+		fe := typeError(path, err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if key, ok := mapKeyOf(obj, te); ok { // the decoder names the map, not its entry
+				fe.Field += "." + key
+			}
+		}
+		return fe
+	}
+	return nil
+}
+
+// mapKeyOf finds, when the decoder's te is about a value inside a map (labels: {a: 5} is
+// reported at metadata.labels), the key of the first entry of that map whose JSON type is
+// the one te names.
+func mapKeyOf(obj map[string]any, te *json.UnmarshalTypeError) (string, bool) {
+	var at any = obj
+	for _, name := range strings.Split(te.Field, ".") {
+		m, ok := at.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		at = m[name]
+	}
+	m, ok := at.(map[string]any)
+	if !ok || te.Type.Kind() == reflect.Map || te.Type.Kind() == reflect.Struct {
+		return "", false
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	for _, k := range keys {
+		if jsonType(m[k]) == te.Value {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// jsonType is the JSON type name of a decoded value, as json.UnmarshalTypeError.Value has it.
+func jsonType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case nil:
+		return "null"
+	}
+	return "number"
 }
 
 // typeError reports a JSON value of the wrong type, below path when the decoder names the

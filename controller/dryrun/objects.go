@@ -37,6 +37,13 @@ var allowedKinds = map[schema.GroupVersionKind]kindRule{
 	corev1.SchemeGroupVersion.WithKind("Namespace"):     {onlyVMNamespace: true},
 }
 
+// OverlayKind says whether a request may carry objects of gvk in its objects. A server
+// checks it before spending anything on an object (reading its kind's CRD schema, say).
+func OverlayKind(gvk schema.GroupVersionKind) bool {
+	_, ok := allowedKinds[gvk]
+	return ok
+}
+
 func allowedKindNames() []string {
 	out := make([]string, 0, len(allowedKinds))
 	for gvk := range allowedKinds {

@@ -152,7 +152,9 @@ func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"virtualization.deckhouse.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list"}},
 				{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: []string{"get", "list"}},
-				{APIGroups: []string{"network.deckhouse.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}},
+				{APIGroups: []string{"network.deckhouse.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+				// the trace (its input) is shown only to readers of the installed policies
+				{APIGroups: []string{"ipam.virtualization.deckhouse.io"}, Resources: []string{"clusteripampolicies"}, Verbs: []string{"get", "list"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "golden-vm-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}

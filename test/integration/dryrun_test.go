@@ -44,6 +44,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	policyv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/dryrunserver"
 )
@@ -300,9 +301,10 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(served.Route(ctx, k8s, standbyPort)).To(Succeed())
 		live := getVM(ctx, ns, "web")
 		var res *dryrunv1.EvaluationStatus
+		policyReader := drServiceAccount(ctx, ns, "standby-reader", append([]string{rbac.ClusterRoleEvaluator, "vmipam-test:policy-reader"}, drReaders...)...)
 		Eventually(func() []string {
 			ev := drEvaluation(ns, live)
-			if err := evaluatorSA.Create(ctx, ev); err != nil {
+			if err := policyReader.Create(ctx, ev); err != nil {
 				return []string{err.Error()}
 			}
 			res = &ev.Status
@@ -466,6 +468,25 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(warnings.all()).To(BeEmpty(), "Ignore")
 	})
 
+	It("answers a key repeated inside spec by fieldValidation: Strict 422 naming it, Warn a warning", func() {
+		cs, err := kubernetes.NewForConfig(testEnv.Config)
+		Expect(err).NotTo(HaveOccurred())
+		body := []byte(`{"apiVersion": "` + dryrunv1.SchemeGroupVersion.String() + `", "kind": "Evaluation", "metadata": {"namespace": "` + ns + `"},
+		  "spec": {"virtualMachineName": "nope", "virtualMachineName": "web"}}`)
+		path := "/apis/" + dryrunv1.SchemeGroupVersion.String() + "/namespaces/" + ns + "/evaluations"
+		err = cs.Discovery().RESTClient().Post().AbsPath(path).Param("fieldValidation", "Strict").Body(body).Do(ctx).Error()
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`duplicate field "spec.virtualMachineName"`))
+
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.WarningHandler = warnings
+		cs, err = kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cs.Discovery().RESTClient().Post().AbsPath(path).Param("fieldValidation", "Warn").Body(body).Do(ctx).Error()).To(Succeed())
+		Expect(warnings.all()).To(ContainElement(`duplicate field "spec.virtualMachineName"`))
+	})
+
 	It("answers a wrong JSON type with 422 at its path, and an Evaluation in a namespace that does not exist with 404", func() {
 		dyn, err := dynamic.NewForConfig(testEnv.Config)
 		Expect(err).NotTo(HaveOccurred())
@@ -492,6 +513,30 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		err = drClient(testEnv.Config).Create(ctx, drEvaluation(missing, build.VM(missing, "fresh", build.OnClusterNetwork(network, ""))))
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring(`namespaces "%s" not found`, missing))
+	})
+
+	It("negotiates JSON and YAML only: a client preferring protobuf gets JSON, and OpenAPI offers no protobuf", func() {
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf, application/json"
+		cfg.ContentType = "application/json"
+		cfg.GroupVersion = &dryrunv1.SchemeGroupVersion
+		cfg.APIPath = "/apis"
+		cfg.NegotiatedSerializer = apiserver.Codecs.WithoutConversion()
+		rc, err := rest.RESTClientFor(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		ev := drEvaluation(ns, getVM(ctx, ns, "web"))
+		var status int
+		res := rc.Post().Namespace(ns).Resource(dryrunv1.Resource).Body([]byte(drJSON(ev))).Do(ctx).StatusCode(&status)
+		Expect(res.Error()).NotTo(HaveOccurred())
+		Expect(status).To(Equal(http.StatusCreated))
+		raw, err := res.Raw()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(json.Valid(raw)).To(BeTrue(), "a JSON answer: %q", raw)
+		Expect(string(raw)).NotTo(ContainSubstring("managedFields"), "an Evaluation is never stored")
+
+		doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + dryrunv1.SchemeGroupVersion.String()).DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(doc)).To(And(ContainSubstring("application/json"), Not(ContainSubstring("protobuf"))))
 	})
 
 	It("answers every verb but create with 405, as the API server does for its own review resources, and lists only create", func() {
@@ -537,6 +582,43 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Eventually(func() error {
 			return drCreateErr(ctx, reader, drEvaluation(ns, build.VM(ns, "fresh", build.OnClusterNetwork(network, "shared-ip"))))
 		}, timeout, interval).Should(MatchError(ContainSubstring(`cannot list resource "virtualmachines"`)))
+	})
+
+	It("shows the installed policies' order and traces only to a caller who may list them", func() {
+		secret := map[string]any{"apiVersion": "ipam.virtualization.deckhouse.io/v1alpha1", "kind": "ClusterIPAMPolicy",
+			"metadata": map[string]any{"name": "dryrun-admin-only"},
+			"spec": map[string]any{"priority": 5, "mode": "Audit",
+				"match":     map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}},
+				"variables": []any{map[string]any{"name": "token", "expression": "'s3cr3t-t0ken'"}},
+				"skipRules": []any{map[string]any{"name": "audit-secret-rule", "expression": "variables.token != ''",
+					"reason": "AuditedSecret", "message": "audit-secret-message"}}}}
+		policy := &unstructured.Unstructured{Object: secret}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed()) })
+		reader := drServiceAccount(ctx, ns, "policy-reader", append([]string{rbac.ClusterRoleEvaluator, "vmipam-test:policy-reader"}, drReaders...)...)
+		live := getVM(ctx, ns, "web")
+
+		By("a reader of the policies sees the order, the variables and the Audit record")
+		Eventually(func() string {
+			ev := drEvaluation(ns, live)
+			if err := reader.Create(ctx, ev); err != nil {
+				return err.Error()
+			}
+			return drJSON(ev.Status)
+		}, timeout, interval).Should(And(ContainSubstring("s3cr3t-t0ken"), ContainSubstring("audit-secret-rule"), ContainSubstring("dryrun-admin-only")))
+
+		By("a caller who may not list them: the decision, not the details, and it is told so")
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(drConfigOf(ctx, ns, "evaluator"))
+		cfg.WarningHandler = warnings
+		ev := drEvaluation(ns, live)
+		Expect(drClient(cfg).Create(ctx, ev)).To(Succeed())
+		answer := drJSON(ev.Status)
+		Expect(answer).NotTo(Or(ContainSubstring("s3cr3t-t0ken"), ContainSubstring("audit-secret"), ContainSubstring("dryrun-admin-only")))
+		Expect(ev.Status.Policies.Order).To(BeEmpty())
+		Expect(ev.Status.Omitted).To(Equal([]string{dryrunv1.OmittedPolicyDetails}))
+		Expect(ev.Status.Interfaces[0]).To(And(HaveField("Attached", true), HaveField("Decision.Policy", "default")))
+		Expect(warnings.all()).To(ContainElement(dryrunv1.OmittedPolicyDetails))
 	})
 
 	It("is ready and counts its answers", func() {
@@ -819,6 +901,13 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) cli
 		create(ctx, crb)
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, crb))).To(Succeed()) })
 	}
+	return drClient(drConfigOf(ctx, ns, name))
+}
+
+// drConfigOf is a client configuration that authenticates as the ServiceAccount ns/name
+// with a token from the TokenRequest API.
+func drConfigOf(ctx context.Context, ns, name string) *rest.Config {
+	GinkgoHelper()
 	cs, err := kubernetes.NewForConfig(testEnv.Config)
 	Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
@@ -826,7 +915,7 @@ func drServiceAccount(ctx context.Context, ns, name string, roles ...string) cli
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.AnonymousClientConfig(testEnv.Config)
 	cfg.BearerToken = tr.Status.Token
-	return drClient(cfg)
+	return cfg
 }
 
 // drClient is a client of the API server with cfg's credentials that knows Evaluations (its
@@ -924,7 +1013,8 @@ func drReaderRoles(ctx context.Context) {
 		"vmipam-test:vm-reader": {{APIGroups: []string{vmv1.GroupVersion.Group}, Resources: []string{"virtualmachines"}, Verbs: read}},
 		"vmipam-test:network-reader": {{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: read},
 			{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"clusternetworks", "clusteripaddresspools", "networks", "ipaddresspools"}, Verbs: read}},
-		"vmipam-test:ipam-reader": {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
+		"vmipam-test:ipam-reader":   {{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"ipaddresses"}, Verbs: read}},
+		"vmipam-test:policy-reader": {{APIGroups: []string{policyv1.GroupVersion.Group}, Resources: []string{"clusteripampolicies"}, Verbs: read}},
 	} {
 		if err := k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); !apierrors.IsAlreadyExists(err) {
 			Expect(err).NotTo(HaveOccurred())

@@ -78,7 +78,13 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	if err := showConverged(ctx, out, c, opts.Timeout, "After creating late-ip"); err != nil {
 		return err
 	}
+	if err := installAccess(ctx, c); err != nil {
+		return err
+	}
 	if err := showDryRun(ctx, out, e); err != nil {
+		return err
+	}
+	if err := showEditorDryRun(ctx, out, e.Config, e.Kubeconfig, filepath.Join(e.Dir, "web-evaluation.yaml"), opts.Timeout); err != nil {
 		return err
 	}
 	if opts.Once {
@@ -257,8 +263,9 @@ func printAccess(out io.Writer, e *env.Environment) {
 		"Logs: %s/controller.log, %s/kube-controller-manager.log\n"+
 		"Ask what would happen to a VM before applying it (an Evaluation through the API server, nothing is written):\n"+
 		"  kubectl create -f %s/web-evaluation.yaml -o yaml        # the answer is in .status\n"+
+		"  kubectl --as %s create -f %s/web-evaluation.yaml -o yaml   # as a namespace editor (no trace: it may not list the policies)\n"+
 		"  kubectl explain evaluations.status.interfaces.decision\n"+
 		"  go run ./cmd/ipamctl dry-run -f %s/web.yaml              # edit it first; or: make build && PATH=$PWD/bin:$PATH kubectl ipam dry-run -f …\n"+
 		"  go run ./cmd/ipamctl evaluate -f %s/web.yaml -O samples/10-networks.yaml -O samples/20-ipaddresses.yaml --assume-ready   # offline, same evaluator; only the -O objects exist\n",
-		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, e.Dir, e.Dir, e.Dir)
+		e.Dir, e.Kubeconfig, Namespace, Namespace, e.Dir, e.Dir, e.Dir, Editor, e.Dir, e.Dir, e.Dir)
 }

@@ -57,6 +57,19 @@ func TestSandboxOnce(t *testing.T) {
 			t.Errorf("the dry run through the API server lacks %q:\n%s", want, dryRun)
 		}
 	}
+	editor := ""
+	if i := strings.LastIndex(out.String(), "as a namespace editor"); i >= 0 {
+		editor = out.String()[i:]
+	}
+	for _, want := range []string{
+		`kubectl --kubeconfig \S+ --as demo-editor create -f \S+web-evaluation.yaml -o yaml`,
+		`ClusterNetwork/corp: attached=false IPAddressInUse`,
+		`omitted: trace and policies.order omitted: requires list clusteripampolicies`,
+	} {
+		if !regexp.MustCompile(want).MatchString(editor) {
+			t.Errorf("the editor's dry run lacks %q:\n%s", want, editor)
+		}
+	}
 	podOf := regexp.MustCompile(`late\s+ClusterNetwork/corp\s.*\s(virt-launcher-late-\S+)`)
 	before := podOf.FindStringSubmatch(out.String())
 	after := podOf.FindStringSubmatch(final)

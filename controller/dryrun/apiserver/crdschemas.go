@@ -19,7 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/vmipam/vmipam/controller/dryrun"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/internal/crdschema"
+	policyv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // crdSchemaTTL is how long a CRD's schema read from the cluster is used before it is read
@@ -29,13 +32,30 @@ const crdSchemaTTL = time.Minute
 // clusterSchemas are the structural schemas of the CRDs installed in the cluster — the real
 // VirtualMachine and SDN CRDs, not the trimmed copies vmipam's own decoder knows —, read on
 // demand and kept for crdSchemaTTL. They find the unknown fields of the manifests in a spec
-// exactly as the API server would when the manifest is applied.
+// exactly as the API server would when the manifest is applied. Only the kinds an Evaluation
+// may carry (known) are ever looked up, so the cache holds at most one entry per such kind
+// and a made-up apiVersion/kind costs no request to the API server.
 type clusterSchemas struct {
 	reader client.Reader // uncached: the manager does not watch CRDs
 	now    func() time.Time
+	// known says whether gvk is a kind an Evaluation may carry (spec.vm, spec.policies,
+	// spec.objects); nil: none.
+	known func(gvk schema.GroupVersionKind) bool
 
 	mu     sync.Mutex
 	cached map[string]cachedSchema // by CRD name
+}
+
+// newClusterSchemas reads the CRDs of the kinds an Evaluation may carry with reader.
+func newClusterSchemas(reader client.Reader) *clusterSchemas {
+	return &clusterSchemas{reader: reader, now: time.Now, known: evaluatedKind, cached: map[string]cachedSchema{}}
+}
+
+// evaluatedKind says whether gvk is a kind an Evaluation may carry: the VirtualMachine of
+// spec.vm, the ClusterIPAMPolicy of spec.policies, the overlay kinds of spec.objects.
+func evaluatedKind(gvk schema.GroupVersionKind) bool {
+	return gvk == vmv1.GroupVersion.WithKind("VirtualMachine") || gvk == policyv1.GroupVersion.WithKind("ClusterIPAMPolicy") ||
+		dryrun.OverlayKind(gvk)
 }
 
 type cachedSchema struct {
@@ -45,8 +65,8 @@ type cachedSchema struct {
 
 // forKind returns the structural schema of gvk, nil when the cluster has no CRD for it.
 func (c *clusterSchemas) forKind(ctx context.Context, gvk schema.GroupVersionKind) (*structuralschema.Structural, error) {
-	if gvk.Group == "" || gvk.Kind == "" {
-		return nil, nil // a built-in kind: no CRD
+	if gvk.Group == "" || gvk.Kind == "" || c.known == nil || !c.known(gvk) {
+		return nil, nil // a built-in kind (no CRD), or one DecodeBody refuses: nothing to read
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	name := plural.Resource + "." + gvk.Group

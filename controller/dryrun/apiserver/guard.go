@@ -42,9 +42,9 @@ func (g *readGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if err := g.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	why := "an answer drawing on it"
+	why := "an answer drawing on it requires it"
 	if _, isVM := obj.(*vmv1.VirtualMachine); isVM && key == g.evaluated {
-		why = "spec.vm naming an existing VM"
+		why = "spec.vm naming an existing VM requires it"
 		if g.evaluatedWhy != "" {
 			why = g.evaluatedWhy
 		}
@@ -66,7 +66,7 @@ func (g *readGuard) List(ctx context.Context, list client.ObjectList, opts ...cl
 		return nil
 	}
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	if err := g.check(ctx, list, "list", lo.Namespace, "", "an answer drawing on them"); err != nil {
+	if err := g.check(ctx, list, "list", lo.Namespace, "", "an answer drawing on them requires it"); err != nil {
 		_ = meta.SetList(list, nil)
 		return err
 	}

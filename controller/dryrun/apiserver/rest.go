@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +38,11 @@ type PolicySource interface {
 	// Loaded is closed once every installed policy has been compiled.
 	Loaded() <-chan struct{}
 }
+
+// MaxObjects bounds spec.objects: an Evaluation overlays a VM's few networks, pools,
+// addresses and pods, and every object costs decoding, validation and a place in the
+// overlay. More is a 422 at spec.objects, before any of it is looked at.
+const MaxObjects = 1000
 
 // VerbEvaluate is the custom RBAC verb on clusteripampolicies that lets a caller have
 // candidate policies (spec.policies) evaluated — without the power to create them.
@@ -103,7 +110,7 @@ func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createVali
 		mode = opts.FieldValidation
 	}
 	out, err := r.create(ctx, obj, createValidation, mode)
-	if err != nil && ctx.Err() != nil && !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+	if err != nil && pastDeadline(ctx, err) {
 		err = apierrors.NewTimeoutError(fmt.Sprintf("the evaluation did not finish within %s: %v", r.timeout, err), 0)
 	}
 	metrics.Request(statusCode(err))
@@ -119,6 +126,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 		if err := createValidation(ctx, ev); err != nil {
 			return nil, err
 		}
+	}
+	if n := len(ev.Spec.Objects); n > MaxObjects {
+		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "objects"), n, MaxObjects)})
 	}
 	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
 	if err := r.namespaceExists(ctx, namespace); err != nil {
@@ -156,13 +166,17 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 			return r.allowed(ctx, a, why)
 		}}
 	if ev.Spec.VM == nil {
-		base.evaluatedWhy = "naming a VM by spec.virtualMachineName"
+		base.evaluatedWhy = "naming a VM by spec.virtualMachineName requires it"
 	}
 	status, err := r.evaluate(ctx, base, req)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.redactInstalled(ctx, caller, status); err != nil {
+		return nil, err
+	}
 	ev.Status = *status
+	ev.ManagedFields = nil // the handler's field manager added them; an Evaluation is never stored
 	return ev, nil
 }
 
@@ -188,7 +202,7 @@ func (r *evaluations) body(ctx context.Context, ev *dryrunv1.Evaluation, namespa
 	case spec.VM != nil:
 		return body, nil
 	}
-	if err := r.allowed(ctx, getVM(caller, namespace, spec.VirtualMachineName), "naming a VM by spec.virtualMachineName"); err != nil {
+	if err := r.allowed(ctx, getVM(caller, namespace, spec.VirtualMachineName), "naming a VM by spec.virtualMachineName requires it"); err != nil {
 		return nil, err
 	}
 	vm := &vmv1.VirtualMachine{}
@@ -244,11 +258,13 @@ func (r *evaluations) pruneManifests(ctx context.Context, ev *dryrunv1.Evaluatio
 		}
 	}
 	for i := range body.Objects {
+		// no default kind: an object without one, or of a kind not allowed in objects, is
+		// DecodeBody's to refuse, and costs no CRD lookup here
 		if err := prune(spec.Child("objects").Index(i), &body.Objects[i], schema.GroupVersionKind{}); err != nil {
 			return err
 		}
 	}
-	errs, warnings := byFieldValidation(unknown, mode)
+	errs, warnings := byFieldValidation(unknown, "unknown field", mode)
 	if len(errs) > 0 {
 		return invalid(ev, errs)
 	}
@@ -275,23 +291,23 @@ func (r *evaluations) authorize(ctx context.Context, ev *dryrunv1.Evaluation, na
 	}
 	evaluate := authorizer.AttributesRecord{User: caller, Verb: VerbEvaluate, APIGroup: policyv1.GroupVersion.Group,
 		APIVersion: policyv1.GroupVersion.Version, Resource: "clusteripampolicies", ResourceRequest: true}
-	return r.allowed(ctx, evaluate, "candidate policies in spec.policies")
+	return r.allowed(ctx, evaluate, "candidate policies in spec.policies require it")
 }
 
 // allowed asks the API server whether a is allowed; a denial is a 403 naming why the check
-// was made.
+// was made (why is a clause: "candidate policies in spec.policies require it").
 func (r *evaluations) allowed(ctx context.Context, a authorizer.AttributesRecord, why string) error {
 	decision, reason, err := r.authorizer.Authorize(ctx, a)
 	switch {
 	case decision == authorizer.DecisionAllow:
 		return nil
 	case err != nil:
-		return apierrors.NewInternalError(fmt.Errorf("authorizing %s: %w", why, err))
+		return apierrors.NewInternalError(fmt.Errorf("authorizing (%s): %w", why, err))
 	}
 	if reason == "" {
-		reason = why + " requires it"
+		reason = why
 	} else {
-		reason = why + " requires it: " + reason
+		reason = why + ": " + reason
 	}
 	return responsewriters.ForbiddenStatusError(a, reason)
 }
@@ -325,9 +341,84 @@ func (r *evaluations) evaluate(ctx context.Context, base client.Reader, req *dry
 	return status, nil
 }
 
-// invalid is the 422 Invalid of an Evaluation with errs.
+// listPolicies is the check that caller may list the installed ClusterIPAMPolicies.
+func listPolicies(caller user.Info) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: caller, Verb: "list", APIGroup: policyv1.GroupVersion.Group,
+		APIVersion: policyv1.GroupVersion.Version, Resource: "clusteripampolicies", ResourceRequest: true}
+}
+
+// redactInstalled leaves out of an answer drawn from the installed policies what only their
+// readers may see — the policy order and the interfaces' traces (variable values, Audit
+// records and their messages, errors quoting expressions) — when caller may not list
+// clusteripampolicies, and says so in status.omitted and a warning. What a VM's user sees
+// in the VM's status anyway stays: the decision, reason, message and deciding policy.
+// Candidate policies are the caller's own, and the shipped ones public: nothing to hide.
+func (r *evaluations) redactInstalled(ctx context.Context, caller user.Info, status *dryrunv1.EvaluationStatus) error {
+	if status.Policies.Source != dryrunv1.PoliciesInstalled {
+		return nil
+	}
+	decision, _, err := r.authorizer.Authorize(ctx, listPolicies(caller))
+	switch {
+	case decision == authorizer.DecisionAllow:
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("authorizing the trace of the installed policies: %w", err))
+	}
+	status.Policies.Order = nil
+	for i := range status.Interfaces {
+		status.Interfaces[i].Decision.Trace = evaluator.Trace{}
+	}
+	status.Omitted = append(status.Omitted, dryrunv1.OmittedPolicyDetails)
+	warn(ctx, []string{dryrunv1.OmittedPolicyDetails})
+	return nil
+}
+
+// invalid is the 422 Invalid of an Evaluation with errs, tidied.
 func invalid(ev *dryrunv1.Evaluation, errs field.ErrorList) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, errs)
+	return apierrors.NewInvalid(schema.GroupKind{Group: dryrunv1.GroupName, Kind: dryrunv1.Kind}, ev.Name, tidy(errs))
+}
+
+// Bounds of what an error echoes of the request, in bytes.
+const (
+	maxEchoedValue  = 256
+	maxEchoedDetail = 1024
+)
+
+// tidy keeps a 422 about the request, not a copy of it: a value that is too long is
+// reported as that alone (not also compiled: a 1 MB expression's compile errors say nothing
+// more), and no value or detail echoes more than a few hundred bytes of what was sent.
+func tidy(errs field.ErrorList) field.ErrorList {
+	tooLong := map[string]bool{}
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeTooLong {
+			tooLong[e.Field] = true
+		}
+	}
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		if tooLong[e.Field] && e.Type != field.ErrorTypeTooLong {
+			continue
+		}
+		c := *e
+		if v, ok := c.BadValue.(string); ok {
+			c.BadValue = shorten(v, maxEchoedValue)
+		}
+		c.Detail = shorten(c.Detail, maxEchoedDetail)
+		out = append(out, &c)
+	}
+	return out
+}
+
+// shorten cuts s to at most max bytes (on a rune boundary), saying how long it was.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }
 
 // callerOf is the authenticated user of the request (the front proxy's X-Remote-User).
@@ -350,6 +441,18 @@ func rawOf(ext *runtime.RawExtension) json.RawMessage {
 		}
 	}
 	return ext.Raw
+}
+
+// pastDeadline says whether err is the evaluation running out of time, whichever call
+// noticed it: the context ended, a call returned context.DeadlineExceeded, the API server
+// timed out, or a client's rate limiter refused to wait past the deadline (x/time/rate's
+// "would exceed context deadline", which wraps nothing). A 422 or 403 found first stays.
+func pastDeadline(ctx context.Context, err error) bool {
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return false
+	}
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		strings.Contains(err.Error(), "would exceed context deadline") || strings.Contains(err.Error(), context.DeadlineExceeded.Error())
 }
 
 // statusCode is the HTTP status of Create's answer.

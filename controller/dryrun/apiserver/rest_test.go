@@ -3,15 +3,19 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -19,6 +23,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vmipam/vmipam/controller/dryrun"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
@@ -85,7 +90,7 @@ func newStorage(t *testing.T, authz *allow, timeout time.Duration) *evaluations 
 	}
 	reader := b.WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}).Build()
 	return &evaluations{engine: engine, reader: reader, policies: loaded{defaults}, authorizer: authz, timeout: timeout,
-		spec: spec, crds: &clusterSchemas{reader: reader, now: time.Now, cached: map[string]cachedSchema{}}}
+		spec: spec, crds: newClusterSchemas(reader)}
 }
 
 // request is the context the generic API server gives Create: the namespace of the path and
@@ -168,6 +173,9 @@ func TestCreateNeedsTheEvaluateVerbForCandidatePolicies(t *testing.T) {
 	_, err := r.Create(request("team"), evaluation(webVM, holdPolicy), nil, &metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "alice" cannot evaluate resource "clusteripampolicies" in API group "ipam.virtualization.deckhouse.io" at the cluster scope`) {
 		t.Fatalf("err = %v, want 403 naming the evaluate verb", err)
+	}
+	if !strings.Contains(err.Error(), "candidate policies in spec.policies require it") {
+		t.Errorf("err = %v, want the reason in grammatical English", err)
 	}
 	if strings.Join(authz.asked, ",") != "evaluate clusteripampolicies" {
 		t.Errorf("asked %v", authz.asked)
@@ -262,3 +270,150 @@ func TestOpenAPIDefinitionOfEvaluation(t *testing.T) {
 }
 
 func ptrRef(r spec.Ref) string { return r.String() }
+
+func TestCreateOmitsTheInstalledPoliciesDetailsFromACallerWhoMayNotListThem(t *testing.T) {
+	mayList := func(a authorizer.Attributes) bool { return true }
+	may := newStorage(t, &allow{fn: mayList}, time.Minute)
+	out, err := may.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := out.(*dryrunv1.Evaluation).Status
+	if st.Policies.Source != dryrunv1.PoliciesInstalled || len(st.Policies.Order) == 0 || len(st.Interfaces[0].Decision.Trace.Matched) == 0 || len(st.Omitted) != 0 {
+		t.Fatalf("a reader of the policies: status = %+v, want the order and the trace", st)
+	}
+
+	notList := func(a authorizer.Attributes) bool {
+		return !(a.GetVerb() == "list" && a.GetResource() == "clusteripampolicies")
+	}
+	r := newStorage(t, &allow{fn: notList}, time.Minute)
+	out, err = r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = out.(*dryrunv1.Evaluation).Status
+	if len(st.Policies.Order) != 0 || !reflect.DeepEqual(st.Interfaces[0].Decision.Trace, evaluator.Trace{}) {
+		t.Errorf("order %v, trace %+v: want neither for a caller who may not list clusteripampolicies", st.Policies.Order, st.Interfaces[0].Decision.Trace)
+	}
+	if !reflect.DeepEqual(st.Omitted, []string{dryrunv1.OmittedPolicyDetails}) {
+		t.Errorf("omitted = %q, want it said", st.Omitted)
+	}
+	if st.Interfaces[0].Reason != string(evaluator.ReasonNetworkNotFound) || st.Interfaces[0].Decision.Policy == "" {
+		t.Errorf("the decision a VM's user sees anyway must stay: %+v", st.Interfaces[0])
+	}
+}
+
+// countingCRDs is a reader that counts the CustomResourceDefinitions it is asked for.
+type countingCRDs struct {
+	client.Reader
+	gets atomic.Int64
+}
+
+func (c *countingCRDs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if obj.GetObjectKind().GroupVersionKind().Kind == "CustomResourceDefinition" {
+		c.gets.Add(1)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func TestCreateLooksUpNoCRDForAKindObjectsMayNotCarry(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	crds := &countingCRDs{Reader: r.reader}
+	r.crds = newClusterSchemas(crds)
+	ev := evaluation(webVM)
+	ev.Spec.VM.Raw = []byte(strings.Replace(webVM, `"kind": "VirtualMachine"`, `"kind": "MadeUpMachine"`, 1))
+	for i := range 50 {
+		ev.Spec.Objects = append(ev.Spec.Objects, runtime.RawExtension{Raw: []byte(fmt.Sprintf(
+			`{"apiVersion": "made-up-%d.example/v1", "kind": "Thing%d", "metadata": {"name": "x"}}`, i, i))})
+	}
+	ev.Spec.Objects = append(ev.Spec.Objects, runtime.RawExtension{Raw: []byte(
+		`{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "IPAddress", "metadata": {"name": "a"}}`)},
+		runtime.RawExtension{Raw: []byte(`{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "IPAddress", "metadata": {"name": "b"}}`)})
+	_, err := r.Create(request("team"), ev, nil, &metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.objects[49].kind") {
+		t.Errorf("err = %v, want 422 naming the made-up kinds", err)
+	}
+	if n := crds.gets.Load(); n != 1 {
+		t.Errorf("%d CRD lookups, want 1: the IPAddress CRD once, nothing for made-up kinds", n)
+	}
+	if n := len(r.crds.cached); n != 1 {
+		t.Errorf("%d cached schemas, want 1", n)
+	}
+}
+
+func TestCreateRefusesMoreThanMaxObjectsBeforeLookingAtThem(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	crds := &countingCRDs{Reader: r.reader}
+	r.crds = newClusterSchemas(crds)
+	ev := evaluation(webVM)
+	for range MaxObjects + 1 {
+		ev.Spec.Objects = append(ev.Spec.Objects, runtime.RawExtension{Raw: []byte(
+			`{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "IPAddress", "metadata": {"name": "a"}}`)})
+	}
+	_, err := r.Create(request("team"), ev, nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 || st.Status().Details.Causes[0].Field != "spec.objects" {
+		t.Errorf("err = %v, want 422 at spec.objects", err)
+	}
+	if n := crds.gets.Load(); n != 0 {
+		t.Errorf("%d CRD lookups, want none", n)
+	}
+}
+
+func TestCreateIsA504WhenAClientCallRunsOutOfTime(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	r.reader = interceptor.NewClient(r.reader.(client.WithWatch), interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			// client-go's rate limiter, refusing to wait past the deadline before it passed
+			return fmt.Errorf("client rate limiter Wait returned an error: %w", errors.New("rate: Wait(n=1) would exceed context deadline"))
+		}})
+	_, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
+	if code := statusCode(err); code != http.StatusGatewayTimeout {
+		t.Errorf("code %d (%v), want 504", code, err)
+	}
+}
+
+func TestCreateEchoesNoMoreThanAFewHundredBytesOfATooLongExpression(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	huge := strings.Repeat("1 + ", 256*1024) + "1 == 2"
+	policy := strings.Replace(holdPolicy, `"expression": "true"`, `"expression": "`+huge+`"`, 1)
+	_, err := r.Create(request("team"), evaluation(webVM, policy), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) {
+		t.Fatalf("err = %.500v, want 422", err)
+	}
+	at := "spec.policies[0].spec.skipRules[0].expression"
+	var causes []metav1.StatusCause
+	for _, c := range st.Status().Details.Causes {
+		if c.Field == at {
+			causes = append(causes, c)
+		}
+	}
+	if len(causes) != 1 || causes[0].Type != metav1.CauseType(field.ErrorTypeTooLong) {
+		t.Errorf("causes at %s: %.2000v, want only Too long", at, causes)
+	}
+	if n := len(err.Error()); n > 4096 {
+		t.Errorf("the 422 is %d bytes: %.300s…", n, err.Error())
+	}
+}
+
+func TestCreateNamesTheLabelOfTheWrongType(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	vm := strings.Replace(webVM, `"metadata": {"name": "web"}`, `"metadata": {"name": "web", "labels": {"b": "ok", "a": 5}}`, 1)
+	_, err := r.Create(request("team"), evaluation(vm), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 || st.Status().Details.Causes[0].Field != "spec.vm.metadata.labels.a" {
+		t.Errorf("err = %v, want 422 at spec.vm.metadata.labels.a", err)
+	}
+}
+
+func TestCreateRequiresTheNameOfANetworkInterface(t *testing.T) {
+	r := newStorage(t, &allow{fn: allowAll}, time.Minute)
+	vm := strings.Replace(webVM, `"name": "corp"`, `"name": null`, 1)
+	_, err := r.Create(request("team"), evaluation(vm), nil, &metav1.CreateOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || len(st.Status().Details.Causes) != 1 ||
+		st.Status().Details.Causes[0].Field != "spec.vm.spec.networks[1].name" || st.Status().Details.Causes[0].Type != metav1.CauseTypeFieldValueRequired {
+		t.Errorf("err = %v, want 422 Required at spec.vm.spec.networks[1].name", err)
+	}
+}

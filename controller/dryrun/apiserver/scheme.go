@@ -17,6 +17,27 @@ var Scheme = newScheme()
 // Codecs are the serializers of Scheme.
 var Codecs = serializer.NewCodecFactory(Scheme)
 
+// servedSerializers are the media types the evaluations resource negotiates: JSON and YAML.
+// Evaluation has no protobuf encoding (its spec and status carry arbitrary manifests), so
+// the group must not offer the protobuf serializer every CodecFactory has: advertised, a
+// client preferring it (Accept: application/vnd.kubernetes.protobuf, application/json) would
+// be answered 406 — after the evaluation ran — instead of falling back to JSON.
+var servedSerializers runtime.NegotiatedSerializer = jsonAndYAML{Codecs}
+
+// jsonAndYAML is a NegotiatedSerializer offering only the JSON and YAML of its codecs.
+type jsonAndYAML struct{ runtime.NegotiatedSerializer }
+
+// SupportedMediaTypes are the wrapped serializers' without protobuf (and CBOR).
+func (s jsonAndYAML) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType == runtime.ContentTypeJSON || info.MediaType == runtime.ContentTypeYAML {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(dryrunv1.AddToScheme(s))

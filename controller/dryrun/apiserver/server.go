@@ -132,11 +132,12 @@ func New(o *Options, engine *dryrun.Engine, reader, apiReader client.Reader, pol
 	}
 	s := &Server{generic: generic, policies: policies}
 	storage := &evaluations{engine: engine, reader: reader, policies: policies, authorizer: cfg.Authorization.Authorizer,
-		timeout: o.EvaluationTimeout, spec: spec, crds: &clusterSchemas{reader: apiReader, now: time.Now, cached: map[string]cachedSchema{}}}
+		timeout: o.EvaluationTimeout, spec: spec, crds: newClusterSchemas(apiReader)}
 	if o.MaxInFlight > 0 {
 		storage.inFlight = make(chan struct{}, o.MaxInFlight)
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(dryrunv1.GroupName, Scheme, parameterCodec, Codecs)
+	group.NegotiatedSerializer = servedSerializers
 	group.VersionedResourcesStorageMap[dryrunv1.SchemeGroupVersion.Version] = map[string]rest.Storage{dryrunv1.Resource: storage}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("dry-run API server: installing %s: %w", dryrunv1.SchemeGroupVersion, err)

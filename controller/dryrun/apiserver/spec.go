@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -49,12 +51,22 @@ func loadSpecSchema() (*specSchema, error) {
 // (empty when it did). It returns the problems (422) and the warnings to send, by mode.
 func (s *specSchema) check(data []byte, problem, mode string) (field.ErrorList, []string) {
 	var spec any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &spec); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(data, &spec, sigsjson.DisallowDuplicateFields)
+	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}, nil
+	}
+	if fields, ok := spec.(map[string]any); ok {
+		for k, v := range fields {
+			if v == nil { // policies: null is no policies, as the API server drops a custom resource's nulls
+				delete(fields, k)
+			}
+		}
 	}
 	obj := map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind, "metadata": map[string]any{}, "spec": spec}
 	unknown := structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	errs, warnings := byFieldValidation(unknown, mode)
+	errs, warnings := byFieldValidation(duplicates(strict), "duplicate field", mode)
+	moreErrs, moreWarnings := byFieldValidation(unknown, "unknown field", mode)
+	errs, warnings = append(errs, moreErrs...), append(warnings, moreWarnings...)
 	errs = append(errs, validation.ValidateCustomResource(nil, obj, s.validator)...)
 	if len(errs) == 0 && problem != "" { // the schema missed what the decoder saw: still name the spec
 		errs = append(errs, field.Invalid(field.NewPath("spec"), field.OmitValueType{}, problem))
@@ -62,21 +74,41 @@ func (s *specSchema) check(data []byte, problem, mode string) (field.ErrorList, 
 	return errs, warnings
 }
 
-// byFieldValidation answers unknown fields (paths such as spec.vm.spec.networks[0].bogus)
-// as the API server answers them in a custom resource: under Strict they are errors, under
-// Warn (the default when a client asks nothing) warnings, under Ignore nothing.
-func byFieldValidation(unknown []string, mode string) (field.ErrorList, []string) {
+// duplicates are the paths below spec (spec.vm.metadata.name) of the keys the spec's JSON
+// repeats, from the strict decoder's errors (`duplicate field "vm.metadata.name"`, relative
+// to the spec).
+func duplicates(strict []error) []string {
+	const prefix = "duplicate field "
+	var paths []string
+	for _, err := range strict {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, prefix) {
+			continue
+		}
+		if p, uerr := strconv.Unquote(strings.TrimPrefix(msg, prefix)); uerr == nil {
+			paths = append(paths, "spec."+p)
+		}
+	}
+	return paths
+}
+
+// byFieldValidation answers fields that are what (an "unknown field" or a "duplicate
+// field"; paths such as spec.vm.spec.networks[0].bogus) as the API server answers them in a
+// custom resource: under Strict they are errors, under Warn (the default when a client asks
+// nothing) warnings, under Ignore nothing. A duplicated key's last value is the one used.
+func byFieldValidation(paths []string, what, mode string) (field.ErrorList, []string) {
 	var (
 		errs     field.ErrorList
 		warnings []string
 	)
-	for _, path := range unknown {
+	for _, path := range paths {
 		switch mode {
 		case metav1.FieldValidationStrict:
-			errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: "unknown field"})
+			errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{},
+				Detail: fmt.Sprintf("%s %q", what, path)})
 		case metav1.FieldValidationIgnore:
 		default:
-			warnings = append(warnings, fmt.Sprintf("unknown field %q", path))
+			warnings = append(warnings, fmt.Sprintf("%s %q", what, path))
 		}
 	}
 	return errs, warnings

@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +36,31 @@ func TestSpecOfTheWrongTypeIsAnErrorAtItsField(t *testing.T) {
 	errs, warnings = s.check(data, problem, metav1.FieldValidationWarn)
 	if hasError(errs, "spec.bogus", field.ErrorTypeInvalid) || len(warnings) != 1 || warnings[0] != `unknown field "spec.bogus"` {
 		t.Errorf("Warn: errs %v, warnings %v; want a warning for spec.bogus", errs, warnings)
+	}
+}
+
+func TestSpecWithADuplicatedKeyIsAnErrorUnderStrictAndAWarningUnderWarn(t *testing.T) {
+	s, err := loadSpecSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"virtualMachineName": "a", "virtualMachineName": "b",
+	  "vm": {"metadata": {"name": "x", "name": "y"}}, "policies": [{"kind": "A", "kind": "B"}], "objects": [{"metadata": {}, "metadata": {}}]}`)
+	want := []string{"spec.virtualMachineName", "spec.vm.metadata.name", "spec.policies[0].kind", "spec.objects[0].metadata"}
+	errs, warnings := s.check(data, "", metav1.FieldValidationStrict)
+	for _, p := range want {
+		if !hasError(errs, p, field.ErrorTypeInvalid) || !strings.Contains(errs.ToAggregate().Error(), `duplicate field "`+p+`"`) {
+			t.Errorf("Strict: errs %v, want duplicate field %q", errs, p)
+		}
+	}
+	if len(warnings) != 0 {
+		t.Errorf("Strict: warnings %v", warnings)
+	}
+	errs, warnings = s.check(data, "", metav1.FieldValidationWarn)
+	for _, p := range want {
+		if hasError(errs, p, field.ErrorTypeInvalid) || !slices.Contains(warnings, `duplicate field "`+p+`"`) {
+			t.Errorf("Warn: errs %v, warnings %v; want a warning for %s", errs, warnings, p)
+		}
 	}
 }
 
@@ -87,5 +114,29 @@ func TestTheOpenAPIDocumentShowsKubectlTheFieldValidationParameter(t *testing.T)
 	}
 	if !strings.Contains(item.Patch.Description, "405") {
 		t.Error("the operation does not say it is always refused")
+	}
+}
+
+func TestNullListsInSpecAreAbsent(t *testing.T) {
+	s, err := loadSpecSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, warnings := s.check([]byte(`{"virtualMachineName": "web", "policies": null, "objects": null}`), "", metav1.FieldValidationStrict)
+	if len(errs) != 0 || len(warnings) != 0 {
+		t.Errorf("errs %v, warnings %v; want none", errs, warnings)
+	}
+}
+
+func TestAJunkStatusInARequestIsIgnored(t *testing.T) {
+	ev := &dryrunv1.Evaluation{}
+	if err := json.Unmarshal([]byte(`{"spec": {"virtualMachineName": "web"}, "status": "junk"}`), ev); err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	if ev.Spec.VirtualMachineName != "web" {
+		t.Errorf("spec = %+v", ev.Spec)
+	}
+	if err := json.Unmarshal([]byte(`{"status": {"vm": {"name": "web"}, "omitted": ["x"]}}`), ev); err != nil || ev.Status.VM.Name != "web" || len(ev.Status.Omitted) != 1 {
+		t.Errorf("an answer's status: %+v, %v", ev.Status, err)
 	}
 }

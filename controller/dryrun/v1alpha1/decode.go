@@ -26,3 +26,17 @@ func (s *EvaluationSpec) UnmarshalJSON(data []byte) error {
 // Received returns the JSON the spec was decoded from (nil for a spec built in Go) and why
 // it did not fit the typed fields (empty when they hold it all).
 func (s *EvaluationSpec) Received() (data []byte, problem string) { return s.received, s.decodeError }
+
+// UnmarshalJSON decodes a status leniently: the status of a request is ignored (the server
+// answers in it), so whatever a client sends there — a status copied from an earlier answer,
+// or junk — must not fail the request with a decoder's message. A status that does not decode
+// is left empty; an answer's status always decodes.
+func (s *EvaluationStatus) UnmarshalJSON(data []byte) error {
+	type fields EvaluationStatus // the same fields, without this method
+	var f fields
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &f); err != nil {
+		f = fields{}
+	}
+	*s = EvaluationStatus(f)
+	return nil
+}

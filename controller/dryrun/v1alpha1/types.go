@@ -87,7 +87,17 @@ type EvaluationStatus struct {
 	// vmStatus is the part of the VM's status vmipam would write.
 	// +optional
 	VMStatus VMStatus `json:"vmStatus"`
+	// omitted says what the answer leaves out and why, one sentence each: an answer drawn
+	// from the installed policies carries their order, the interfaces' traces (variable
+	// values, Audit records, errors) only when the caller may list clusteripampolicies
+	// ("trace omitted: requires list clusteripampolicies"). Empty when nothing was left out.
+	// +optional
+	Omitted []string `json:"omitted,omitempty"`
 }
+
+// OmittedPolicyDetails is the Omitted entry of an answer drawn from the installed policies
+// for a caller who may not list them.
+const OmittedPolicyDetails = "trace and policies.order omitted: requires list clusteripampolicies"
 
 // VMSummary identifies the evaluated VM.
 // It is copied with EvaluationStatus.
