@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -611,9 +610,11 @@ func (h *harness) deleteAll(ctx context.Context, namespace string) {
 	}
 	for obj, list := range lists {
 		deleteAll := func() {
-			err := h.bench.DeleteAllOf(ctx, obj, client.InNamespace(namespace), client.GracePeriodSeconds(0))
-			if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
-				h.t.Fatal(err)
+			// Any error — a timeout, or the HTTP/2 stream the API server resets when its
+			// request timeout cuts the deletecollection short (seen at 10,000 pods) — is
+			// answered by asking again: the loop below fails only if objects remain.
+			if err := h.bench.DeleteAllOf(ctx, obj, client.InNamespace(namespace), client.GracePeriodSeconds(0)); err != nil {
+				h.t.Logf("floor cleanup: %v (asked again until nothing is left)", err)
 			}
 		}
 		deleteAll()
