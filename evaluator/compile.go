@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -401,9 +402,9 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
 		return program{path: path.String()}, nil
 	}
-	checked, iss := env.Compile(src)
-	if iss.Err() != nil {
-		cc.errs = append(cc.errs, field.Invalid(path, src, iss.Err().Error()))
+	checked, err := guardedCompile(env, src)
+	if err != nil {
+		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
 		return program{path: path.String()}, nil
 	}
 	if cc.visit != nil {
@@ -447,6 +448,24 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		return program{path: path.String()}, nil
 	}
 	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+}
+
+// guardedCompile parses and checks src, refusing before the checker what must not be built:
+// a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
+// regex-literal validator compiles every literal pattern).
+func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
+	parsed, iss := env.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	checked, iss := env.Check(parsed)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	return checked, nil
 }
 
 // hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).
