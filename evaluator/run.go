@@ -316,12 +316,20 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	if err == nil && types.IsError(v) {
 		err, _ = v.Value().(error)
 	}
+	if err == nil && r.ctx.Err() != nil {
+		// The deadline passed during this expression (a call that could not be interrupted
+		// finished late): this expression is the one to blame, not the next one evaluated.
+		err = fmt.Errorf("finished after the deadline: %w", context.Cause(r.ctx))
+	}
 	if err != nil {
 		var inner *policyError
-		if errors.As(err, &inner) {
-			return nil, inner
+		if !errors.As(err, &inner) {
+			inner = &policyError{p, prog.path, err}
 		}
-		return nil, &policyError{p, prog.path, err}
+		if r.ctx.Err() != nil {
+			r.at.markLate(inner.p, inner.path)
+		}
+		return nil, inner
 	}
 	if r.spent > r.budget {
 		return nil, &policyError{p, prog.path,
