@@ -75,6 +75,9 @@ type Policy struct {
 	skipRules  []skipRule
 	hotplug    *program
 	limits     Limits
+	// reads are the input paths the policy's expressions read (inputReads): a Set enforces
+	// the input bounds of those only.
+	reads map[string]bool
 	// safety is the compiled built-in safety policy (safety.yaml) of the Compiler that
 	// compiled this policy; a Set takes it from its built-in default.
 	safety *Policy
@@ -129,7 +132,9 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),
 		Mode:          cmp.Or(p.Spec.Mode, v1alpha1.PolicyModeEnforce),
 		limits:        c.limits, networks: p.Spec.Match.Networks, safety: c.safety,
+		reads: map[string]bool{},
 	}
+	cc.reads = out.reads
 	if p.Spec.Allocation == nil && len(p.Spec.SkipRules) == 0 && p.Spec.Hotplug == nil {
 		cc.errs = append(cc.errs, field.Required(spec,
 			"a policy must set at least one of allocation, skipRules, hotplug (what it does not set falls through to the next policy)"))
@@ -286,6 +291,8 @@ type compilation struct {
 	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
 	visitRuleEnv func(env *environment.EnvSet)
 	errs         field.ErrorList
+	// reads collects the input paths the compiled expressions read (Policy.reads).
+	reads map[string]bool
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -409,6 +416,9 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	}
 	if cc.visit != nil {
 		cc.visit(path, checked)
+	}
+	if cc.reads != nil {
+		inputReads(checked.NativeRep().Expr(), cc.reads)
 	}
 	outType := checked.OutputType()
 	if want != nil && !outType.IsExactType(want) && !outType.IsExactType(cel.DynType) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,9 @@ type Set struct {
 	layers []*Policy
 	safety *Policy
 	limits Limits
+	// bounded are the input fields whose bounds Decide enforces: those some expression of
+	// the set (the safety policy's included) reads.
+	bounded []boundedField
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -37,7 +41,22 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits}
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits,
+		bounded: boundedFieldsRead(readsOf(append(slices.Clone(layers), builtin.safety)))}
+}
+
+// inputPath is the path of a PolicyError for an input beyond the bounds.
+const inputPath = "input"
+
+// readsOf is the union of the input paths the policies read.
+func readsOf(ps []*Policy) map[string]bool {
+	reads := map[string]bool{}
+	for _, p := range ps {
+		if p != nil {
+			maps.Copy(reads, p.reads)
+		}
+	}
+	return reads
 }
 
 // asBuiltin is a copy of p named BuiltinPolicy, always Enforce and Fail.
@@ -258,8 +277,8 @@ func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) De
 	in.normalize()
 	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain, at: at}
 	var d Decision
-	if err := in.checkBounds(); err != nil {
-		d = (&policyError{s.layers[len(s.layers)-1], "input",
+	if err := in.checkBounds(s.bounded); err != nil {
+		d = (&policyError{s.layers[len(s.layers)-1], inputPath,
 			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
 	} else {
 		d = s.decide(r)
