@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 
@@ -75,6 +76,8 @@ type Policy struct {
 	skipRules  []skipRule
 	hotplug    *program
 	limits     Limits
+	// estimated is the sum of the estimated worst-case costs of its expressions.
+	estimated uint64
 	// reads are the input paths the policy's expressions read (inputReads): a Set enforces
 	// the input bounds of those only.
 	reads map[string]bool
@@ -154,6 +157,15 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 		cc.visitRuleEnv(ruleEnv)
 	}
 	cc.compileExpressions(env, ruleEnv, spec, &p.Spec, out)
+	// Limits whose static limit exceeds the budget (tests of the runtime limits) opt out: one
+	// expression may then be estimated past the budget alone.
+	limit, _ := c.limits.staticLimit()
+	if budget := uint64(c.limits.InterfaceCostBudget); len(cc.errs) == 0 && limit <= budget && cc.estimated > budget {
+		cc.errs = append(cc.errs, field.Forbidden(spec, fmt.Sprintf(
+			"the estimated worst-case costs of the policy's expressions sum to %d, beyond the interface cost budget %d "+
+				"they all draw on: use fewer or cheaper expressions (a variable is evaluated once per interface)", cc.estimated, budget)))
+	}
+	out.estimated = cc.estimated
 	if len(cc.errs) > 0 {
 		return nil, cc.errs
 	}
@@ -293,6 +305,8 @@ type compilation struct {
 	errs         field.ErrorList
 	// reads collects the input paths the compiled expressions read (Policy.reads).
 	reads map[string]bool
+	// estimated sums the estimated worst-case costs of the expressions compiled (saturating).
+	estimated uint64
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -452,12 +466,21 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil
 	}
+	cc.estimated = addSaturating(cc.estimated, est.Max)
 	prog, err := env.Program(checked)
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return program{path: path.String()}, nil
 	}
 	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+}
+
+// addSaturating is a+b, or MaxUint64 when it overflows.
+func addSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // guardedCompile parses and checks src, refusing before the checker what must not be built:

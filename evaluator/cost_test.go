@@ -200,3 +200,22 @@ func TestCostIsReported(t *testing.T) {
 			explained.Cost, explained.Trace.Input != nil, cheap.Cost)
 	}
 }
+
+// A policy's expressions all draw on one interface budget: their estimates are summed and
+// the policy refused past it. Before, 16 skip rules each under the per-call limit (~79,000
+// each) compiled and exceeded the 1,000,000 budget at run time.
+func TestAPolicysEstimatesAreSummedAgainstTheInterfaceBudget(t *testing.T) {
+	var opts []policyOption
+	for i := range 16 {
+		opts = append(opts, skipRule(fmt.Sprintf("r%d", i),
+			fmt.Sprintf("'p' in vm.annotations && vm.annotations['p'].lowerAscii().upperAscii().contains('Q%d')", i), "X", "m", ""))
+	}
+	c := newCompiler(t)
+	_, errs := c.Compile(newPolicy("p", opts...), nil)
+	if len(errs) != 1 || errs[0].Field != "spec" || !strings.Contains(errs[0].Error(), "beyond the interface cost budget 1000000") {
+		t.Errorf("errors = %v, want the policy refused at spec for the summed estimate", errs)
+	}
+	if _, errs := c.Compile(newPolicy("p", opts[:4]...), nil); len(errs) > 0 {
+		t.Errorf("four of the rules: %v, want them to compile", errs)
+	}
+}

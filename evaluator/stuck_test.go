@@ -53,7 +53,7 @@ func TestAnAbandonedVariableIsNamed(t *testing.T) {
 // naming the Audit policy; now the interface is decided again without it and the Audit
 // record carries the error.
 func TestAnAbandonedAuditPolicyDoesNotDecide(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+	c := compilerWith(t, evaluator.Limits{Deadline: 200 * time.Millisecond, StaticCostLimit: 1e12,
 		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
 	trial := newPolicy("trial", audit, matchCondition("m", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)]) != ''"))
 	d := decide(setOf(t, c, trial), pooledAuto())
