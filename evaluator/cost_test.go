@@ -104,16 +104,16 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 	// the runtime limits stop it.
 	nested := "variables.v6.all(x, variables.v6.all(y, x >= y || x < y))"
 	// The static limit is the per-call limit too, so only an underestimate reaches the
-	// per-call limit: format() of a collection, estimated at 253 characters an element
-	// (docs/CEL-LIBRARY.md), charged its real output (~5,000 characters for 1,024 ints).
-	formats := "variables.v6.all(x, '%s'.format([variables.v6]) != '')"
+	// per-call limit: format() of a nested collection, estimated at a variable's flat bound
+	// (docs/CEL-LIBRARY.md), charged its real output (~1 MB for 1,024 lists of 256 ints).
+	formats := "'%s'.format([variables.n]) != ''"
 	cases := []struct {
 		name   string
 		limits evaluator.Limits
 		opts   []policyOption
 		detail string
 	}{
-		{"the per-call cost limit", perCall, append(bigVariable(6), matchCondition("m", formats)),
+		{"the per-call cost limit", perCall, append(bigVariable(6), variable("n", "variables.v6.map(x, variables.v4)"), matchCondition("m", formats)),
 			"actual cost limit exceeded"},
 		{"the interface cost budget, over several cheap expressions", budget,
 			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
