@@ -332,6 +332,7 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	}
 	if det != nil && det.ActualCost() != nil {
 		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+		r.at.spent.Store(r.spent)
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
 		err = errors.New("no runtime cost reading (cost tracking off)")

@@ -208,6 +208,8 @@ func (s *Set) decideOnce(ctx context.Context, in Input, opts Options) (Decision,
 		d := (&policyError{p, path, fmt.Errorf(
 			"evaluation did not finish within the deadline (%v): a library call could not be interrupted; abandoned", s.limits.Deadline)}).decision()
 		d.Trace.Errors = []string{d.Message}
+		// What the finished expressions cost; the abandoned call's own cost is unknown.
+		d.Cost = at.spent.Load()
 		return d, where{p, path}
 	}
 }
@@ -221,6 +223,8 @@ type site struct {
 	now where
 	// late is the expression during which the deadline passed, set once.
 	late where
+	// spent is the cost charged so far (run.spent), for an abandoned evaluation's Decision.
+	spent atomic.Int64
 }
 
 // markLate records p's expression at path as the one during which the deadline passed,

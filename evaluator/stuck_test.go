@@ -35,6 +35,19 @@ func TestDecideAnswersOnTimeDespiteAnUninterruptibleCall(t *testing.T) {
 	}
 }
 
+// An abandoned evaluation reports the cost its finished expressions spent. Before: 0.
+func TestAnAbandonedEvaluationReportsTheCostSpent(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
+	p := newPolicy("p", variable("cheap", "lists.range(500).all(x, x >= 0)"),
+		matchCondition("first", "variables.cheap"),
+		matchCondition("stuck", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)]) != ''"))
+	d := decide(setOf(t, c, p), pooledAuto())
+	if !strings.Contains(d.Message, "did not finish within the deadline") || d.Cost < 500 {
+		t.Errorf("decision %q cost %d, want the abandoned evaluation's cost ≥ 500 (the first condition's)", d.Message, d.Cost)
+	}
+}
+
 // A stuck call inside a variable is blamed on the variable, the expression that did not
 // finish, not on the expression that read it.
 func TestAnAbandonedVariableIsNamed(t *testing.T) {
