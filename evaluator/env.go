@@ -174,6 +174,14 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		if len(args) == 2 && (args[0].Type().Kind() == types.TypeKind || args[1].Type().Kind() == types.TypeKind) {
 			return constantCall
 		}
+	case "join":
+		if est := joinEstimate(target, args); est != nil {
+			return est
+		}
+	case "orValue":
+		if est := orValueEstimate(target, args); est != nil {
+			return est
+		}
 	case "matches", "find", "findAll":
 		if est := e.regexEstimate(function, target, args); est != nil {
 			return est
