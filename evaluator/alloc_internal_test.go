@@ -25,10 +25,10 @@ func TestCheckingAnInputWithinItsBoundsAllocatesNothing(t *testing.T) {
 		Holders: Holders{VMs: []string{"vm-b", "vm-c"}},
 	}
 	in.normalize()
-	if err := in.checkBounds(); err != nil {
+	if err := in.checkBounds(boundedFields()); err != nil {
 		t.Fatalf("checkBounds = %v, want nil", err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = in.checkBounds() }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = in.checkBounds(boundedFields()) }); n != 0 {
 		t.Errorf("checkBounds allocates %.0f times per call, want 0", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -39,10 +40,11 @@ func sizeTag(f reflect.StructField, name string) uint64 {
 // checkBounds reports the first value of in beyond the bounds the static cost estimate
 // assumes (the same maxSize/elemMaxSize tags, walked the same way), as "<CEL path>: <size>,
 // at most <bound>"; nil when in is within them. Enforcing them is what makes "compiles"
-// mean "cannot exceed the per-call limit".
-func (in *Input) checkBounds() error {
+// mean "cannot exceed the per-call limit". Only fields are checked (those a Set's policies
+// read: boundedFieldsRead); a field no expression reads costs nothing however large.
+func (in *Input) checkBounds(fields []boundedField) error {
 	v := reflect.ValueOf(in).Elem()
-	for _, f := range boundedFields() {
+	for _, f := range fields {
 		if err := f.check(v.FieldByIndex(f.index)); err != nil {
 			return err
 		}
@@ -62,6 +64,54 @@ type boundedField struct {
 var boundedFields = sync.OnceValue(func() []boundedField {
 	return collectBounded(nil, "", reflect.TypeFor[Input](), nil)
 })
+
+// boundedFieldsRead are the bounded fields some expression reads: a read path (reads) equal
+// to the field's, below it (vm.labels.team reads vm.labels) or above it (vm reads all of vm).
+func boundedFieldsRead(reads map[string]bool) []boundedField {
+	var out []boundedField
+	for _, f := range boundedFields() {
+		for r := range reads {
+			if r == f.path || strings.HasPrefix(r, f.path+".") || strings.HasPrefix(f.path, r+".") {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// inputReads adds to reads the input paths e reads: the longest select chain from an input
+// variable (vm.labels, interface.spec.x), or the variable itself when it is used whole (an
+// argument, an optional select vm.?labels).
+func inputReads(e ast.Expr, reads map[string]bool) {
+	operands := map[int64]bool{}
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.SelectKind {
+			operands[e.AsSelect().Operand().ID()] = true
+		}
+	}))
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if operands[e.ID()] {
+			return
+		}
+		if path, ok := selectPath(e); ok {
+			reads[path] = true
+		}
+	}))
+}
+
+// selectPath is e as a dotted path from an input variable.
+func selectPath(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		_, input := inputVariables[e.AsIdent()]
+		return e.AsIdent(), input
+	case ast.SelectKind:
+		p, ok := selectPath(e.AsSelect().Operand())
+		return p + "." + e.AsSelect().FieldName(), ok
+	}
+	return "", false
+}
 
 // collectBounded appends the bounded fields of the struct type t (at index, CEL path path) to
 // out, descending into the structs of this package (other structs, time.Time, are leaves).

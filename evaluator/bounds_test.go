@@ -44,7 +44,8 @@ func TestInputBeyondTheDeclaredBoundsIsRefused(t *testing.T) {
 			}
 		}, "holders.vms: 257 entries"},
 	}
-	set := defaultSet(t, newCompiler(t))
+	reader := newPolicy("reader", matchCondition("m", "size(vm.labels) + size(vm.annotations) + size(holders.vms) >= 0"))
+	set := setOf(t, newCompiler(t), reader)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := pooledAuto()
@@ -59,5 +60,29 @@ func TestInputBeyondTheDeclaredBoundsIsRefused(t *testing.T) {
 	}
 	if d := decide(set, pooledAuto()); d.Allocation != evaluator.AllocationAuto {
 		t.Errorf("an input within bounds: %+v, want Auto", d)
+	}
+}
+
+// Only the bounds of the fields some policy of the set reads are enforced: Kubernetes allows
+// a VM 300 labels, and before, such a VM got a PolicyError on every interface ("vm.labels:
+// 300 entries, at most 256") though no policy read its labels.
+func TestOnlyTheFieldsPoliciesReadAreBounded(t *testing.T) {
+	c := newCompiler(t)
+	in := pooledAuto()
+	in.VM.Labels = map[string]string{}
+	for i := range 300 {
+		in.VM.Labels[fmt.Sprintf("l%d", i)] = "v"
+	}
+	for _, set := range []*evaluator.Set{defaultSet(t, c),
+		setOf(t, c, newPolicy("annotations", matchCondition("m", "!('x' in vm.annotations)")))} {
+		if d := decide(set, in); d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto {
+			t.Errorf("policies %v: decision %s %q, want Auto: no policy reads vm.labels", set.Policies(), d.Reason, d.Message)
+		}
+	}
+	for _, expr := range []string{"vm.labels.exists(k, k == 'team')", "'team' in vm.labels", "has(vm.labels.team)", "[vm].size() == 1"} {
+		d := decide(setOf(t, c, newPolicy("labels", matchCondition("m", expr))), in)
+		if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "vm.labels: 300 entries, at most 256") {
+			t.Errorf("%s: decision %s %q, want a PolicyError naming vm.labels", expr, d.Reason, d.Message)
+		}
 	}
 }

@@ -350,6 +350,10 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 		}
 		d := set.Decide(ctx, in, Options{Explain: true})
 		results[i].Decision, results[i].Diffs = d, tc.Expect.diff(d)
+		if inputRefused(d) {
+			results[i].Diffs = append(results[i].Diffs, "the case's input is beyond the bounds policies are evaluated with: "+d.Message)
+			continue
+		}
 		switch matched := suiteMatched(d); {
 		case tc.Expect.NoPolicyMatched != nil && *tc.Expect.NoPolicyMatched == matched:
 			results[i].Diffs = append(results[i].Diffs, fmt.Sprintf("noPolicyMatched: got %t, want %t (matched: %v)",
@@ -360,6 +364,12 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 		}
 	}
 	return results, nil
+}
+
+// inputRefused: d is the PolicyError of an input beyond the bounds (Set.evaluate), decided
+// before any policy ran.
+func inputRefused(d Decision) bool {
+	return d.Reason == ReasonPolicyError && strings.HasPrefix(d.Message, "policy "+BuiltinPolicy+": "+inputPath+": ")
 }
 
 func suiteSet(c *Compiler, loaded []SuitePolicy) (*Set, error) {

@@ -2,6 +2,7 @@ package evaluator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -221,5 +222,44 @@ cases:
 	}
 	if results[2].Passed() || !strings.Contains(results[2].String(), "noPolicyMatched: got false, want true") {
 		t.Errorf("third case: %s, want noPolicyMatched to fail", results[2])
+	}
+}
+
+// A case whose input is beyond the bounds says so: before, `ipamctl test` reported "no policy
+// of the suite matched (the built-in default decided)" for it.
+func TestRunSuiteNamesAnInputBeyondTheBounds(t *testing.T) {
+	labels := make([]string, 257)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("l%d: v", i)
+	}
+	fsys := fstest.MapFS{
+		"policies/labels.yaml": {Data: []byte(`apiVersion: ipam.virtualization.deckhouse.io/v1alpha1
+kind: ClusterIPAMPolicy
+metadata: {name: labels}
+spec:
+  matchConditions: [{name: team, expression: "'team' in vm.labels"}]
+  allocation: {expression: "'None'"}
+`)},
+		"cases/labels.yaml": {Data: []byte(suiteHeader + `
+policies: [../policies/*.yaml]
+cases:
+- name: many labels
+  input:
+    vm: {name: db-1, labels: {` + strings.Join(labels, ", ") + `}}
+    interface: {index: 1, type: ClusterNetwork, name: corp}
+  expect: {allocation: None}
+`)},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "cases/labels.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results[0].String()
+	if results[0].Passed() || !strings.Contains(got, "input is beyond the bounds") || strings.Contains(got, "noPolicyMatched") {
+		t.Errorf("result = %s, want a failure naming the input beyond the bounds, not noPolicyMatched", got)
 	}
 }

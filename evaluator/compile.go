@@ -2,7 +2,9 @@ package evaluator
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 
@@ -74,6 +76,11 @@ type Policy struct {
 	skipRules  []skipRule
 	hotplug    *program
 	limits     Limits
+	// estimated is the sum of the estimated worst-case costs of its expressions.
+	estimated uint64
+	// reads are the input paths the policy's expressions read (inputReads): a Set enforces
+	// the input bounds of those only.
+	reads map[string]bool
 	// safety is the compiled built-in safety policy (safety.yaml) of the Compiler that
 	// compiled this policy; a Set takes it from its built-in default.
 	safety *Policy
@@ -128,7 +135,9 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),
 		Mode:          cmp.Or(p.Spec.Mode, v1alpha1.PolicyModeEnforce),
 		limits:        c.limits, networks: p.Spec.Match.Networks, safety: c.safety,
+		reads: map[string]bool{},
 	}
+	cc.reads = out.reads
 	if p.Spec.Allocation == nil && len(p.Spec.SkipRules) == 0 && p.Spec.Hotplug == nil {
 		cc.errs = append(cc.errs, field.Required(spec,
 			"a policy must set at least one of allocation, skipRules, hotplug (what it does not set falls through to the next policy)"))
@@ -148,6 +157,15 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 		cc.visitRuleEnv(ruleEnv)
 	}
 	cc.compileExpressions(env, ruleEnv, spec, &p.Spec, out)
+	// Limits whose static limit exceeds the budget (tests of the runtime limits) opt out: one
+	// expression may then be estimated past the budget alone.
+	limit, _ := c.limits.staticLimit()
+	if budget := uint64(c.limits.InterfaceCostBudget); len(cc.errs) == 0 && limit <= budget && cc.estimated > budget {
+		cc.errs = append(cc.errs, field.Forbidden(spec, fmt.Sprintf(
+			"the estimated worst-case costs of the policy's expressions sum to %d, beyond the interface cost budget %d "+
+				"they all draw on: use fewer or cheaper expressions (a variable is evaluated once per interface)", cc.estimated, budget)))
+	}
+	out.estimated = cc.estimated
 	if len(cc.errs) > 0 {
 		return nil, cc.errs
 	}
@@ -285,6 +303,10 @@ type compilation struct {
 	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
 	visitRuleEnv func(env *environment.EnvSet)
 	errs         field.ErrorList
+	// reads collects the input paths the compiled expressions read (Policy.reads).
+	reads map[string]bool
+	// estimated sums the estimated worst-case costs of the expressions compiled (saturating).
+	estimated uint64
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -401,13 +423,16 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
 		return program{path: path.String()}, nil
 	}
-	checked, iss := env.Compile(src)
-	if iss.Err() != nil {
-		cc.errs = append(cc.errs, field.Invalid(path, src, iss.Err().Error()))
+	checked, err := guardedCompile(env, src)
+	if err != nil {
+		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
 		return program{path: path.String()}, nil
 	}
 	if cc.visit != nil {
 		cc.visit(path, checked)
+	}
+	if cc.reads != nil {
+		inputReads(checked.NativeRep().Expr(), cc.reads)
 	}
 	outType := checked.OutputType()
 	if want != nil && !outType.IsExactType(want) && !outType.IsExactType(cel.DynType) {
@@ -441,12 +466,39 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil
 	}
+	cc.estimated = addSaturating(cc.estimated, est.Max)
 	prog, err := env.Program(checked)
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return program{path: path.String()}, nil
 	}
 	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+}
+
+// addSaturating is a+b, or MaxUint64 when it overflows.
+func addSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// guardedCompile parses and checks src, refusing before the checker what must not be built:
+// a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
+// regex-literal validator compiles every literal pattern).
+func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
+	parsed, iss := env.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	checked, iss := env.Check(parsed)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	return checked, nil
 }
 
 // hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).

@@ -111,7 +111,7 @@ func TestCompileRejects(t *testing.T) {
 			"spec.skipRules[0].expression", "Syntax error"},
 		{"a bad regex literal",
 			newPolicy("p", matchCondition("m", "vm.name.matches('[')")),
-			"spec.matchConditions[0].expression", "invalid matches argument"},
+			"spec.matchConditions[0].expression", "matches(): pattern \"[\": error parsing regexp: missing closing ]"},
 		{"a skip reason that is not CamelCase",
 			newPolicy("p", skipRule("r", "true", "not-camel", "", "")),
 			"spec.skipRules[0].reason", "must be CamelCase"},

@@ -104,16 +104,16 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 	// the runtime limits stop it.
 	nested := "variables.v6.all(x, variables.v6.all(y, x >= y || x < y))"
 	// The static limit is the per-call limit too, so only an underestimate reaches the
-	// per-call limit: format() of a collection, estimated at 253 characters an element
-	// (docs/CEL-LIBRARY.md), charged its real output (~5,000 characters for 1,024 ints).
-	formats := "variables.v6.all(x, '%s'.format([variables.v6]) != '')"
+	// per-call limit: format() of a nested collection, estimated at a variable's flat bound
+	// (docs/CEL-LIBRARY.md), charged its real output (~1 MB for 1,024 lists of 256 ints).
+	formats := "'%s'.format([variables.n]) != ''"
 	cases := []struct {
 		name   string
 		limits evaluator.Limits
 		opts   []policyOption
 		detail string
 	}{
-		{"the per-call cost limit", perCall, append(bigVariable(6), matchCondition("m", formats)),
+		{"the per-call cost limit", perCall, append(bigVariable(6), variable("n", "variables.v6.map(x, variables.v4)"), matchCondition("m", formats)),
 			"actual cost limit exceeded"},
 		{"the interface cost budget, over several cheap expressions", budget,
 			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
@@ -198,5 +198,24 @@ func TestCostIsReported(t *testing.T) {
 	if explained.Cost != cheap.Cost || explained.Trace.Input == nil || len(explained.Trace.Input.Holders.VMs) != 100 {
 		t.Errorf("cost with Explain = %d, input %v; want %d and the input: explaining is not part of the decision",
 			explained.Cost, explained.Trace.Input != nil, cheap.Cost)
+	}
+}
+
+// A policy's expressions all draw on one interface budget: their estimates are summed and
+// the policy refused past it. Before, 16 skip rules each under the per-call limit (~79,000
+// each) compiled and exceeded the 1,000,000 budget at run time.
+func TestAPolicysEstimatesAreSummedAgainstTheInterfaceBudget(t *testing.T) {
+	var opts []policyOption
+	for i := range 16 {
+		opts = append(opts, skipRule(fmt.Sprintf("r%d", i),
+			fmt.Sprintf("'p' in vm.annotations && vm.annotations['p'].lowerAscii().upperAscii().contains('Q%d')", i), "X", "m", ""))
+	}
+	c := newCompiler(t)
+	_, errs := c.Compile(newPolicy("p", opts...), nil)
+	if len(errs) != 1 || errs[0].Field != "spec" || !strings.Contains(errs[0].Error(), "beyond the interface cost budget 1000000") {
+		t.Errorf("errors = %v, want the policy refused at spec for the summed estimate", errs)
+	}
+	if _, errs := c.Compile(newPolicy("p", opts[:4]...), nil); len(errs) > 0 {
+		t.Errorf("four of the rules: %v, want them to compile", errs)
 	}
 }

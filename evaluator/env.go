@@ -62,6 +62,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			cel.InterruptCheckFrequency(limits.CheckFrequency),
 			formatCostTracker,
 			isURLCostTracker,
+			regexCostTrackers,
 		},
 	})
 }
@@ -172,6 +173,18 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 	case overloads.Equals, overloads.NotEquals:
 		if len(args) == 2 && (args[0].Type().Kind() == types.TypeKind || args[1].Type().Kind() == types.TypeKind) {
 			return constantCall
+		}
+	case "join":
+		if est := joinEstimate(target, args); est != nil {
+			return est
+		}
+	case "orValue":
+		if est := orValueEstimate(target, args); est != nil {
+			return est
+		}
+	case "matches", "find", "findAll":
+		if est := e.regexEstimate(function, target, args); est != nil {
+			return est
 		}
 	case "isURL":
 		if est := e.isURLEstimate(args); est != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/functions"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -302,12 +304,16 @@ var formatCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("
 
 // Static estimate of format(): the output is at most the format string plus each argument
 // formatted. A literal argument's length is known; a double formats to at most
-// maxFormattedDouble characters with the precision bound; another argument is assumed to be
-// at most maxFormattedArg characters (a larger one is charged its real output at evaluation
-// time and may hit the per-call limit: the evaluation fails closed).
+// maxFormattedDouble characters with the precision bound; an input field (vm.name,
+// vm.annotations['k'], vm.labels) formats to at most its declared bound (formattedInput); any
+// other argument to at most maxFormattedArg characters: the larger of the longest string an
+// input holds (an annotation value, 256 KiB) and a variable's flat bound (1,024 elements of
+// 317 characters and separators). A nested collection can format longer: charged its real
+// output at run time, it may hit the per-call limit (fails closed; docs/CEL-LIBRARY.md). Before, any non-literal argument was assumed to be ≤ 253 characters, and
+// `'%s'.format([vm.annotations['a']])` was charged 10,000 times its estimate at run time.
 const (
 	maxFormattedDouble = 310 + maxFormatPrecision
-	maxFormattedArg    = defaultElemSize
+	maxFormattedArg    = max(256*1024, variableSizeBound*(variableElemBound+4))
 )
 
 func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
@@ -325,16 +331,16 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 	}
 	if list := args[0].Expr(); list != nil && list.Kind() == ast.ListKind {
 		for _, el := range list.AsList().Elements() {
-			size += formattedSize(el)
+			size = addSaturating(size, formattedSize(el))
 		}
 	} else {
 		entries := uint64(variableSizeBound)
 		if est := e.EstimateSize(args[0]); est != nil {
 			entries = est.Max
 		}
-		size += entries * maxFormattedArg
+		size = addSaturating(size, saturatingMul(entries, maxFormattedArg))
 	}
-	cost := 1 + uint64(math.Ceil(float64(size)*0.1)) + floatClauseCost*floats
+	cost := addSaturating(1+uint64(math.Ceil(float64(size)*0.1)), saturatingMul(floatClauseCost, floats))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost},
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
 }
@@ -342,6 +348,9 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 // formattedSize bounds the characters of one formatted argument.
 func formattedSize(el ast.Expr) uint64 {
 	if el.Kind() != ast.LiteralKind {
+		if n, _, ok := formattedInput(el); ok {
+			return n
+		}
 		return maxFormattedArg
 	}
 	switch v := el.AsLiteral().(type) {
@@ -366,4 +375,123 @@ func literalString(e ast.Expr) (string, bool) {
 	}
 	s, ok := e.AsLiteral().(types.String)
 	return string(s), ok
+}
+
+// formattedInput bounds the characters of an input field formatted: a string field its
+// maxSize, an element of a map or list (m[k], l[i]) its elemMaxSize, a scalar 64, a list or map
+// its entries times (key, element and separators); false for anything else.
+func formattedInput(el ast.Expr) (uint64, reflect.Kind, bool) {
+	index := false
+	if el.Kind() == ast.CallKind && el.AsCall().FunctionName() == operators.Index && len(el.AsCall().Args()) == 2 {
+		el, index = el.AsCall().Args()[0], true
+	}
+	path, ok := selectPath(el)
+	if !ok {
+		return 0, 0, false
+	}
+	steps := strings.Split(path, ".")
+	t := inputVariables[steps[0]]
+	var f reflect.StructField
+	for _, step := range steps[1:] {
+		if f, ok = fieldByJSONName(t, step); !ok {
+			return 0, 0, false
+		}
+		t = f.Type
+	}
+	bound, elem := sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)
+	switch k := t.Kind(); {
+	case index && (k == reflect.Map || k == reflect.Slice):
+		return elem, t.Elem().Kind(), true
+	case index:
+		return 0, 0, false
+	case k == reflect.String && bound > 0:
+		return bound, k, true
+	case (k == reflect.Map || k == reflect.Slice) && bound > 0:
+		return saturatingMul(bound, elem+defaultKeySize+4), k, true
+	case k != reflect.Struct && k != reflect.String && k != reflect.Map && k != reflect.Slice:
+		return 64, k, true
+	}
+	return 0, 0, false
+}
+
+// stringBound bounds the characters of the string e evaluates to: a literal's length, an
+// input string field's or map value's declared bound; false when unknown.
+func stringBound(e ast.Expr) (uint64, bool) {
+	if s, ok := literalString(e); ok {
+		return uint64(len(s)), true
+	}
+	if n, k, ok := formattedInput(e); ok && k == reflect.String {
+		return n, true
+	}
+	return 0, false
+}
+
+// joinEstimate estimates l.join(sep) where l is a list literal of bounded strings, or
+// s.split(x) of a bounded string s (at most len(s)+1 parts of len(s) characters in all):
+// the library cannot bound the elements' sizes and refused both as unbounded.
+func joinEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if target == nil || (*target).Expr() == nil {
+		return nil
+	}
+	sep := uint64(0)
+	if len(args) == 1 {
+		n, ok := literalString(args[0].Expr())
+		if !ok {
+			return nil
+		}
+		sep = uint64(len(n))
+	}
+	var chars, parts uint64
+	switch l := (*target).Expr(); {
+	case l.Kind() == ast.ListKind:
+		for _, el := range l.AsList().Elements() {
+			n, ok := stringBound(el)
+			if !ok {
+				return nil
+			}
+			chars, parts = addSaturating(chars, n), parts+1
+		}
+	case l.Kind() == ast.CallKind && l.AsCall().FunctionName() == "split" && l.AsCall().IsMemberFunction():
+		n, ok := stringBound(l.AsCall().Target())
+		if !ok {
+			return nil
+		}
+		chars, parts = n, n+1
+	default:
+		return nil
+	}
+	size := addSaturating(chars, saturatingMul(parts, sep))
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + uint64(math.Ceil(float64(size)*0.2))},
+		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
+}
+
+// orValueEstimate estimates m[?k].orValue(d) for a map of the input and a bounded default:
+// constant time, a result as long as the longer of a map value and d.
+func orValueEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if target == nil || (*target).Expr() == nil || len(args) != 1 {
+		return nil
+	}
+	opt := (*target).Expr()
+	if opt.Kind() != ast.CallKind || opt.AsCall().FunctionName() != operators.OptIndex || len(opt.AsCall().Args()) != 2 {
+		return nil
+	}
+	index := ast.NewExprFactory().NewCall(0, operators.Index, opt.AsCall().Args()...)
+	value, ok := stringBound(index)
+	if !ok {
+		return nil
+	}
+	def, ok := stringBound(args[0].Expr())
+	if !ok {
+		return nil
+	}
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1},
+		ResultSize: &checker.SizeEstimate{Min: 0, Max: max(value, def)}}
+}
+
+// saturatingMul is a*b, or MaxUint64 when it overflows.
+func saturatingMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
 }

@@ -77,3 +77,23 @@ func TestUnderchargedCallsAreCharged(t *testing.T) {
 		t.Errorf("cost %d of thirty %%e clauses, want at least 30,000", d.Cost)
 	}
 }
+
+// format() of an input field is estimated with the field's real bound: an annotation value
+// may hold 256 KiB, not the 253 characters every non-literal argument was assumed to have.
+// Before, '%s%s%s%s'.format of four annotations compiled at an estimate of ~150 and was
+// charged ~105,000 at run time (the per-call limit).
+func TestFormatOfAnInputIsEstimatedWithItsBound(t *testing.T) {
+	c := newCompiler(t)
+	ann := "vm.annotations['a']"
+	refused := "'a' in vm.annotations && '%s%s%s%s'.format([" + strings.Repeat(ann+", ", 3) + ann + "]) != ''"
+	_, errs := c.Compile(newPolicy("p", matchCondition("m", refused)), nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "estimated worst-case cost") {
+		t.Errorf("errors = %v, want the estimate refused", errs)
+	}
+	for _, ok := range []string{"'%s-%d'.format([vm.name, interface.index]) != ''",
+		"'a' in vm.annotations && '%s'.format([vm.annotations['a']]) != ''"} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", ok, errs)
+		}
+	}
+}

@@ -63,8 +63,8 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string) bool {
 	if err != nil {
 		return false
 	}
-	checked, iss := env.Compile(msg)
-	return iss.Err() == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
+	checked, err := guardedCompile(env, msg)
+	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }
 
 // absentKeyWarnings warns about every map index (m['k'], m.k) in an expression that tests no

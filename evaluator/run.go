@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -242,26 +243,48 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	s, ok := valueString(v)
 	switch {
 	case !ok:
-		return &policyError{p, rule.messageProgram.path, errors.New("did not evaluate to a string")}
+		return &policyError{p, rule.messageProgram.path,
+			fmt.Errorf("evaluated to %s of type %s, not a string", truncate(fmt.Sprint(v.Value())), v.Type().TypeName())}
 	case strings.TrimSpace(s) == "":
 		return &policyError{p, rule.messageProgram.path, errors.New("evaluated to an empty message")}
 	case len(s) > maxMessageLength:
 		return &policyError{p, rule.messageProgram.path,
 			fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
-	case strings.ContainsFunc(s, unicode.IsControl):
-		// As Kubernetes refuses a multi-line messageExpression result: a line break or other
-		// control character could forge lines in events and logs.
-		return &policyError{p, rule.messageProgram.path, errors.New("message contains a line break or control character")}
-	case strings.Contains(s, messageSeparator):
+	case strings.ContainsFunc(s, forgingRune):
+		// As Kubernetes refuses a multi-line messageExpression result: a line break, a line or
+		// paragraph separator, a control or format character (a bidi override) could forge
+		// lines in events and logs or make them read differently than they are.
+		return &policyError{p, rule.messageProgram.path, errors.New(
+			"message contains a line break, line or paragraph separator, control or format character")}
+	case separates(s):
 		return &policyError{p, rule.messageProgram.path,
-			fmt.Errorf("message contains %q, which separates the items of the NetworkReady message", messageSeparator)}
+			fmt.Errorf("message contains a %q followed by a space, which separates the items of the NetworkReady message", ";")}
 	}
 	return nil
 }
 
-// messageSeparator separates the per-interface items of the NetworkReady message; a
-// message holding it would read as two items.
-const messageSeparator = "; "
+// forgingRune: r is a control character (Cc), a format character (Cf: bidi overrides, zero
+// width joiners), a line or paragraph separator (Zl, Zp), or not valid UTF-8.
+func forgingRune(r rune) bool {
+	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// separates: s holds a ';' followed by any Unicode space ("; ", ";\u00a0"), which would read
+// as the separator of the NetworkReady message's items.
+func separates(s string) bool {
+	for i := strings.IndexByte(s, ';'); i >= 0; {
+		r, _ := utf8.DecodeRuneInString(s[i+1:])
+		if unicode.IsSpace(r) {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], ';')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
 
 func valueString(v ref.Val) (string, bool) {
 	if v == nil {
@@ -309,6 +332,7 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	}
 	if det != nil && det.ActualCost() != nil {
 		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+		r.at.spent.Store(r.spent)
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
 		err = errors.New("no runtime cost reading (cost tracking off)")
@@ -316,12 +340,20 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	if err == nil && types.IsError(v) {
 		err, _ = v.Value().(error)
 	}
+	if err == nil && r.ctx.Err() != nil {
+		// The deadline passed during this expression (a call that could not be interrupted
+		// finished late): this expression is the one to blame, not the next one evaluated.
+		err = fmt.Errorf("finished after the deadline: %w", context.Cause(r.ctx))
+	}
 	if err != nil {
 		var inner *policyError
-		if errors.As(err, &inner) {
-			return nil, inner
+		if !errors.As(err, &inner) {
+			inner = &policyError{p, prog.path, err}
 		}
-		return nil, &policyError{p, prog.path, err}
+		if r.ctx.Err() != nil {
+			r.at.markLate(inner.p, inner.path)
+		}
+		return nil, inner
 	}
 	if r.spent > r.budget {
 		return nil, &policyError{p, prog.path,

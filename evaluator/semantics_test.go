@@ -226,7 +226,7 @@ func TestSkipRules(t *testing.T) {
 			"the fallback (messageExpression failed: policy p: spec.skipRules[0].messageExpression: no such key: missing)"},
 		{"a broken messageExpression without a message falls back to the reason",
 			[]policyOption{skipRule("r", "true", "Broken", "", "dyn(interface.index)")}, "r", "Broken",
-			"Broken (messageExpression failed: policy p: spec.skipRules[0].messageExpression: did not evaluate to a string)"},
+			"Broken (messageExpression failed: policy p: spec.skipRules[0].messageExpression: evaluated to 1 of type int, not a string)"},
 		{"an empty messageExpression result falls back",
 			[]policyOption{skipRule("r", "true", "Empty", "static", "' '")}, "r", "Empty",
 			"static (messageExpression failed: policy p: spec.skipRules[0].messageExpression: evaluated to an empty message)"},

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,9 @@ type Set struct {
 	layers []*Policy
 	safety *Policy
 	limits Limits
+	// bounded are the input fields whose bounds Decide enforces: those some expression of
+	// the set (the safety policy's included) reads.
+	bounded []boundedField
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -36,7 +41,22 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits}
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits,
+		bounded: boundedFieldsRead(readsOf(append(slices.Clone(layers), builtin.safety)))}
+}
+
+// inputPath is the path of a PolicyError for an input beyond the bounds.
+const inputPath = "input"
+
+// readsOf is the union of the input paths the policies read.
+func readsOf(ps []*Policy) map[string]bool {
+	reads := map[string]bool{}
+	for _, p := range ps {
+		if p != nil {
+			maps.Copy(reads, p.reads)
+		}
+	}
+	return reads
 }
 
 // asBuiltin is a copy of p named BuiltinPolicy, always Enforce and Fail.
@@ -85,7 +105,85 @@ type Options struct {
 // evaluation runs on a goroutine of its own (evaluators.go), and when it has not finished by
 // then it is abandoned — it runs on to its end, holding no caller — and the answer is a
 // PolicyError.
+//
+// The deadline is blamed on the expression during which it passed, even one that finished
+// just after it. When that expression is an Audit policy's or a failurePolicy Ignore
+// policy's, and the interface failed for it, the interface is evaluated again without that
+// policy under a fresh deadline (at most maxPassedOver times, within ctx): an Audit policy
+// never decides and an Ignore policy is passed over, so neither may take the interface down
+// by being slow. The policy is recorded as an Audit record with the error, or in Ignored.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
+	var passed []Decision // the attempts a trial or Ignore policy ran out of time in
+	set := s
+	for {
+		d, late := set.decideOnce(ctx, in, opts)
+		p := set.passOver(d, late)
+		if p == nil || len(passed) == maxPassedOver || ctx.Err() != nil {
+			return withPassedOver(d, passed)
+		}
+		passed = append(passed, Decision{Policy: p.Name, Message: lateError(d, late, s.limits.Deadline),
+			Provenance: Provenance{Skip: string(p.Mode)}})
+		set = set.without(p.Name)
+	}
+}
+
+// lateError is the error of late's expression in d's trace, or one naming the deadline.
+func lateError(d Decision, late where, deadline time.Duration) string {
+	prefix := "policy " + late.p.Name + ": " + late.path + ": "
+	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
+		if strings.HasPrefix(e, prefix) {
+			return e
+		}
+	}
+	return fmt.Sprintf("%sthe deadline (%v) passed while it was evaluated: %v", prefix, deadline, context.DeadlineExceeded)
+}
+
+// maxPassedOver bounds how many Audit or Ignore policies one Decide passes over for running out
+// of time: each costs at most a deadline and its grace (the caller's context, the VM's budget,
+// bounds the whole as well).
+const maxPassedOver = 2
+
+// passOver returns the Audit or failurePolicy Ignore policy to evaluate the interface without:
+// d failed (a PolicyError) because the deadline passed, or an evaluation was abandoned, while
+// that policy's expression ran. Such a policy never decides (Audit) or is passed over on error
+// (Ignore), so its slowness must not fail the interface: it is evaluated again without it, with
+// a fresh deadline.
+func (s *Set) passOver(d Decision, late where) *Policy {
+	if d.Reason != ReasonPolicyError || late.p == nil {
+		return nil
+	}
+	for _, p := range s.layers[:len(s.layers)-1] {
+		if p.Name == late.p.Name && (p.Mode == v1alpha1.PolicyModeAudit || p.FailurePolicy == v1alpha1.FailurePolicyIgnore) {
+			return p
+		}
+	}
+	return nil
+}
+
+// without is s without the policy named name.
+func (s *Set) without(name string) *Set {
+	out := *s
+	out.layers = slices.DeleteFunc(slices.Clone(s.layers), func(p *Policy) bool { return p.Name == name })
+	return &out
+}
+
+// withPassedOver records in d the policies passed over for running out of time: an Audit
+// policy as an Audit record with the error, an Ignore policy in Ignored; both in Errors.
+func withPassedOver(d Decision, passed []Decision) Decision {
+	for _, p := range passed {
+		d.Trace.Errors = append(d.Trace.Errors, p.Message)
+		if p.Provenance.Skip == string(v1alpha1.PolicyModeAudit) {
+			d.Trace.Audit = append(d.Trace.Audit, AuditRecord{Policy: p.Policy, Error: p.Message})
+		} else {
+			d.Trace.Ignored = append(d.Trace.Ignored, p.Policy)
+		}
+	}
+	return d
+}
+
+// decideOnce is one evaluation of Decide under its own deadline; late is the expression
+// during which the deadline passed (or the one abandoned), zero when it did not pass.
+func (s *Set) decideOnce(ctx context.Context, in Input, opts Options) (Decision, where) {
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Deadline)
 	defer cancel()
 	done := make(chan Decision, 1) // buffered: an abandoned evaluation must not block
@@ -93,14 +191,14 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 	runEvaluation(func() { done <- s.evaluate(ctx, in, opts, at) })
 	select {
 	case d := <-done:
-		return d
+		return d, at.lateSite()
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(max(s.limits.Deadline/4, 10*time.Millisecond))
 	defer grace.Stop()
 	select {
 	case d := <-done:
-		return d
+		return d, at.lateSite()
 	case <-grace.C:
 		abandoned.Add(1)
 		p, path := at.get()
@@ -110,7 +208,9 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		d := (&policyError{p, path, fmt.Errorf(
 			"evaluation did not finish within the deadline (%v): a library call could not be interrupted; abandoned", s.limits.Deadline)}).decision()
 		d.Trace.Errors = []string{d.Message}
-		return d
+		// What the finished expressions cost; the abandoned call's own cost is unknown.
+		d.Cost = at.spent.Load()
+		return d, where{p, path}
 	}
 }
 
@@ -121,6 +221,27 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 type site struct {
 	mu  sync.Mutex
 	now where
+	// late is the expression during which the deadline passed, set once.
+	late where
+	// spent is the cost charged so far (run.spent), for an abandoned evaluation's Decision.
+	spent atomic.Int64
+}
+
+// markLate records p's expression at path as the one during which the deadline passed,
+// unless one was recorded already.
+func (s *site) markLate(p *Policy, path string) {
+	s.mu.Lock()
+	if s.late.p == nil {
+		s.late = where{p, path}
+	}
+	s.mu.Unlock()
+}
+
+// lateSite is the expression during which the deadline passed; zero when it did not.
+func (s *site) lateSite() where {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.late
 }
 
 // where is an expression of a policy: its field path, e.g. spec.variables[0].expression.
@@ -160,8 +281,8 @@ func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) De
 	in.normalize()
 	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain, at: at}
 	var d Decision
-	if err := in.checkBounds(); err != nil {
-		d = (&policyError{s.layers[len(s.layers)-1], "input",
+	if err := in.checkBounds(s.bounded); err != nil {
+		d = (&policyError{s.layers[len(s.layers)-1], inputPath,
 			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
 	} else {
 		d = s.decide(r)

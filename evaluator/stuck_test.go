@@ -35,6 +35,19 @@ func TestDecideAnswersOnTimeDespiteAnUninterruptibleCall(t *testing.T) {
 	}
 }
 
+// An abandoned evaluation reports the cost its finished expressions spent. Before: 0.
+func TestAnAbandonedEvaluationReportsTheCostSpent(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
+	p := newPolicy("p", variable("cheap", "lists.range(500).all(x, x >= 0)"),
+		matchCondition("first", "variables.cheap"),
+		matchCondition("stuck", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)]) != ''"))
+	d := decide(setOf(t, c, p), pooledAuto())
+	if !strings.Contains(d.Message, "did not finish within the deadline") || d.Cost < 500 {
+		t.Errorf("decision %q cost %d, want the abandoned evaluation's cost ≥ 500 (the first condition's)", d.Message, d.Cost)
+	}
+}
+
 // A stuck call inside a variable is blamed on the variable, the expression that did not
 // finish, not on the expression that read it.
 func TestAnAbandonedVariableIsNamed(t *testing.T) {
@@ -45,5 +58,22 @@ func TestAnAbandonedVariableIsNamed(t *testing.T) {
 	d := decide(setOf(t, c, p), pooledAuto())
 	if want := "policy slow: spec.variables[0].expression: "; !strings.HasPrefix(d.Message, want) {
 		t.Errorf("message = %q, want it to start with %q", d.Message, want)
+	}
+}
+
+// An Audit policy's call that cannot be interrupted must not take the interface down: an
+// Audit policy never decides. Before, the abandoned evaluation answered with a PolicyError
+// naming the Audit policy; now the interface is decided again without it and the Audit
+// record carries the error.
+func TestAnAbandonedAuditPolicyDoesNotDecide(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{Deadline: 200 * time.Millisecond, StaticCostLimit: 1e12,
+		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
+	trial := newPolicy("trial", audit, matchCondition("m", "'%s %s %s %s'.format([lists.range(1000000), lists.range(1000000), lists.range(1000000), lists.range(1000000)]) != ''"))
+	d := decide(setOf(t, c, trial), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy {
+		t.Errorf("decision = %s %q, want the built-in default's", d.Reason, d.Message)
+	}
+	if len(d.Trace.Audit) != 1 || !strings.Contains(d.Trace.Audit[0].Error, "did not finish within the deadline") {
+		t.Errorf("audit records = %+v, want trial's abandoned evaluation", d.Trace.Audit)
 	}
 }

@@ -1,0 +1,211 @@
+package evaluator
+
+import (
+	"fmt"
+	"math"
+	"regexp/syntax"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Regular expressions (matches, find, findAll) cost what their compiled program costs, not
+// what their text costs: Go's regexp does work proportional to the input's length times the
+// program's size (`a{1000}x` is 9 characters and 1,002 instructions), and compiling a program
+// takes memory proportional to its size (`\pL{1000}` repeated a few times held hundreds of
+// megabytes). So a pattern must be a string literal, bounded before anything compiles it, and
+// a call is charged its input's length times its program's size.
+const (
+	// maxRegexPatternLength bounds the characters of a pattern, so that parsing it is cheap.
+	maxRegexPatternLength = 1024
+	// maxRegexRepeat bounds the count of a repetition (x{n}, x{n,m}): a DNS name's 253 fits.
+	maxRegexRepeat = 256
+	// maxRegexProgram bounds a pattern's compiled program: instructions after Simplify, each
+	// 32 ranges of a character class counting one more (they are its memory and match time).
+	maxRegexProgram = 1000
+)
+
+// regexCalls maps each regex overload's function to the position of its pattern in the
+// call's arguments (a member call's target is not among them): s.matches(p), matches(s, p),
+// s.find(p), s.findAll(p[, n]).
+var regexCalls = map[string]struct{ member, global int }{
+	"matches": {member: 0, global: 1},
+	"find":    {member: 0, global: -1},
+	"findAll": {member: 0, global: -1},
+}
+
+// regexPattern returns the pattern argument of call when it is a regex function, and whether
+// it is one.
+func regexPattern(call ast.CallExpr) (ast.Expr, bool) {
+	pos, ok := regexCalls[call.FunctionName()]
+	if !ok {
+		return nil, false
+	}
+	i := pos.global
+	if call.IsMemberFunction() {
+		i = pos.member
+	}
+	if i < 0 || i >= len(call.Args()) {
+		return nil, false
+	}
+	return call.Args()[i], true
+}
+
+// regexErrors reports every regex call of a parsed (not yet checked) expression whose pattern
+// is not a string literal or is beyond the bounds. It runs before the checker, whose
+// regex-literal validator compiles every literal pattern.
+func regexErrors(e ast.Expr) []string {
+	var out []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		pattern, ok := regexPattern(e.AsCall())
+		if !ok {
+			return
+		}
+		fn := e.AsCall().FunctionName()
+		s, lit := literalString(pattern)
+		if !lit {
+			out = append(out, fmt.Sprintf("the pattern of %s() must be a string literal: its "+
+				"cost is checked when the policy is compiled", fn))
+			return
+		}
+		if _, err := regexProgramSize(s); err != nil {
+			out = append(out, fmt.Sprintf("%s(): pattern %q: %v", fn, truncate(s), err))
+		}
+	}))
+	return out
+}
+
+// regexProgramSize is the size of pattern's compiled program (see maxRegexProgram), or why
+// the pattern is refused. It bounds the pattern before building its program.
+func regexProgramSize(pattern string) (int, error) {
+	if len(pattern) > maxRegexPatternLength {
+		return 0, fmt.Errorf("%d characters, at most %d", len(pattern), maxRegexPatternLength)
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := regexBound(re); err != nil {
+		return 0, err
+	} else if n > maxRegexProgram {
+		return 0, fmt.Errorf("program of more than %d instructions, at most %d", maxRegexProgram, maxRegexProgram)
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0, err
+	}
+	size := len(prog.Inst)
+	for _, inst := range prog.Inst {
+		size += len(inst.Rune) / 64 // two runes a range
+	}
+	if size > maxRegexProgram {
+		return 0, fmt.Errorf("program of %d instructions, at most %d", size, maxRegexProgram)
+	}
+	return size, nil
+}
+
+// regexBound is an upper bound of the program re compiles to, saturating past
+// maxRegexProgram, computed on the parse tree so that an oversized program is never built;
+// it refuses a repetition count beyond maxRegexRepeat.
+func regexBound(re *syntax.Regexp) (int, error) {
+	sat := func(n int) int { return min(n, maxRegexProgram+1) }
+	subs := 0
+	for _, s := range re.Sub {
+		n, err := regexBound(s)
+		if err != nil {
+			return 0, err
+		}
+		subs = sat(subs + n)
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		return sat(len(re.Rune) + 1), nil
+	case syntax.OpCharClass:
+		return sat(2 + len(re.Rune)/64), nil
+	case syntax.OpRepeat:
+		if re.Min > maxRegexRepeat || re.Max > maxRegexRepeat {
+			return 0, fmt.Errorf("repetition count %d, at most %d", max(re.Min, re.Max), maxRegexRepeat)
+		}
+		copies := max(re.Min, re.Max) + 1
+		return sat(copies * (subs + 2)), nil
+	}
+	return sat(subs + len(re.Sub) + 2), nil
+}
+
+// regexCost is the cost of matching a string of length n against a program of size insts:
+// the library's formula (string traversal × pattern factor) with the program's size in place
+// of the pattern's length.
+func regexCost(n uint64, insts int) uint64 {
+	str := uint64(math.Ceil(float64(1+n) * common.StringTraversalCostFactor))
+	return str * uint64(math.Ceil(float64(insts)*common.RegexStringLengthCostFactor))
+}
+
+// regexOverloads are the overload IDs of the regex functions with the position of the
+// string matched (0) and of the pattern (1) in the runtime arguments (target first).
+var regexOverloads = []string{"matches", "matches_string", "string_find_string",
+	"string_find_all_string", "string_find_all_string_int"}
+
+// regexCostTrackers charge each regex call at run time by regexCost; a pattern the guard
+// would refuse (it cannot reach here: patterns are literals checked at compile time) is
+// charged as the largest program.
+var regexCostTrackers = func() cel.ProgramOption {
+	var opts []interpreter.CostTrackerOption
+	for _, id := range regexOverloads {
+		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
+			if len(args) < 2 {
+				return nil
+			}
+			s, _ := args[0].Value().(string)
+			p, _ := args[1].Value().(string)
+			insts, err := regexProgramSize(p)
+			if err != nil {
+				insts = maxRegexProgram
+			}
+			cost := regexCost(uint64(len(s)), insts)
+			return &cost
+		}))
+	}
+	return cel.CostTrackerOptions(opts...)
+}()
+
+// regexEstimate is the static counterpart of regexCostTrackers: the string's bound times the
+// literal pattern's program size; nil when the call is not a regex call with a literal.
+func (e estimator) regexEstimate(function string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	var str, pattern checker.AstNode
+	switch {
+	case target != nil && len(args) >= 1:
+		str, pattern = *target, args[0]
+	case target == nil && function == "matches" && len(args) == 2:
+		str, pattern = args[0], args[1]
+	default:
+		return nil
+	}
+	p, ok := literalString(pattern.Expr())
+	if !ok {
+		return nil
+	}
+	insts, err := regexProgramSize(p)
+	if err != nil {
+		insts = maxRegexProgram
+	}
+	size := uint64(math.MaxUint64)
+	if est := e.EstimateSize(str); est != nil {
+		size = est.Max
+	}
+	if size == math.MaxUint64 {
+		return nil
+	}
+	cost := regexCost(size, insts)
+	est := &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost}}
+	if function != "matches" {
+		est.ResultSize = &checker.SizeEstimate{Min: 0, Max: size}
+	}
+	return est
+}
