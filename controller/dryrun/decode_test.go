@@ -50,6 +50,11 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 				`objects[2].metadata.name: Invalid value: "kube-system": only the VM's own Namespace "demo"`,
 				"objects[3].metadata.namespace: Forbidden: the kind is cluster-scoped",
 				"objects[4].apiVersion: Required value"}},
+		// The real VM CRD sets no maxItems: 30,000 interfaces in a 1 MB request made an
+		// 84 MB answer and took the controller from 352 MB to 1.3 GB.
+		{"more interfaces than a dry run answers", `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [` +
+			strings.Repeat(`{type: Network, name: lan}, `, dryrun.MaxInterfaces+1) + `]}}`,
+			[]string{"vm.spec.networks: Too many: 257: must have at most 256 items"}},
 		{"an object failing its schema", vmOnCorp +
 			`objects: [{apiVersion: network.deckhouse.io/v1alpha1, kind: IPAddress, metadata: {name: x}, spec: {type: Sometimes, networkRef: {kind: ClusterNetwork, name: corp}}}]`,
 			[]string{`objects[0].spec.type: Unsupported value: "Sometimes"`}},
