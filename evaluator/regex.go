@@ -195,17 +195,25 @@ func (e estimator) regexEstimate(function string, target *checker.AstNode, args 
 	if err != nil {
 		insts = maxRegexProgram
 	}
-	size := uint64(math.MaxUint64)
-	if est := e.EstimateSize(str); est != nil {
-		size = est.Max
-	}
-	if size == math.MaxUint64 {
-		return nil
-	}
-	cost := regexCost(size, insts)
+	cost := regexCost(e.stringBound(str), insts)
 	est := &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost}}
 	if function != "matches" {
-		est.ResultSize = &checker.SizeEstimate{Min: 0, Max: size}
+		est.ResultSize = &checker.SizeEstimate{Min: 0, Max: e.stringBound(str)}
 	}
 	return est
+}
+
+// stringBound bounds the length of the string str: a literal's own length, else its size
+// estimate, else — a library call whose result the checker cannot size (trim(),
+// lowerAscii(), replace(), …) — the largest string an input or variable may hold. Returning
+// no estimate there left the library's pattern-length formula in place, and
+// annotation.trim().matches('.{200}x') passed the estimate and ran for seconds.
+func (e estimator) stringBound(str checker.AstNode) uint64 {
+	if s, ok := literalString(str.Expr()); ok {
+		return uint64(len(s))
+	}
+	if est := e.EstimateSize(str); est != nil && est.Max != math.MaxUint64 {
+		return est.Max
+	}
+	return maxFormattedArg
 }
