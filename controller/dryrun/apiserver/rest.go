@@ -349,7 +349,7 @@ func listPolicies(caller user.Info) authorizer.AttributesRecord {
 
 // redactInstalled leaves out of an answer drawn from the installed policies what only their
 // readers may see — the policy order and the interfaces' traces (variable values, Audit
-// records and their messages, errors quoting expressions) — when caller may not list
+// records and their messages, errors quoting expressions) and the cost they add up to — when caller may not list
 // clusteripampolicies, and says so in status.omitted and a warning. What a VM's user sees
 // in the VM's status anyway stays: the decision, reason, message and deciding policy.
 // Candidate policies are the caller's own, and the shipped ones public: nothing to hide.
@@ -367,6 +367,9 @@ func (r *evaluations) redactInstalled(ctx context.Context, caller user.Info, sta
 	status.Policies.Order = nil
 	for i := range status.Interfaces {
 		status.Interfaces[i].Decision.Trace = evaluator.Trace{}
+		// The cost sums every policy evaluated, hidden Audit ones too: how far their rules
+		// got, and so what their variables hold, would show through it.
+		status.Interfaces[i].Decision.Cost = 0
 	}
 	status.Omitted = append(status.Omitted, dryrunv1.OmittedPolicyDetails)
 	warn(ctx, []string{dryrunv1.OmittedPolicyDetails})

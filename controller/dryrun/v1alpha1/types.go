@@ -97,7 +97,7 @@ type EvaluationStatus struct {
 
 // OmittedPolicyDetails is the Omitted entry of an answer drawn from the installed policies
 // for a caller who may not list them.
-const OmittedPolicyDetails = "trace and policies.order omitted: requires list clusteripampolicies"
+const OmittedPolicyDetails = "trace, cost and policies.order omitted: requires list clusteripampolicies"
 
 // VMSummary identifies the evaluated VM.
 // It is copied with EvaluationStatus.
