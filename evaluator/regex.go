@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp/syntax"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -111,6 +112,43 @@ func regexProgramSize(pattern string) (int, error) {
 	return size, nil
 }
 
+// programSizes memoizes regexProgramSize for the cost trackers: every regex call is charged
+// by its pattern's program, and parsing and compiling the pattern again on each call would
+// double the work of the call it charges. Patterns are compile-time literals, so the set
+// is small; it is capped all the same (candidate policies of dry runs bring new ones), and a
+// pattern past the cap is sized afresh.
+type programSizes struct {
+	mu    sync.Mutex
+	sizes map[string]int
+}
+
+// maxMemoizedPatterns caps programSizes.
+const maxMemoizedPatterns = 4096
+
+// runtimeProgramSizes serves regexCostTrackers.
+var runtimeProgramSizes = &programSizes{sizes: map[string]int{}}
+
+// get returns pattern's program size, the largest program for a pattern the guard refuses
+// (it cannot reach here: patterns are literals checked at compile time).
+func (m *programSizes) get(pattern string) int {
+	m.mu.Lock()
+	n, ok := m.sizes[pattern]
+	m.mu.Unlock()
+	if ok {
+		return n
+	}
+	n, err := regexProgramSize(pattern)
+	if err != nil {
+		n = maxRegexProgram
+	}
+	m.mu.Lock()
+	if len(m.sizes) < maxMemoizedPatterns {
+		m.sizes[pattern] = n
+	}
+	m.mu.Unlock()
+	return n
+}
+
 // regexBound is an upper bound of the program re compiles to, saturating past
 // maxRegexProgram, computed on the parse tree so that an oversized program is never built;
 // it refuses a repetition count beyond maxRegexRepeat.
@@ -164,11 +202,7 @@ var regexCostTrackers = func() cel.ProgramOption {
 			}
 			s, _ := args[0].Value().(string)
 			p, _ := args[1].Value().(string)
-			insts, err := regexProgramSize(p)
-			if err != nil {
-				insts = maxRegexProgram
-			}
-			cost := regexCost(uint64(len(s)), insts)
+			cost := regexCost(uint64(len(s)), runtimeProgramSizes.get(p))
 			return &cost
 		}))
 	}
