@@ -97,7 +97,7 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 		InterfaceCostBudget: 1 << 62, Deadline: time.Hour}
 	perCall, budget, deadline := unlimited, unlimited, unlimited
 	perCall.PerCallCostLimit = 50_000
-	budget.InterfaceCostBudget = 1000
+	budget.InterfaceCostBudget, budget.TrialCostBudget = 1000, 1000
 	deadline.Deadline = time.Millisecond
 	scan := func(n int) string { return fmt.Sprintf("variables.v%d.all(x, x >= 0)", n) }
 	// A million iterations over 1024-entry variables: under the raised static limits, only
@@ -117,7 +117,7 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 			"actual cost limit exceeded"},
 		{"the interface cost budget, over several cheap expressions", budget,
 			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
-			"interface cost budget 1000 exceeded"},
+			"cost budget 1000 exceeded"},
 		{"the deadline, inside a long comprehension", deadline, append(bigVariable(6), matchCondition("m", nested)),
 			// "operation interrupted: …" inside, "not evaluated: …" when it expired before; on a
 			// loaded machine the interrupted goroutine may not run again within Decide's grace,

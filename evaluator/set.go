@@ -79,9 +79,8 @@ func (s *Set) Policies() []string {
 type Options struct {
 	// Explain records the input in Trace.Input, the evaluated variables in Trace.Variables
 	// and the replaced rules in Trace.Replaced (dry-run and CLI); the controller leaves it
-	// off, so that it never spends time formatting what nobody reads. Formatting the
-	// variables draws on what the decision left of the interface budget (it is not part of
-	// Decision.Cost, which is the same with or without Explain).
+	// off, so that it never spends time formatting what nobody reads. Formatting a policy's
+	// variables draws on what the decision left of its cost account's budget.
 	Explain bool
 }
 
@@ -92,7 +91,9 @@ type Options struct {
 // policies, and the first true one skips. Skip rules and hotplug see the decided allocation.
 // Then the safety policy checks an interface attached with an address. An evaluation error
 // under failurePolicy Fail skips the interface with ReasonPolicyError; under Ignore the policy
-// is passed over as if it did not match. Audit policies record what they would decide.
+// is passed over as if it did not match. Audit policies record what they would decide. What
+// Audit and Ignore policies (and Audit records) cost is charged to an account of its own
+// (Limits.TrialCostBudget), so that they can never spend the budget an enforced policy needs.
 //
 // A removed interface (Change.Kind ChangeRemove) is only asked hotplug: its allocation is the
 // applied one, it is never skipped.
@@ -223,7 +224,7 @@ type site struct {
 	now where
 	// late is the expression during which the deadline passed, set once.
 	late where
-	// spent is the cost charged so far (run.spent), for an abandoned evaluation's Decision.
+	// spent is the cost charged so far (run.cost), for an abandoned evaluation's Decision.
 	spent atomic.Int64
 }
 
@@ -279,7 +280,9 @@ func Abandoned() int64 { return abandoned.Load() }
 // evaluate is Decide's work, run on an evaluator goroutine (evaluators.go).
 func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) Decision {
 	in.normalize()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain, at: at}
+	r := &run{ctx: ctx, in: &in, explain: opts.Explain, at: at,
+		enforced: account{name: "interface", budget: s.limits.InterfaceCostBudget},
+		trial:    account{name: "trial", budget: s.limits.TrialCostBudget}}
 	var d Decision
 	if err := in.checkBounds(s.bounded); err != nil {
 		d = (&policyError{s.layers[len(s.layers)-1], inputPath,
@@ -287,7 +290,7 @@ func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) De
 	} else {
 		d = s.decide(r)
 	}
-	d.Cost = r.spent
+	d.Cost = r.cost()
 	if opts.Explain {
 		d.Trace.Variables = r.variableTrace()
 		d.Trace.Input = &in
@@ -398,6 +401,8 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 // audit is what the decision would be were the Audit policy p (one of matched) an Enforce
 // policy; its own evaluation error is recorded as the record's Error.
 func (r *run) audit(matched []*Policy, p *Policy, safety *Policy) AuditRecord {
+	r.auditing = p
+	defer func() { r.auditing = nil }()
 	d, ignored := r.layered(enforcing(matched, p), safety, false)
 	for _, e := range ignored {
 		if e.p.Name == p.Name {
