@@ -38,6 +38,10 @@ type run struct {
 	// policy's error.
 	auditing *Policy
 	trace    Trace
+	// bounded are the input fields each policy reads (Set.bounded), checked against their
+	// bounds when the policy is first evaluated; fields memoizes those checks.
+	bounded map[string][]boundedField
+	fields  fieldChecks
 	// acts are the activations of the policies evaluated, a policy's found by its name.
 	acts []*activation
 	// auditErrors are the records of Audit policies whose matchConditions failed, by name
@@ -323,6 +327,9 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	if prog.prog == nil {
 		return nil, &policyError{p, prog.path, errors.New("expression was not compiled")}
 	}
+	if act.beyond != nil {
+		return nil, &policyError{p, inputPath, act.beyond}
+	}
 	if err := r.ctx.Err(); err != nil {
 		// ContextEval only checks the context inside comprehensions.
 		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
@@ -414,12 +421,17 @@ type activation struct {
 	r    *run
 	p    *Policy
 	vars variables
+	// beyond is why the input is beyond the bounds of a field p reads (nil when within):
+	// every expression of p then fails with it, before it runs.
+	beyond error
 }
 
 var _ interpreter.Activation = (*activation)(nil)
 
 // activation returns p's activation, made on first use: its variables are evaluated at most
-// once per interface, whichever part and attempt needs them.
+// once per interface, whichever part and attempt needs them. Making it checks the bounds of
+// the input fields p reads: an input beyond them is p's error, handled by p's mode and
+// failurePolicy like any other.
 func (r *run) activation(p *Policy) *activation {
 	for _, a := range r.acts {
 		if a.p.Name == p.Name {
@@ -427,6 +439,9 @@ func (r *run) activation(p *Policy) *activation {
 		}
 	}
 	a := &activation{r: r, p: p}
+	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
+		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
+	}
 	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables))}
 	r.acts = append(r.acts, a)
 	return a

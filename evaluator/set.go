@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -28,9 +27,9 @@ type Set struct {
 	layers []*Policy
 	safety *Policy
 	limits Limits
-	// bounded are the input fields whose bounds Decide enforces: those some expression of
-	// the set (the safety policy's included) reads.
-	bounded []boundedField
+	// bounded are, by policy name (the safety policy's included), the input fields whose
+	// bounds Decide enforces before it evaluates the policy: those its expressions read.
+	bounded map[string][]boundedField
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -41,23 +40,17 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits,
-		bounded: boundedFieldsRead(readsOf(append(slices.Clone(layers), builtin.safety)))}
+	bounded := map[string][]boundedField{}
+	for _, p := range append(slices.Clone(layers), builtin.safety) {
+		if p != nil {
+			bounded[p.Name] = boundedFieldsRead(p.reads)
+		}
+	}
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits, bounded: bounded}
 }
 
 // inputPath is the path of a PolicyError for an input beyond the bounds.
 const inputPath = "input"
-
-// readsOf is the union of the input paths the policies read.
-func readsOf(ps []*Policy) map[string]bool {
-	reads := map[string]bool{}
-	for _, p := range ps {
-		if p != nil {
-			maps.Copy(reads, p.reads)
-		}
-	}
-	return reads
-}
 
 // asBuiltin is a copy of p named BuiltinPolicy, always Enforce and Fail.
 func (p *Policy) asBuiltin() *Policy {
@@ -283,13 +276,8 @@ func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) De
 	r := &run{ctx: ctx, in: &in, explain: opts.Explain, at: at,
 		enforced: account{name: "interface", budget: s.limits.InterfaceCostBudget},
 		trial:    account{name: "trial", budget: s.limits.TrialCostBudget}}
-	var d Decision
-	if err := in.checkBounds(s.bounded); err != nil {
-		d = (&policyError{s.layers[len(s.layers)-1], inputPath,
-			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
-	} else {
-		d = s.decide(r)
-	}
+	r.bounded = s.bounded
+	d := s.decide(r)
 	d.Cost = r.cost()
 	if opts.Explain {
 		d.Trace.Variables = r.variableTrace()
