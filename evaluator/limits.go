@@ -40,11 +40,20 @@ type Limits struct {
 // they miss, and it measures wall time, which includes waiting for a CPU: at 100 ms a
 // starved process (CI running API servers beside the tests) failed a normal ~100 µs decision
 // with "operation interrupted", so it is 1 s.
+//
+// The budgets are calibrated so that the cost limits, not the deadline, stop every admitted
+// policy on an input within the bounds — so that the outcome is the same every run: the
+// construct that does the most work per unit (building a map in a comprehension, ~320 ns
+// per unit on the reference machine, BenchmarkCostCalibration) spends both budgets
+// together (600,000 units) in ~200 ms, a fifth of the deadline; at 1,000,000 units each it
+// took up to the whole deadline, and a policy near the budget decided, hit the budget or hit
+// the deadline from run to run. The built-in default's expressions are estimated at ~1,800
+// units, the safety policy's at ~1,900.
 var DefaultLimits = Limits{
 	StaticCostLimit:     100_000,
 	PerCallCostLimit:    100_000,
-	InterfaceCostBudget: 1_000_000,
-	TrialCostBudget:     1_000_000,
+	InterfaceCostBudget: 300_000,
+	TrialCostBudget:     300_000,
 	Deadline:            time.Second,
 	CheckFrequency:      100,
 }

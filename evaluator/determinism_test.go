@@ -1,0 +1,72 @@
+package evaluator_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// nearTheLimits is a policy of 64 skip rules, each a comprehension building a map on every
+// iteration (the construct that does the most work per cost unit, BenchmarkCostCalibration)
+// over lists.range(n), n as large as the policy still compiles: the rules' estimates sum to
+// just under the interface budget. None holds.
+func nearTheLimits(t *testing.T, c *evaluator.Compiler, name string, opts ...policyOption) *v1alpha1.ClusterIPAMPolicy {
+	t.Helper()
+	fifty := "[" + strings.TrimSuffix(strings.Repeat("1,", 50), ",") + "]"
+	build := func(n int) *v1alpha1.ClusterIPAMPolicy {
+		rules := append([]policyOption(nil), opts...)
+		for i := range 64 {
+			expr := fmt.Sprintf("lists.range(%d).exists(i, %s.transformMap(k, v, v + i).size() == %d)", n, fifty, 1000+i)
+			rules = append(rules, skipRule(fmt.Sprintf("r%d", i), expr, "X", "m", ""))
+		}
+		return newPolicy(name, rules...)
+	}
+	lo, hi := 1, 1<<16 // compiles at lo, not at hi
+	if _, errs := c.Compile(build(lo), nil); len(errs) > 0 {
+		t.Fatalf("the smallest policy is refused: %v", errs.ToAggregate())
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if _, errs := c.Compile(build(mid), nil); len(errs) > 0 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return build(lo)
+}
+
+// A policy admitted near the limits decides the same on every run: its work is stopped by
+// the cost limits (deterministic), never by the deadline (wall time), even with an Audit copy
+// spending the trial account too. Before the budgets were calibrated (1,000,000 units each),
+// spending them took about as long as the 1 s deadline, and such a policy decided, exceeded
+// the budget or hit the deadline from run to run.
+func TestAPolicyNearTheLimitsDecidesTheSameEveryRun(t *testing.T) {
+	c := newCompiler(t)
+	heavy := nearTheLimits(t, c, "heavy", noAllocation)
+	shadow := nearTheLimits(t, c, "shadow", noAllocation, audit)
+	set := setOf(t, c, heavy, shadow)
+	in := pooledAuto()
+	key := func(d evaluator.Decision) string {
+		return fmt.Sprintf("%s %t %s %s %q %v %q", d.Allocation, d.Skip, d.Reason, d.Policy, d.Message, d.Trace.Audit, d.Trace.Errors)
+	}
+	start := time.Now()
+	first := decide(set, in)
+	t.Logf("cost %d in %v: %s", first.Cost, time.Since(start), key(first))
+	if first.Reason == evaluator.ReasonPolicyError && first.Policy != "heavy" ||
+		strings.Contains(key(first), "deadline") || strings.Contains(key(first), "abandoned") {
+		t.Fatalf("decision = %s, want a decision or heavy's own budget error, never the deadline", key(first))
+	}
+	if first.Cost < evaluator.DefaultLimits.InterfaceCostBudget/2 {
+		t.Errorf("Cost = %d, want the policies to spend most of the budgets", first.Cost)
+	}
+	for range 4 {
+		if d := decide(set, in); key(d) != key(first) {
+			t.Fatalf("decisions differ between runs:\n%s\n%s", key(first), key(d))
+		}
+	}
+}
