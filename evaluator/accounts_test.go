@@ -99,3 +99,21 @@ func TestAnAuditRecordPaysForItsReevaluation(t *testing.T) {
 		t.Fatalf("Audit = %+v, want trial's record to hold the trial budget's error", d.Trace.Audit)
 	}
 }
+
+// Once an account is spent nothing more runs on it: the work on one interface stays bounded
+// by the budgets (each crossed by at most one expression's cost). Before, every later
+// expression on a spent account was still evaluated and only then failed: here a second
+// Ignore policy's rule ran for another ~80,000 units after the first had spent the budget.
+func TestNothingRunsOnASpentAccount(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
+	first := layer("first", priority(1), ignoreErrors, skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))
+	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""))
+	d := decide(setOf(t, c, first, second), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || len(d.Trace.Ignored) != 2 {
+		t.Fatalf("decision = %+v, want both passed over and the built-in default deciding", d)
+	}
+	if d.Cost > 200_000 {
+		t.Errorf("Cost = %d, want at most the trial budget and one expression past it (~160,000)", d.Cost)
+	}
+}

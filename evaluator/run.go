@@ -330,6 +330,12 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	if act.beyond != nil {
 		return nil, &policyError{p, inputPath, act.beyond}
 	}
+	acct := r.accountOf(p)
+	if acct.spent > acct.budget {
+		// Spent already: nothing more runs on this account, so that the work on one
+		// interface stays bounded by the budgets.
+		return nil, r.overBudget(p, prog.path, acct)
+	}
 	if err := r.ctx.Err(); err != nil {
 		// ContextEval only checks the context inside comprehensions.
 		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
@@ -347,7 +353,6 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		// call. The deadline was checked above.
 		v, det, err = prog.prog.Eval(act)
 	}
-	acct := r.accountOf(p)
 	if det != nil && det.ActualCost() != nil {
 		acct.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
 		r.at.spent.Store(r.cost())
