@@ -25,11 +25,11 @@ func TestCheckingAnInputWithinItsBoundsAllocatesNothing(t *testing.T) {
 		Holders: Holders{VMs: []string{"vm-b", "vm-c"}},
 	}
 	in.normalize()
-	if err := in.checkBounds(boundedFields()); err != nil {
-		t.Fatalf("checkBounds = %v, want nil", err)
+	if err := (&fieldChecks{}).check(&in, boundedFields()); err != nil {
+		t.Fatalf("fieldChecks.check = %v, want nil", err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = in.checkBounds(boundedFields()) }); n != 0 {
-		t.Errorf("checkBounds allocates %.0f times per call, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { _ = (&fieldChecks{}).check(&in, boundedFields()) }); n != 0 {
+		t.Errorf("fieldChecks.check allocates %.0f times per call, want 0", n)
 	}
 }
 

@@ -37,16 +37,37 @@ func sizeTag(f reflect.StructField, name string) uint64 {
 	return v
 }
 
-// checkBounds reports the first value of in beyond the bounds the static cost estimate
-// assumes (the same maxSize/elemMaxSize tags, walked the same way), as "<CEL path>: <size>,
-// at most <bound>"; nil when in is within them. Enforcing them is what makes "compiles"
-// mean "cannot exceed the per-call limit". Only fields are checked (those a Set's policies
-// read: boundedFieldsRead); a field no expression reads costs nothing however large.
-func (in *Input) checkBounds(fields []boundedField) error {
-	v := reflect.ValueOf(in).Elem()
+// fieldChecks memoizes, for one evaluation, the bounds checks of the fields checked so far:
+// each field is checked at most once however many policies read it. Fields are numbered by
+// their position in boundedFields (fewer than 64: a bit each).
+type fieldChecks struct {
+	checked, beyond uint64
+	// errs are the errors of the fields beyond their bounds, by number (nil while none is).
+	errs map[int]error
+}
+
+// check reports the first of fields whose value in in is beyond the bounds the static cost
+// estimate assumes (the same maxSize/elemMaxSize tags, walked the same way), as "<CEL path>:
+// <size>, at most <bound>"; nil when they are within them. Enforcing them is what makes
+// "compiles" mean "cannot exceed the per-call limit". Only the fields a policy reads are
+// checked (boundedFieldsRead), when Decide first evaluates it, so that an input beyond them
+// is that policy's error; a field no expression reads costs nothing however large. A field
+// already checked in this evaluation is not checked again.
+func (c *fieldChecks) check(in *Input, fields []boundedField) error {
 	for _, f := range fields {
-		if err := f.check(v.FieldByIndex(f.index)); err != nil {
-			return err
+		bit := uint64(1) << f.id
+		if c.checked&bit == 0 {
+			c.checked |= bit
+			if err := f.check(reflect.ValueOf(in).Elem().FieldByIndex(f.index)); err != nil {
+				c.beyond |= bit
+				if c.errs == nil {
+					c.errs = map[int]error{}
+				}
+				c.errs[f.id] = err
+			}
+		}
+		if c.beyond&bit != 0 {
+			return c.errs[f.id]
 		}
 	}
 	return nil
@@ -54,6 +75,7 @@ func (in *Input) checkBounds(fields []boundedField) error {
 
 // boundedField is a string, list or map field of Input with its bounds.
 type boundedField struct {
+	id          int    // its position in boundedFields, for fieldChecks
 	index       []int  // the field's index sequence in Input (reflect.Value.FieldByIndex)
 	path        string // its CEL path, e.g. vm.labels
 	bound, elem uint64 // maxSize (0: unbounded) and the bound of each element or map value
@@ -62,7 +84,14 @@ type boundedField struct {
 // boundedFields are Input's bounded fields in declaration order, read from the tags once:
 // reading them on every decision was a fifth of its time.
 var boundedFields = sync.OnceValue(func() []boundedField {
-	return collectBounded(nil, "", reflect.TypeFor[Input](), nil)
+	fields := collectBounded(nil, "", reflect.TypeFor[Input](), nil)
+	if len(fields) > 64 {
+		panic(fmt.Sprintf("evaluator: %d bounded input fields, fieldChecks holds 64", len(fields)))
+	}
+	for i := range fields {
+		fields[i].id = i
+	}
+	return fields
 })
 
 // boundedFieldsRead are the bounded fields some expression reads: a read path (reads) equal

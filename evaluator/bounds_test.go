@@ -22,8 +22,8 @@ func TestStaticEstimateIsCheckedAgainstThePerCallLimit(t *testing.T) {
 }
 
 // The bounds the estimate assumes are enforced on the input: an input beyond them is refused
-// before any policy runs, naming the field, and nothing existing is touched (allocation
-// unknown). Before, labels beyond the bound were evaluated as if the estimate covered them.
+// before the policy reading the field runs, naming the field, and nothing existing is touched
+// (allocation unknown). Before, labels beyond the bound were evaluated as if the estimate covered them.
 func TestInputBeyondTheDeclaredBoundsIsRefused(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -85,4 +85,40 @@ func TestOnlyTheFieldsPoliciesReadAreBounded(t *testing.T) {
 			t.Errorf("%s: decision %s %q, want a PolicyError naming vm.labels", expr, d.Reason, d.Message)
 		}
 	}
+}
+
+// An input beyond the bounds of a field only some policies read is the error of those
+// policies, handled by each one's mode and failurePolicy like any other evaluation error: a
+// Fail policy's PolicyError names it, an Ignore policy is passed over, an Audit policy's record
+// holds the error, and the others decide. Before, the whole interface failed, blamed on the
+// built-in default, even when only an Audit or Ignore policy read the field.
+func TestAnInputBeyondTheBoundsIsTheErrorOfThePoliciesReadingIt(t *testing.T) {
+	c := newCompiler(t)
+	in := pooledAuto()
+	in.VM.Labels = map[string]string{}
+	for i := range 300 {
+		in.VM.Labels[fmt.Sprintf("l%d", i)] = "v"
+	}
+	const beyond = "input: beyond the bounds the policy is compiled against: vm.labels: 300 entries, at most 256"
+	reads := matchCondition("m", "!('team' in vm.labels)")
+	t.Run("Ignore", func(t *testing.T) {
+		d := decide(setOf(t, c, newPolicy("labels", reads, ignoreErrors, allocation("'None'"))), in)
+		if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto ||
+			len(d.Trace.Ignored) != 1 || len(d.Trace.Errors) != 1 || d.Trace.Errors[0] != "policy labels: "+beyond {
+			t.Errorf("decision = %+v, want labels passed over for %q and the default's Auto", d, beyond)
+		}
+	})
+	t.Run("Audit", func(t *testing.T) {
+		d := decide(setOf(t, c, newPolicy("labels", reads, audit, allocation("'None'"))), in)
+		if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto ||
+			len(d.Trace.Audit) != 1 || d.Trace.Audit[0].Error != "policy labels: "+beyond {
+			t.Errorf("decision = %+v, want labels' record to hold %q and the default's Auto", d, beyond)
+		}
+	})
+	t.Run("Fail", func(t *testing.T) {
+		d := decide(setOf(t, c, newPolicy("labels", reads, allocation("'None'"))), in)
+		if d.Reason != evaluator.ReasonPolicyError || d.Policy != "labels" || d.Message != "policy labels: "+beyond {
+			t.Errorf("decision = %+v, want labels' PolicyError %q", d, beyond)
+		}
+	})
 }

@@ -366,10 +366,12 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 	return results, nil
 }
 
-// inputRefused: d is the PolicyError of an input beyond the bounds (Set.evaluate), decided
-// before any policy ran.
+// inputRefused: a policy of d's evaluation refused the input as beyond the bounds of a field
+// it reads (run.activation), whether that failed the interface or was passed over.
 func inputRefused(d Decision) bool {
-	return d.Reason == ReasonPolicyError && strings.HasPrefix(d.Message, "policy "+BuiltinPolicy+": "+inputPath+": ")
+	return slices.ContainsFunc(append([]string{d.Message}, d.Trace.Errors...), func(e string) bool {
+		return strings.HasPrefix(e, "policy ") && strings.Contains(e, ": "+inputPath+": beyond the bounds")
+	})
 }
 
 func suiteSet(c *Compiler, loaded []SuitePolicy) (*Set, error) {

@@ -160,7 +160,7 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 	// Limits whose static limit exceeds the budget (tests of the runtime limits) opt out: one
 	// expression may then be estimated past the budget alone.
 	limit, _ := c.limits.staticLimit()
-	if budget := uint64(c.limits.InterfaceCostBudget); len(cc.errs) == 0 && limit <= budget && cc.estimated > budget {
+	if budget := uint64(min(c.limits.InterfaceCostBudget, c.limits.TrialCostBudget)); len(cc.errs) == 0 && limit <= budget && cc.estimated > budget {
 		cc.errs = append(cc.errs, field.Forbidden(spec, fmt.Sprintf(
 			"the estimated worst-case costs of the policy's expressions sum to %d, beyond the interface cost budget %d "+
 				"they all draw on: use fewer or cheaper expressions (a variable is evaluated once per interface)", cc.estimated, budget)))

@@ -97,7 +97,7 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 		InterfaceCostBudget: 1 << 62, Deadline: time.Hour}
 	perCall, budget, deadline := unlimited, unlimited, unlimited
 	perCall.PerCallCostLimit = 50_000
-	budget.InterfaceCostBudget = 1000
+	budget.InterfaceCostBudget, budget.TrialCostBudget = 1000, 1000
 	deadline.Deadline = time.Millisecond
 	scan := func(n int) string { return fmt.Sprintf("variables.v%d.all(x, x >= 0)", n) }
 	// A million iterations over 1024-entry variables: under the raised static limits, only
@@ -117,7 +117,7 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 			"actual cost limit exceeded"},
 		{"the interface cost budget, over several cheap expressions", budget,
 			append(bigVariable(4), matchCondition("m1", scan(4)), matchCondition("m2", scan(4)), matchCondition("m3", scan(4))),
-			"interface cost budget 1000 exceeded"},
+			"cost budget 1000 exceeded"},
 		{"the deadline, inside a long comprehension", deadline, append(bigVariable(6), matchCondition("m", nested)),
 			// "operation interrupted: …" inside, "not evaluated: …" when it expired before; on a
 			// loaded machine the interrupted goroutine may not run again within Decide's grace,
@@ -203,7 +203,7 @@ func TestCostIsReported(t *testing.T) {
 
 // A policy's expressions all draw on one interface budget: their estimates are summed and
 // the policy refused past it. Before, 16 skip rules each under the per-call limit (~79,000
-// each) compiled and exceeded the 1,000,000 budget at run time.
+// each) compiled and exceeded the budget (then 1,000,000) at run time.
 func TestAPolicysEstimatesAreSummedAgainstTheInterfaceBudget(t *testing.T) {
 	var opts []policyOption
 	for i := range 16 {
@@ -212,10 +212,10 @@ func TestAPolicysEstimatesAreSummedAgainstTheInterfaceBudget(t *testing.T) {
 	}
 	c := newCompiler(t)
 	_, errs := c.Compile(newPolicy("p", opts...), nil)
-	if len(errs) != 1 || errs[0].Field != "spec" || !strings.Contains(errs[0].Error(), "beyond the interface cost budget 1000000") {
+	if len(errs) != 1 || errs[0].Field != "spec" || !strings.Contains(errs[0].Error(), "beyond the interface cost budget 300000") {
 		t.Errorf("errors = %v, want the policy refused at spec for the summed estimate", errs)
 	}
-	if _, errs := c.Compile(newPolicy("p", opts[:4]...), nil); len(errs) > 0 {
-		t.Errorf("four of the rules: %v, want them to compile", errs)
+	if _, errs := c.Compile(newPolicy("p", opts[:3]...), nil); len(errs) > 0 {
+		t.Errorf("three of the rules: %v, want them to compile", errs)
 	}
 }

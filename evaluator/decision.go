@@ -69,7 +69,11 @@ type Decision struct {
 	// Provenance says which policy decided each part.
 	Provenance Provenance `json:"provenance"`
 	// Cost is the CEL runtime cost spent on this interface, summed over all expressions of
-	// all policies evaluated (k8s.io/apiserver cost units).
+	// all policies evaluated (k8s.io/apiserver cost units): both accounts, the enforced
+	// policies' (at most Limits.InterfaceCostBudget) and the trial policies' — Audit and
+	// failurePolicy Ignore policies and the Audit records' re-evaluations (at most
+	// Limits.TrialCostBudget). It is the same every run for the same input, with or without
+	// Options.Explain (formatting the trace draws on the budgets' rest but is not counted).
 	Cost int64 `json:"cost"`
 	// Trace explains how the decision was reached.
 	Trace Trace `json:"trace"`

@@ -17,17 +17,31 @@ import (
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // run is the state of one interface evaluation: its input, deadline, cost budget, the
 // activations of the policies evaluated (their variables are evaluated at most once) and the
 // trace built so far.
 type run struct {
-	ctx    context.Context
-	in     *Input
-	budget int64
-	spent  int64
-	trace  Trace
+	ctx context.Context
+	in  *Input
+	// enforced is the cost account of the policies that may decide or take the interface
+	// down (Enforce policies with failurePolicy Fail, the built-in default, the safety
+	// policy); trial is that of the policies that may not (Audit policies, Ignore policies,
+	// and every expression an Audit record re-evaluates). Each holds its own budget, so
+	// that what a trial policy spends can never make an enforced one exceed the budget and
+	// be blamed for it; the work on one interface stays bounded by the two budgets together.
+	enforced, trial account
+	// auditing is the Audit policy whose record run.audit is evaluating (nil otherwise):
+	// everything evaluated then is charged to trial, and crossing its budget is that
+	// policy's error.
+	auditing *Policy
+	trace    Trace
+	// bounded are the input fields each policy reads (Set.bounded), checked against their
+	// bounds when the policy is first evaluated; fields memoizes those checks.
+	bounded map[string][]boundedField
+	fields  fieldChecks
 	// acts are the activations of the policies evaluated, a policy's found by its name.
 	acts []*activation
 	// auditErrors are the records of Audit policies whose matchConditions failed, by name
@@ -306,12 +320,21 @@ func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, *policyE
 	return b, nil
 }
 
-// eval runs one program, charging its cost to the interface budget. Every failure — a runtime
+// eval runs one program, charging its cost to p's account (accountOf). Every failure — a runtime
 // error, the per-call cost limit, the budget, the deadline — is an error, never false. An
 // error raised while evaluating a variable keeps the variable's path.
 func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyError) {
 	if prog.prog == nil {
 		return nil, &policyError{p, prog.path, errors.New("expression was not compiled")}
+	}
+	if act.beyond != nil {
+		return nil, &policyError{p, inputPath, act.beyond}
+	}
+	acct := r.accountOf(p)
+	if acct.spent > acct.budget {
+		// Spent already: nothing more runs on this account, so that the work on one
+		// interface stays bounded by the budgets.
+		return nil, r.overBudget(p, prog.path, acct)
 	}
 	if err := r.ctx.Err(); err != nil {
 		// ContextEval only checks the context inside comprehensions.
@@ -331,8 +354,8 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		v, det, err = prog.prog.Eval(act)
 	}
 	if det != nil && det.ActualCost() != nil {
-		r.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
-		r.at.spent.Store(r.spent)
+		acct.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+		r.at.spent.Store(r.cost())
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
 		err = errors.New("no runtime cost reading (cost tracking off)")
@@ -355,11 +378,47 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		}
 		return nil, inner
 	}
-	if r.spent > r.budget {
-		return nil, &policyError{p, prog.path,
-			fmt.Errorf("interface cost budget %d exceeded (spent %d)", r.budget, r.spent)}
+	if acct.spent > acct.budget {
+		return nil, r.overBudget(p, prog.path, acct)
 	}
 	return v, nil
+}
+
+// account is one cost account of an interface evaluation: its budget and what it spent, in
+// CEL cost units.
+type account struct {
+	name          string // "interface" or "trial", for the error
+	budget, spent int64
+}
+
+// accountOf is the account p's expressions are charged to: trial for an Audit or failurePolicy
+// Ignore policy and during an Audit record's evaluation, enforced otherwise.
+func (r *run) accountOf(p *Policy) *account {
+	if r.auditing != nil || !enforced(p) {
+		return &r.trial
+	}
+	return &r.enforced
+}
+
+// enforced: p may decide or take the interface down (an Enforce policy with failurePolicy
+// Fail: the built-in default and the safety policy are).
+func enforced(p *Policy) bool {
+	return p.Mode != v1alpha1.PolicyModeAudit && p.FailurePolicy != v1alpha1.FailurePolicyIgnore
+}
+
+// cost is what the evaluation spent on both accounts (Decision.Cost).
+func (r *run) cost() int64 { return r.enforced.spent + r.trial.spent }
+
+// overBudget is the error of the expression at path of p that took acct past its budget.
+// During an Audit record's evaluation it is the audited policy's error, whichever policy's
+// expression crossed the budget: the record is what spent it, and an enforced policy must
+// never be blamed for a trial.
+func (r *run) overBudget(p *Policy, path string, acct *account) *policyError {
+	err := fmt.Errorf("%s cost budget %d exceeded (spent %d)", acct.name, acct.budget, acct.spent)
+	if r.auditing != nil && p.Name != r.auditing.Name {
+		return &policyError{r.auditing, "spec", fmt.Errorf("evaluating its Audit record (at policy %s: %s): %w", p.Name, path, err)}
+	}
+	return &policyError{p, path, err}
 }
 
 // activation resolves the input variables and the policy's lazy `variables`.
@@ -367,12 +426,17 @@ type activation struct {
 	r    *run
 	p    *Policy
 	vars variables
+	// beyond is why the input is beyond the bounds of a field p reads (nil when within):
+	// every expression of p then fails with it, before it runs.
+	beyond error
 }
 
 var _ interpreter.Activation = (*activation)(nil)
 
 // activation returns p's activation, made on first use: its variables are evaluated at most
-// once per interface, whichever part and attempt needs them.
+// once per interface, whichever part and attempt needs them. Making it checks the bounds of
+// the input fields p reads: an input beyond them is p's error, handled by p's mode and
+// failurePolicy like any other.
 func (r *run) activation(p *Policy) *activation {
 	for _, a := range r.acts {
 		if a.p.Name == p.Name {
@@ -380,6 +444,9 @@ func (r *run) activation(p *Policy) *activation {
 		}
 	}
 	a := &activation{r: r, p: p}
+	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
+		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
+	}
 	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables))}
 	r.acts = append(r.acts, a)
 	return a
@@ -415,7 +482,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // variableTrace renders the evaluated variables of every policy, by policy name, drawing
-// the formatting on what the decision left of the interface budget (it is work on CEL values that CEL's cost accounting
+// the formatting on what the decision left of the policy's account's budget (it is work on CEL values that CEL's cost accounting
 // does not see). Once the budget is spent the values are cut short ("…"); the decision is
 // already made and does not depend on it, so that the controller (which never asks for a
 // trace) and the dry run decide alike.
@@ -439,8 +506,9 @@ func (a *activation) variableTrace(r *run) map[string]string {
 		if out == nil {
 			out = map[string]string{}
 		}
-		s, cost := formatValue(a.vars.values[i], max(r.budget-r.spent, 0))
-		r.spent += cost
+		acct := r.accountOf(a.p)
+		s, cost := formatValue(a.vars.values[i], max(acct.budget-acct.spent, 0))
+		acct.spent += cost
 		out[a.p.variables[i].name] = s
 	}
 	return out

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -28,9 +27,9 @@ type Set struct {
 	layers []*Policy
 	safety *Policy
 	limits Limits
-	// bounded are the input fields whose bounds Decide enforces: those some expression of
-	// the set (the safety policy's included) reads.
-	bounded []boundedField
+	// bounded are, by policy name (the safety policy's included), the input fields whose
+	// bounds Decide enforces before it evaluates the policy: those its expressions read.
+	bounded map[string][]boundedField
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -41,23 +40,17 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits,
-		bounded: boundedFieldsRead(readsOf(append(slices.Clone(layers), builtin.safety)))}
+	bounded := map[string][]boundedField{}
+	for _, p := range append(slices.Clone(layers), builtin.safety) {
+		if p != nil {
+			bounded[p.Name] = boundedFieldsRead(p.reads)
+		}
+	}
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits, bounded: bounded}
 }
 
 // inputPath is the path of a PolicyError for an input beyond the bounds.
 const inputPath = "input"
-
-// readsOf is the union of the input paths the policies read.
-func readsOf(ps []*Policy) map[string]bool {
-	reads := map[string]bool{}
-	for _, p := range ps {
-		if p != nil {
-			maps.Copy(reads, p.reads)
-		}
-	}
-	return reads
-}
 
 // asBuiltin is a copy of p named BuiltinPolicy, always Enforce and Fail.
 func (p *Policy) asBuiltin() *Policy {
@@ -79,9 +72,8 @@ func (s *Set) Policies() []string {
 type Options struct {
 	// Explain records the input in Trace.Input, the evaluated variables in Trace.Variables
 	// and the replaced rules in Trace.Replaced (dry-run and CLI); the controller leaves it
-	// off, so that it never spends time formatting what nobody reads. Formatting the
-	// variables draws on what the decision left of the interface budget (it is not part of
-	// Decision.Cost, which is the same with or without Explain).
+	// off, so that it never spends time formatting what nobody reads. Formatting a policy's
+	// variables draws on what the decision left of its cost account's budget.
 	Explain bool
 }
 
@@ -92,7 +84,9 @@ type Options struct {
 // policies, and the first true one skips. Skip rules and hotplug see the decided allocation.
 // Then the safety policy checks an interface attached with an address. An evaluation error
 // under failurePolicy Fail skips the interface with ReasonPolicyError; under Ignore the policy
-// is passed over as if it did not match. Audit policies record what they would decide.
+// is passed over as if it did not match. Audit policies record what they would decide. What
+// Audit and Ignore policies (and Audit records) cost is charged to an account of its own
+// (Limits.TrialCostBudget), so that they can never spend the budget an enforced policy needs.
 //
 // A removed interface (Change.Kind ChangeRemove) is only asked hotplug: its allocation is the
 // applied one, it is never skipped.
@@ -223,7 +217,7 @@ type site struct {
 	now where
 	// late is the expression during which the deadline passed, set once.
 	late where
-	// spent is the cost charged so far (run.spent), for an abandoned evaluation's Decision.
+	// spent is the cost charged so far (run.cost), for an abandoned evaluation's Decision.
 	spent atomic.Int64
 }
 
@@ -279,15 +273,12 @@ func Abandoned() int64 { return abandoned.Load() }
 // evaluate is Decide's work, run on an evaluator goroutine (evaluators.go).
 func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) Decision {
 	in.normalize()
-	r := &run{ctx: ctx, in: &in, budget: s.limits.InterfaceCostBudget, explain: opts.Explain, at: at}
-	var d Decision
-	if err := in.checkBounds(s.bounded); err != nil {
-		d = (&policyError{s.layers[len(s.layers)-1], inputPath,
-			fmt.Errorf("beyond the bounds policies are compiled against: %w", err)}).decision()
-	} else {
-		d = s.decide(r)
-	}
-	d.Cost = r.spent
+	r := &run{ctx: ctx, in: &in, explain: opts.Explain, at: at,
+		enforced: account{name: "interface", budget: s.limits.InterfaceCostBudget},
+		trial:    account{name: "trial", budget: s.limits.TrialCostBudget}}
+	r.bounded = s.bounded
+	d := s.decide(r)
+	d.Cost = r.cost()
 	if opts.Explain {
 		d.Trace.Variables = r.variableTrace()
 		d.Trace.Input = &in
@@ -398,6 +389,8 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 // audit is what the decision would be were the Audit policy p (one of matched) an Enforce
 // policy; its own evaluation error is recorded as the record's Error.
 func (r *run) audit(matched []*Policy, p *Policy, safety *Policy) AuditRecord {
+	r.auditing = p
+	defer func() { r.auditing = nil }()
 	d, ignored := r.layered(enforcing(matched, p), safety, false)
 	for _, e := range ignored {
 		if e.p.Name == p.Name {

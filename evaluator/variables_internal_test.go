@@ -27,7 +27,7 @@ func TestVariablesBehaveAsLazyMapValue(t *testing.T) {
 	})
 	in := &Input{VM: VM{Name: "vm-a"}}
 	newRun := func() *run {
-		return &run{ctx: context.Background(), in: in, budget: DefaultLimits.InterfaceCostBudget, at: &site{}}
+		return &run{ctx: context.Background(), in: in, enforced: account{budget: DefaultLimits.InterfaceCostBudget}, trial: account{budget: DefaultLimits.TrialCostBudget}, at: &site{}}
 	}
 	ours := &newRun().activation(p).vars
 	theirs := lazy.NewMapValue(p.variablesType.CelType())

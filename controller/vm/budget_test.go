@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/vmipam/vmipam/controller/index"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
@@ -49,7 +53,7 @@ func manyInterfaces(set *evaluator.Set, n int) *scope {
 func TestAVMsInterfacesShareOneEvaluationBudget(t *testing.T) {
 	s := manyInterfaces(slowSet(t, 20*time.Millisecond), 10)
 	s.budget = 50 * time.Millisecond
-	if err := decide(context.Background(), s, evaluator.Options{}); err != nil {
+	if err := decide(context.Background(), s, evaluator.Options{}, errVMBudget); err != nil {
 		t.Fatal(err)
 	}
 	if !s.overBudget {
@@ -75,5 +79,28 @@ func TestAVMOverItsBudgetIsRetriedWithBackoff(t *testing.T) {
 	}
 	if r.retry(req, &scope{}).RequeueAfter != 0 {
 		t.Error("a VM within its budget is retried")
+	}
+}
+
+// The dry run (Evaluate) never retries, so the interfaces its VM budget leaves undecided must
+// not say "retried with backoff" as the reconciler's do: they say the dry run does not retry.
+// Before, both callers shared the reconciler's message.
+func TestTheDryRunsBudgetErrorPromisesNoRetry(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "ns", UID: "uid-v"}}
+	// Each interface takes the 20 ms deadline: the 2 s default budget ends well before 200.
+	for i := range 200 {
+		vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: "ClusterNetwork", Name: fmt.Sprintf("n%d", i)})
+	}
+	none := func(client.Object) []string { return nil }
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).
+		WithIndex(&corev1.Pod{}, index.PodVM, none).WithIndex(&sdnv1.IPAddress{}, index.IPAddressOwnerUID, none).Build()
+	p, err := Evaluate(context.Background(), c, slowSet(t, 20*time.Millisecond), vm, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := p.Interfaces[len(p.Interfaces)-1].Decision
+	if !strings.Contains(last.Message, "evaluation budget") || !strings.Contains(last.Message, "the dry run does not retry") ||
+		strings.Contains(last.Message, "retried with backoff") {
+		t.Errorf("last interface's message = %q, want the VM budget named and that the dry run does not retry", last.Message)
 	}
 }

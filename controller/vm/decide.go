@@ -28,15 +28,24 @@ const ReasonDuplicateInterface = "DuplicateInterface"
 // VM is retried with backoff. Real decisions take well under a millisecond each.
 const DefaultVMEvaluationBudget = 2 * time.Second
 
-// errVMBudget is the cause of the budget context's end, which the evaluator names.
-var errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
+// The cause of the budget context's end, which the evaluator names in the PolicyError of every
+// interface left undecided: it says what the caller does next, so each caller has its own
+// (a dry run saying "retried with backoff" would promise a retry nobody makes).
+var (
+	// errVMBudget: the reconciler requeues a VM over its budget with backoff (retry).
+	errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
+	// errDryRunBudget: a dry run answers once and never retries.
+	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " +
+		"the dry run does not retry: this interface is left undecided (the controller would retry it with backoff)")
+)
 
 // decide asks the policy snapshot for one Decision per additional interface, all within the
 // VM's evaluation budget (s.overBudget says when it ran out). When ctx ends first (a dry run's
 // deadline, a shutdown) it stops and returns ctx's error: the decisions are then incomplete
-// and must not be acted on or answered with.
-func decide(ctx context.Context, s *scope, opts evaluator.Options) error {
-	evalCtx, cancel := context.WithTimeoutCause(ctx, cmp.Or(s.budget, DefaultVMEvaluationBudget), errVMBudget)
+// and must not be acted on or answered with. budgetCause is what the undecided interfaces'
+// PolicyErrors say when the budget runs out: errVMBudget or errDryRunBudget.
+func decide(ctx context.Context, s *scope, opts evaluator.Options, budgetCause error) error {
+	evalCtx, cancel := context.WithTimeoutCause(ctx, cmp.Or(s.budget, DefaultVMEvaluationBudget), budgetCause)
 	defer cancel()
 	defer func() { s.overBudget = evalCtx.Err() != nil && ctx.Err() == nil }()
 	applied := appliedEntries(s)

@@ -101,13 +101,14 @@ type PodWrite struct {
 
 // Evaluate computes the Plan for vm as the controller would, reading the VM's world from
 // reader (a cache, or a cache with overlaid objects) and deciding with set. It writes
-// nothing. vm need not exist in the cluster.
+// nothing. vm need not exist in the cluster. It is the dry run's: interfaces left undecided
+// when the VM's evaluation budget runs out say that nothing retries them.
 func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts evaluator.Options) (*Plan, error) {
 	s, err := observer{reader: reader, now: time.Now()}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
-	if err := decide(ctx, s, opts); err != nil {
+	if err := decide(ctx, s, opts, errDryRunBudget); err != nil {
 		return nil, err
 	}
 	return plan(s), nil

@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := decide(ctx, s, evaluator.Options{}); err != nil {
+	if err := decide(ctx, s, evaluator.Options{}, errVMBudget); err != nil {
 		return reconcile.Result{}, err
 	}
 	p := plan(s)

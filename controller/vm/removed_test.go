@@ -58,7 +58,7 @@ func removedSet(t *testing.T, atRestart bool) *evaluator.Set {
 
 func TestARemovedInterfaceStaysOnTheRunningPodUntilRestartWhenHotplugSaysNo(t *testing.T) {
 	s := removedScope(t, removedSet(t, true))
-	if err := decide(context.Background(), s, evaluator.Options{}); err != nil {
+	if err := decide(context.Background(), s, evaluator.Options{}, errVMBudget); err != nil {
 		t.Fatal(err)
 	}
 	p := plan(s)
@@ -79,7 +79,7 @@ func TestARemovedInterfaceStaysOnTheRunningPodUntilRestartWhenHotplugSaysNo(t *t
 
 func TestARemovedInterfaceIsUnpluggedAndItsAddressDeletedWhenHotplugAllows(t *testing.T) {
 	s := removedScope(t, removedSet(t, false))
-	if err := decide(context.Background(), s, evaluator.Options{}); err != nil {
+	if err := decide(context.Background(), s, evaluator.Options{}, errVMBudget); err != nil {
 		t.Fatal(err)
 	}
 	p := plan(s)

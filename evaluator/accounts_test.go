@@ -1,0 +1,119 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// costly is an expression of ~80,000 units that evaluates to false.
+const costly = "[" + hundred + "].exists(i, [" + hundred + "].exists(j, i == j + 1000))"
+
+const hundred = "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29," +
+	"30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59," +
+	"60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89," +
+	"90,91,92,93,94,95,96,97,98,99"
+
+// What a policy that may not decide (Audit) or may not take the interface down (failurePolicy
+// Ignore) spends is charged to the trial account: it never makes an enforced policy (here the
+// built-in default) exceed the interface budget and be blamed for it. Before, both drew on
+// one budget, and the enforced policy failed with "interface cost budget exceeded".
+func TestTrialPoliciesDoNotSpendTheEnforcedBudget(t *testing.T) {
+	// Each account holds what its policies spend (an Audit record re-evaluates the enforced
+	// policy's rule too), not both together.
+	limits := evaluator.Limits{InterfaceCostBudget: 100_000, TrialCostBudget: 200_000}
+	enforcer := layer("enforcer", priority(200), skipRule("e", costly, "PolicyError", "", ""))
+	cases := map[string]policyOption{
+		"an Ignore policy's skip rules": func(p *v1alpha1.ClusterIPAMPolicy) {
+			ignoreErrors(p)
+			skipRule("a", costly, "PolicyError", "", "")(p)
+		},
+		"an Audit policy's matchConditions and record": func(p *v1alpha1.ClusterIPAMPolicy) {
+			audit(p)
+			matchCondition("a", "!("+costly+")")(p)
+			hotplug("true")(p)
+		},
+	}
+	for name, opt := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := decide(setOf(t, compilerWith(t, limits), layer("trial", opt), enforcer), pooledAuto())
+			if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy ||
+				d.Allocation != evaluator.AllocationAuto || len(d.Trace.Errors) > 0 {
+				t.Fatalf("decision = %+v, want the built-in default's Auto, no error", d)
+			}
+			if d.Cost < 150_000 {
+				t.Errorf("Cost = %d, want what both accounts spent (over 150,000)", d.Cost)
+			}
+		})
+	}
+}
+
+// Crossing the trial budget is the error of the trial policy that crossed it: an Ignore
+// policy is passed over, an Audit policy's record holds the error; the enforced policies
+// decide as if it were not there.
+func TestATrialPolicyOverTheTrialBudgetIsItsOwnError(t *testing.T) {
+	// A raised per-call limit lets the policy's estimates sum past the budgets.
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
+	two := func(p *v1alpha1.ClusterIPAMPolicy) {
+		for _, n := range []string{"a", "b"} {
+			skipRule(n, costly, "PolicyError", "", "")(p)
+		}
+	}
+	t.Run("Ignore", func(t *testing.T) {
+		d := decide(setOf(t, c, layer("trial", ignoreErrors, two)), pooledAuto())
+		if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy ||
+			len(d.Trace.Ignored) != 1 || d.Trace.Ignored[0] != "trial" ||
+			len(d.Trace.Errors) != 1 || !strings.Contains(d.Trace.Errors[0], "policy trial: spec.skipRules[") ||
+			!strings.Contains(d.Trace.Errors[0], "trial cost budget 100000 exceeded") {
+			t.Fatalf("decision = %+v, want trial passed over for the trial budget, the built-in default deciding", d)
+		}
+	})
+	t.Run("Audit", func(t *testing.T) {
+		d := decide(setOf(t, c, layer("trial", audit, two)), pooledAuto())
+		if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy {
+			t.Fatalf("decision = %+v, want the built-in default deciding", d)
+		}
+		if len(d.Trace.Audit) != 1 || !strings.Contains(d.Trace.Audit[0].Error, "policy trial: ") ||
+			!strings.Contains(d.Trace.Audit[0].Error, "trial cost budget 100000 exceeded") {
+			t.Fatalf("Audit = %+v, want trial's record to hold the trial budget's error", d.Trace.Audit)
+		}
+	})
+}
+
+// An Audit record re-evaluates the enforced policies as well: what that costs is the record's,
+// and crossing the trial budget there is the Audit policy's error, never the enforced
+// policy's whose expression happened to cross it.
+func TestAnAuditRecordPaysForItsReevaluation(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+		InterfaceCostBudget: 200_000, TrialCostBudget: 100_000})
+	enforcer := layer("enforcer", priority(200), skipRule("a", costly, "PolicyError", "", ""),
+		skipRule("b", costly, "PolicyError", "", ""))
+	d := decide(setOf(t, c, layer("trial", audit, hotplug("true")), enforcer), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy {
+		t.Fatalf("decision = %+v, want the built-in default deciding", d)
+	}
+	if len(d.Trace.Audit) != 1 || !strings.HasPrefix(d.Trace.Audit[0].Error, "policy trial: spec: evaluating its Audit record (at policy enforcer: spec.skipRules[1].expression): trial cost budget 100000 exceeded") {
+		t.Fatalf("Audit = %+v, want trial's record to hold the trial budget's error", d.Trace.Audit)
+	}
+}
+
+// Once an account is spent nothing more runs on it: the work on one interface stays bounded
+// by the budgets (each crossed by at most one expression's cost). Before, every later
+// expression on a spent account was still evaluated and only then failed: here a second
+// Ignore policy's rule ran for another ~80,000 units after the first had spent the budget.
+func TestNothingRunsOnASpentAccount(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
+	first := layer("first", priority(1), ignoreErrors, skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))
+	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""))
+	d := decide(setOf(t, c, first, second), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || len(d.Trace.Ignored) != 2 {
+		t.Fatalf("decision = %+v, want both passed over and the built-in default deciding", d)
+	}
+	if d.Cost > 200_000 {
+		t.Errorf("Cost = %d, want at most the trial budget and one expression past it (~160,000)", d.Cost)
+	}
+}

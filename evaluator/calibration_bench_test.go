@@ -1,0 +1,69 @@
+package evaluator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// BenchmarkCostCalibration measures the wall time per CEL cost unit of the constructs that do
+// the most work per unit charged, each as the only skip rule of a policy decided by Decide
+// (the whole path: cost tracking, limits, lazy variables). It reports ns/unit (wall time of a
+// decision over Decision.Cost) and units (the cost charged): the figures that calibrate the
+// limits so that the cost budgets, not the deadline, stop every admitted policy
+// (docs/CEL-LIBRARY.md, "Calibration"). Run with
+//
+//	go test ./evaluator -run '^$' -bench CostCalibration -benchtime 20x
+//
+// It asserts nothing about time; it fails only when a construct stops being admitted or
+// decided, so that the figures stay meaningful.
+func BenchmarkCostCalibration(b *testing.B) {
+	list := func(n int, elem string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+	}
+	long := strings.Repeat("a", 250)
+	const bigPattern = "[a-z]{240}x" // a bound of 968 instructions, 243 real
+	constructs := []struct{ name, expr string }{
+		// A short string against the largest program: the regex is compiled on every call.
+		// A DNS-name-long string against a large program.
+		{"regex-long-literal", list(40, "1") + ".exists(i, '" + long + "'.matches('[a-z]{200}x'))"},
+		// The largest program the bounds admit of a repetition.
+		{"regex-big-program-short-input", list(400, "1") + ".exists(i, 'a'.matches('" + bigPattern + "'))"},
+		{"regex-big-program-long-input", list(40, "1") + ".exists(i, vm.name.matches('" + bigPattern + "'))"},
+		{"nested-comprehension", list(100, "1") + ".exists(x, " + list(100, "1") + ".exists(y, x == y + 1))"},
+		{"string-concat", list(300, "'"+long+"'") + ".exists(s, (s + s + s + s).size() == 0)"},
+		{"string-join", list(100, "1") + ".exists(i, " + list(60, "'"+long[:60]+"'") + ".join(',').size() == 0)"},
+		{"string-format", list(800, "1") + ".exists(i, '%s%s'.format([vm.name, vm.name]).size() == 0)"},
+		{"list-building", list(80, "1") + ".exists(i, " + list(50, "1") + ".map(x, [x, x]).size() == 0)"},
+		{"map-building", list(200, "1") + ".exists(i, " + list(100, "1") + ".transformMap(k, v, v).size() == 0)"},
+		{"lower-ascii", list(1000, "vm.name") + ".exists(s, s.lowerAscii().size() == 0)"},
+	}
+	c := newCompiler(b)
+	in := pooledAuto()
+	in.VM.Name = long[:253-3]
+	for _, k := range constructs {
+		b.Run(k.name, func(b *testing.B) {
+			p := newPolicy("calibrate", skipRule("construct", k.expr, "PolicyError", "", ""))
+			if _, errs := c.Compile(p, p); len(errs) > 0 {
+				b.Fatalf("not admitted: %v", errs.ToAggregate())
+			}
+			set := setOf(b, c, p)
+			d := set.Decide(context.Background(), in, evaluator.Options{})
+			if d.Reason == evaluator.ReasonPolicyError || d.Cost < 20_000 {
+				b.Fatalf("decision = %+v, want no PolicyError, costing at least 20,000 units", d)
+			}
+			var cost int64
+			var elapsed time.Duration
+			for b.Loop() {
+				start := time.Now()
+				cost += set.Decide(context.Background(), in, evaluator.Options{}).Cost
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(cost), "ns/unit")
+			b.ReportMetric(float64(cost)/float64(b.N), "units")
+		})
+	}
+}
