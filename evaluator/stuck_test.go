@@ -37,7 +37,9 @@ func TestDecideAnswersOnTimeDespiteAnUninterruptibleCall(t *testing.T) {
 
 // An abandoned evaluation reports the cost its finished expressions spent. Before: 0.
 func TestAnAbandonedEvaluationReportsTheCostSpent(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+	// A deadline the cheap first condition surely finishes in, even starved beside a busy
+	// make test (at 50 ms it once did not); the stuck call runs for seconds.
+	c := compilerWith(t, evaluator.Limits{Deadline: 500 * time.Millisecond, StaticCostLimit: 1e12,
 		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
 	p := newPolicy("p", variable("cheap", "lists.range(500).all(x, x >= 0)"),
 		matchCondition("first", "variables.cheap"),
