@@ -466,12 +466,25 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil
 	}
-	cc.estimated = addSaturating(cc.estimated, est.Max)
+	// A constant call that fails is an invalid expression, not a fault of the compiler: new
+	// expressions are refused for one wherever it is; a stored one only when planning the
+	// program (which folds constants) fails on it.
+	if mode == environment.NewExpressions {
+		if msg := constantCallError(env, ast.NavigateAST(checked.NativeRep())); msg != "" {
+			cc.errs = append(cc.errs, field.Invalid(path, src, msg))
+			return program{path: path.String()}, nil
+		}
+	}
 	prog, err := env.Program(checked)
 	if err != nil {
-		cc.errs = append(cc.errs, field.InternalError(path, err))
+		msg := constantCallError(env, ast.NavigateAST(checked.NativeRep()))
+		if msg == "" {
+			msg = err.Error()
+		}
+		cc.errs = append(cc.errs, field.Invalid(path, src, msg))
 		return program{path: path.String()}, nil
 	}
+	cc.estimated = addSaturating(cc.estimated, est.Max)
 	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
 }
 

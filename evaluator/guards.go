@@ -16,6 +16,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
+	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
@@ -494,4 +495,53 @@ func saturatingMul(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a * b
+}
+
+// constantCallError evaluates, innermost first, every call of e whose operands are all
+// constants (no input, no variable, no comprehension) and returns "<call>: <error>" for the
+// first that fails, or "" when none does. Such a call fails on every evaluation that reaches
+// it — a conversion out of range (int(1e30), uint(-1)), bytes that are not UTF-8
+// (string(b'\xff')), a string that is not a number (int('x')) — and the environment folds
+// constant calls when it plans a program, whose error then carried no field, no call and the
+// wording of a compiler fault. Each call is checked within the compiled expression's
+// estimate, which has passed the per-call limit already.
+func constantCallError(env *cel.Env, e ast.NavigableExpr) string {
+	var calls []ast.Expr
+	constantCalls(e, &calls)
+	for _, call := range calls {
+		src, err := parser.Unparse(call, nil)
+		if err != nil {
+			continue
+		}
+		checked, iss := env.Compile(src)
+		if iss.Err() != nil {
+			continue
+		}
+		prog, err := env.Program(checked)
+		if err == nil {
+			_, _, err = prog.Eval(interpreter.EmptyActivation())
+		}
+		if err != nil {
+			return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+		}
+	}
+	return ""
+}
+
+// constantCalls appends to out, children first, the calls of e whose operands are all
+// constants, and reports whether e itself is constant.
+func constantCalls(e ast.NavigableExpr, out *[]ast.Expr) bool {
+	constant := true
+	for _, child := range e.Children() {
+		constant = constantCalls(child, out) && constant
+	}
+	switch e.Kind() {
+	case ast.IdentKind, ast.ComprehensionKind, ast.UnspecifiedExprKind:
+		return false
+	case ast.CallKind:
+		if constant {
+			*out = append(*out, e)
+		}
+	}
+	return constant
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/vmipam/vmipam/evaluator"
 )
 
@@ -95,5 +97,34 @@ func TestFormatOfAnInputIsEstimatedWithItsBound(t *testing.T) {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
 			t.Errorf("%s: %v, want it to compile", ok, errs)
 		}
+	}
+}
+
+// A call on literals that fails (a conversion out of range, bytes that are not UTF-8) fails on
+// every evaluation: it is refused as an invalid expression naming the call and what is wrong,
+// not reported as an internal error of the compiler (the environment folds constant calls
+// when it plans the program, and their errors surfaced from there as "Internal error").
+func TestFailingConstantCallsAreInvalid(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, call, want string }{
+		{`string(b'\xff\xfe') != ''`, `string(b"\377\376")`, "invalid UTF-8"},
+		{`int(1e30) > 0`, `int(1e+30)`, "integer overflow"},
+		{`int(-1e30) > 0`, `int(-1e+30)`, "integer overflow"},
+		{`uint(-1) > 0u`, `uint(-1)`, "unsigned integer overflow"},
+		{`uint(1e30) > 0u`, `uint(1e+30)`, "unsigned integer overflow"},
+		{`int(18446744073709551615u) > 0`, `int(18446744073709551615u)`, "integer overflow"},
+		{`int('99999999999999999999') > 0`, `int("99999999999999999999")`, "type conversion error"},
+		{`double('x') > 0.0`, `double("x")`, "type conversion error"},
+		{`vm.name != '' && int(dyn(1.5e300) + 1.0) > 0`, `int(dyn(1.5e+300) + 1.0)`, "integer overflow"},
+		{`vm.name + string(b'a' + b'\xff') != ''`, `string(b"\141" + b"\377")`, "invalid UTF-8"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || errs[0].Type != field.ErrorTypeInvalid || errs[0].Field != "spec.matchConditions[0].expression" ||
+			!strings.Contains(errs[0].Detail, tc.call+": ") || !strings.Contains(errs[0].Detail, tc.want) {
+			t.Errorf("%s: errors %v, want one Invalid naming %s and %q", tc.expr, errs, tc.call, tc.want)
+		}
+	}
+	if _, errs := c.Compile(newPolicy("p", matchCondition("m", `string(b'abc') == 'abc' && int(1e18) > 0`)), nil); len(errs) > 0 {
+		t.Errorf("constant calls that succeed: %v, want them to compile", errs)
 	}
 }
