@@ -458,10 +458,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		return program{path: path.String()}, nil
 	}
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := "iterate over fewer or bounded lists"
-		if unbounded := unboundedRanges(checked.NativeRep().Expr()); len(unbounded) > 0 {
-			hint = "the size of " + strings.Join(unbounded, ", ") + " is unbounded: iterate over a declared input, a variable or a literal list"
-		}
+		hint := unboundedHint(checked.NativeRep().Expr())
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil

@@ -63,6 +63,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			formatCostTracker,
 			isURLCostTracker,
 			regexCostTrackers,
+			rangeCostTracker,
 		},
 	})
 }
@@ -194,6 +195,10 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		if overloadID == "string_format" {
 			return e.formatEstimate(target, args)
 		}
+	case "lists.range":
+		if est := rangeEstimate(args); est != nil {
+			return est
+		}
 	case "includes", "indexOf", "lastIndexOf":
 		if est := literalListSearch(target); est != nil {
 			return est
@@ -280,11 +285,15 @@ func unboundedRanges(e ast.Expr) []string {
 	return out
 }
 
-// boundedRange: r is a literal list or map, or a field path from an input or `variables`.
+// boundedRange: r is a literal list or map, lists.range of a literal, or a field path from
+// an input or `variables`.
 func boundedRange(r ast.Expr) bool {
 	switch r.Kind() {
 	case ast.ListKind, ast.MapKind:
 		return true
+	case ast.CallKind:
+		_, ok := literalRange(r)
+		return ok
 	case ast.SelectKind:
 		return boundedRange(r.AsSelect().Operand())
 	case ast.IdentKind:

@@ -43,3 +43,31 @@ func TestJoinSplitAndOrValueAreEstimatedBounded(t *testing.T) {
 		}
 	}
 }
+
+// A list built from literals has the size its literals give: lists.range(40) holds 40
+// elements and 'a,b,c'.split(',') three, and iterating over them is estimated so (before,
+// both were "unbounded" and any nested iteration over them was refused). What stays
+// unbounded is named by the input it grows with, not by the constructor's literal; and
+// building a million elements is charged a million, at run time too (rangeCostTracker).
+func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
+	c := newCompiler(t)
+	for _, expr := range []string{
+		"lists.range(40).all(i, lists.range(40).all(j, i != j || vm.name != ''))",
+		"'a,b,c'.split(',').all(s, vm.labels.all(k, s != k))",
+		"'a,b,c,d'.split(',', 2).all(s, vm.labels.all(k, s != k))",
+	} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", expr, errs)
+		}
+	}
+	for _, tc := range []struct{ expr, want, not string }{
+		{"lists.range(40).all(i, vm.labels.all(k, vm.labels.all(l, k != l)))", "exceeds the per-call limit", "is unbounded"},
+		{"lists.range(1000000).size() > 0", "exceeds the per-call limit", "is unbounded"},
+		{"lists.range(interface.index).all(i, vm.labels.all(k, i > 0))", "lists.range(interface.index) is unbounded: it grows with the value of interface.index", ""},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || (tc.not != "" && strings.Contains(errs[0].Error(), tc.not)) {
+			t.Errorf("%s: errors %v, want one naming %q and not %q", tc.expr, errs, tc.want, tc.not)
+		}
+	}
+}

@@ -545,3 +545,66 @@ func constantCalls(e ast.NavigableExpr, out *[]ast.Expr) bool {
 	}
 	return constant
 }
+
+// literalRange is the size of lists.range(n) for a literal n (0 for a negative n); false for
+// any other expression. The library leaves its result unsized, so that iterating over
+// lists.range(40) was estimated as over an unbounded list.
+func literalRange(e ast.Expr) (uint64, bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "lists.range" || len(e.AsCall().Args()) != 1 {
+		return 0, false
+	}
+	arg := e.AsCall().Args()[0]
+	if arg.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	n, ok := arg.AsLiteral().(types.Int)
+	if !ok {
+		return 0, false
+	}
+	return uint64(max(n, 0)), true
+}
+
+// rangeEstimate estimates lists.range(n) for a literal n: n elements, built one by one.
+func rangeEstimate(args []checker.AstNode) *checker.CallEstimate {
+	if len(args) != 1 {
+		return nil
+	}
+	call := ast.NewExprFactory().NewCall(0, "lists.range", args[0].Expr())
+	n, ok := literalRange(call)
+	if !ok {
+		return nil
+	}
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + n},
+		ResultSize: &checker.SizeEstimate{Min: 0, Max: n}}
+}
+
+// rangeCostTracker charges lists.range(n) at run time as rangeEstimate does: one unit per
+// element built (the library charges 1 for up to a million elements).
+var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("lists_range",
+	func(args []ref.Val, _ ref.Val) *uint64 {
+		cost := uint64(1)
+		if n, ok := args[0].(types.Int); ok && n > 0 {
+			cost += uint64(n)
+		}
+		return &cost
+	}))
+
+// unboundedHint says what an estimate past the limit blames: each range of a comprehension
+// whose size is unbounded, and for lists.range(x) the input x it grows with; or, when every
+// range is bounded, that the iterations are too many.
+func unboundedHint(e ast.Expr) string {
+	unbounded := unboundedRanges(e)
+	if len(unbounded) == 0 {
+		return "iterate over fewer or smaller lists, or nest fewer iterations"
+	}
+	var parts []string
+	for _, src := range unbounded {
+		part := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
+		if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
+			part = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
+				"; give lists.range a literal bound"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
