@@ -447,7 +447,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		}
 	}
 	if mode == environment.NewExpressions {
-		if errs := literalGuardErrors(checked.NativeRep().Expr()); len(errs) > 0 {
+		if errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...); len(errs) > 0 {
 			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
 			return program{path: path.String()}, nil
 		}

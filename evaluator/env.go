@@ -49,7 +49,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 	}
 	nativeTypes = append(nativeTypes, ext.ParseStructTag("json"))
 	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...), orderedMaps}, opts...)
-	guarded, err := guardedOverloads()
+	guarded, err := guardedOverloads(limits)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
 	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -50,13 +51,16 @@ type callGuard struct {
 	check func(args []ref.Val) error
 	// refused is the result past the bound: nil for an error; isQuantity answers false.
 	refused ref.Val
+	// checkArgs, when set, checks the other arguments at run time only, against the
+	// characters one call may produce (maxChars).
+	checkArgs func(args []ref.Val, maxChars uint64) error
 }
 
 // callGuards are the guarded overloads.
 var callGuards = []callGuard{
 	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
 	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
-	{function: "format", overload: "string_format", check: formatArg},
+	{function: "format", overload: "string_format", check: formatArg, checkArgs: formatListArg},
 }
 
 // quantityArg bounds a quantity string's length and its value's decimal exponent. A string
@@ -132,7 +136,8 @@ func (g callGuard) guardError(err error) error {
 
 // guardedOverloads re-declares each guarded overload with its check before the library's own
 // binding; cel-go lets an overload be rebound when its signature is unchanged.
-func guardedOverloads() ([]cel.EnvOption, error) {
+// limits bound what a guarded call may produce (checkArgs).
+func guardedOverloads(limits Limits) ([]cel.EnvOption, error) {
 	base, err := environment.MustBaseEnvSet(LanguageVersion).Env(environment.NewExpressions)
 	if err != nil {
 		return nil, err
@@ -162,7 +167,7 @@ func guardedOverloads() ([]cel.EnvOption, error) {
 				overload = cel.MemberOverload
 			}
 			opts = append(opts, cel.Function(g.function,
-				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig))))
+				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig, limits))))
 		}
 	}
 	if len(opts) != len(callGuards) {
@@ -171,10 +176,19 @@ func guardedOverloads() ([]cel.EnvOption, error) {
 	return opts, nil
 }
 
-// binding is orig's implementation behind g's check.
-func (g callGuard) binding(orig *functions.Overload) cel.OverloadOpt {
+// binding is orig's implementation behind g's checks. A call may produce at most ten
+// characters per unit of the per-call limit: what is charged by its length (format()) can
+// never pay for more.
+func (g callGuard) binding(orig *functions.Overload, limits Limits) cel.OverloadOpt {
+	maxChars := saturatingMul(limits.PerCallCostLimit, 10)
 	guard := func(args ...ref.Val) (ref.Val, bool) {
-		if err := g.check(args); err != nil {
+		err := g.check(args)
+		if err == nil && g.checkArgs != nil {
+			if err = g.checkArgs(args, maxChars); err != nil {
+				return types.WrapErr(fmt.Errorf("%s(): %w", g.function, err)), true
+			}
+		}
+		if err != nil {
 			if g.refused != nil {
 				return g.refused, true
 			}
@@ -309,8 +323,10 @@ var formatCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("
 // vm.annotations['k'], vm.labels) formats to at most its declared bound (formattedInput); any
 // other argument to at most maxFormattedArg characters: the larger of the longest string an
 // input holds (an annotation value, 256 KiB) and a variable's flat bound (1,024 elements of
-// 317 characters and separators). A nested collection can format longer: charged its real
-// output at run time, it may hit the per-call limit (fails closed; docs/CEL-LIBRARY.md). Before, any non-literal argument was assumed to be ≤ 253 characters, and
+// 317 characters and separators); a list or map literal its elements' bounds at any depth. A
+// computed nested collection is refused in a new expression (nestedFormatErrors) and, in a
+// stored one, checked before formatting at run time (formatListArg). Before, any
+// non-literal argument was assumed to be ≤ 253 characters, and
 // `'%s'.format([vm.annotations['a']])` was charged 10,000 times its estimate at run time.
 const (
 	maxFormattedDouble = 310 + maxFormatPrecision
@@ -346,8 +362,26 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
 }
 
-// formattedSize bounds the characters of one formatted argument.
+// formattedSize bounds the characters of one formatted argument. A list or map literal is
+// its elements' bounds with brackets and separators, at any depth (before, one was assumed
+// as long as a flat variable, and a literal list of three annotation maps was estimated at a
+// 300th of what it formats to).
 func formattedSize(el ast.Expr) uint64 {
+	switch el.Kind() {
+	case ast.ListKind:
+		size := uint64(2)
+		for _, child := range el.AsList().Elements() {
+			size = addSaturating(size, addSaturating(formattedSize(child), 2))
+		}
+		return size
+	case ast.MapKind:
+		size := uint64(2)
+		for _, entry := range el.AsMap().Entries() {
+			e := entry.AsMapEntry()
+			size = addSaturating(size, addSaturating(addSaturating(formattedSize(e.Key()), formattedSize(e.Value())), 4))
+		}
+		return size
+	}
 	if el.Kind() != ast.LiteralKind {
 		if n, _, ok := formattedInput(el); ok {
 			return n
@@ -608,3 +642,128 @@ func unboundedHint(e ast.Expr) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// formatListArg bounds the characters format()'s argument list formats to, before the
+// library formats it: the cost tracker charges the output after it is built, so a nested
+// collection of megabytes was formatted in full and only then failed the per-call limit,
+// with an error that did not name format().
+func formatListArg(args []ref.Val, maxChars uint64) error {
+	if len(args) < 2 {
+		return nil
+	}
+	if n := formattedLength(args[1], maxChars); n > maxChars {
+		return fmt.Errorf("the arguments format to more than %d characters, what one call may produce within the per-call cost limit", maxChars)
+	}
+	return nil
+}
+
+// formattedLength bounds the characters v formats to with %s, stopping past limit: the walk
+// visits at most one element per character counted (each costs its separator).
+func formattedLength(v ref.Val, limit uint64) uint64 {
+	switch x := v.(type) {
+	case types.String:
+		return uint64(len(x))
+	case types.Bytes:
+		return 2 * uint64(len(x))
+	case types.Double:
+		return maxFormattedDouble
+	case traits.Mapper:
+		n := uint64(2)
+		for it := x.Iterator(); it.HasNext() == types.True && n <= limit; {
+			k := it.Next()
+			n = addSaturating(n, addSaturating(addSaturating(formattedLength(k, limit), formattedLength(x.Get(k), limit)), 4))
+		}
+		return n
+	case traits.Lister:
+		n := uint64(2)
+		for it := x.Iterator(); it.HasNext() == types.True && n <= limit; {
+			n = addSaturating(n, addSaturating(formattedLength(it.Next(), limit), 2))
+		}
+		return n
+	}
+	return 64 // an int, a bool, null, a timestamp or a duration
+}
+
+// nestedFormatErrors reports each format() call of a checked expression formatting a
+// collection of collections that the expression computes (a comprehension's result, a
+// variable): the estimate knows the bounds of literals and inputs at any depth, but not the
+// depth or sizes of a computed value, which can format to far more than its flat bound.
+func nestedFormatErrors(checked *cel.Ast) []string {
+	var out []string
+	a := checked.NativeRep()
+	var visitArg func(e ast.Expr)
+	visitArg = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.LiteralKind:
+			return
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				visitArg(el)
+			}
+			return
+		case ast.MapKind:
+			for _, entry := range e.AsMap().Entries() {
+				visitArg(entry.AsMapEntry().Key())
+				visitArg(entry.AsMapEntry().Value())
+			}
+			return
+		}
+		if _, _, ok := formattedInput(e); ok {
+			return
+		}
+		if t := a.GetType(e.ID()); t != nil && nestedCollection(t) {
+			out = append(out, nestedFormatError(a, e, t))
+		}
+	}
+	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "format" || !e.AsCall().IsMemberFunction() || len(e.AsCall().Args()) != 1 {
+			return
+		}
+		list := e.AsCall().Args()[0]
+		if list.Kind() == ast.ListKind {
+			visitArg(list)
+			return
+		}
+		// A computed argument list: each of its elements is formatted.
+		if t := a.GetType(list.ID()); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 && isCollection(t.Parameters()[0]) {
+			out = append(out, nestedFormatError(a, list, t))
+		}
+	}))
+	return out
+}
+
+// nestedFormatError names the argument e of type t: its source when it unparses (the
+// environment keeps no macro calls, so a comprehension does not), else its position.
+func nestedFormatError(a *ast.AST, e ast.Expr, t *types.Type) string {
+	what, err := parser.Unparse(e, nil)
+	if err != nil {
+		// The leftmost position of the argument's parts: a comprehension's own is its macro's.
+		start := int32(math.MaxInt32)
+		ast.PreOrderVisit(e, ast.NewExprVisitor(func(d ast.Expr) {
+			if r, ok := a.SourceInfo().GetOffsetRange(d.ID()); ok && r.Start >= 0 {
+				start = min(start, r.Start)
+			}
+		}))
+		loc := a.SourceInfo().GetLocationByOffset(start)
+		what = fmt.Sprintf("at %d:%d", loc.Line(), loc.Column()+1)
+	} else {
+		what = truncate(what)
+	}
+	return fmt.Sprintf("format(): the argument %s is a computed nested collection (%s): its formatted size has no bound "+
+		"the estimate knows; format its elements, or join them into strings first", what, t)
+}
+
+// nestedCollection: t is a list or map holding lists or maps.
+func nestedCollection(t *types.Type) bool {
+	if !isCollection(t) {
+		return false
+	}
+	for _, p := range t.Parameters() {
+		if isCollection(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isCollection(t *types.Type) bool { return t.Kind() == types.ListKind || t.Kind() == types.MapKind }

@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -126,5 +127,43 @@ func TestFailingConstantCallsAreInvalid(t *testing.T) {
 	}
 	if _, errs := c.Compile(newPolicy("p", matchCondition("m", `string(b'abc') == 'abc' && int(1e18) > 0`)), nil); len(errs) > 0 {
 		t.Errorf("constant calls that succeed: %v, want them to compile", errs)
+	}
+}
+
+// format() of a nested collection is estimated from the bounds of what it nests, or refused
+// when an expression computes it (its formatted size has no bound the estimate knows); and at
+// run time an argument list too large to format within the per-call limit fails before it is
+// formatted, naming format(). Before, each of these compiled with a flat argument's estimate
+// and failed at run time with "actual cost limit exceeded", after formatting megabytes.
+func TestFormatOfNestedCollections(t *testing.T) {
+	c := newCompiler(t)
+	anns := "[vm.annotations, vm.annotations, vm.annotations]"
+	for _, tc := range []struct{ expr, want string }{
+		{"'%s'.format([[" + anns + "]]) != ''", "estimated worst-case cost"},
+		{"'%s'.format([vm.labels.map(k, [vm.labels, vm.labels])]) != ''", "format(): the argument at 1:14 is a computed nested collection (list(list(map(string, string))))"},
+		{"'%s'.format(vm.labels.map(k, [k, k])) != ''", "format(): the argument at 1:13 is a computed nested collection (list(list(string)))"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || errs[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: errors %v, want one naming %q", tc.expr, errs, tc.want)
+		}
+	}
+	for _, ok := range []string{"'%s %s'.format([[vm.name, interface.name], {'a': [1, 2]}]) != ''",
+		"'%s'.format([vm.labels.map(k, k)]) != ''", "'%s %s'.format([vm.labels, [vm.labels]]) != ''"} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", ok, errs)
+		}
+	}
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{}
+	for i := range 200 {
+		in.VM.Annotations[fmt.Sprintf("a%d", i)] = strings.Repeat("x", 4000)
+	}
+	set := setOf(t, c, newPolicy("p", matchCondition("m",
+		"'%s'.format([dyn(vm.annotations.map(k, [vm.annotations[k], vm.annotations[k]]))]) != ''")))
+	d := decide(set, in)
+	if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "spec.matchConditions[0].expression: format(): ") ||
+		!strings.Contains(d.Message, "more than 1000000 characters") {
+		t.Errorf("%s %q, want a PolicyError naming format() and the characters it may produce", d.Reason, d.Message)
 	}
 }
