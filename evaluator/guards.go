@@ -531,52 +531,74 @@ func saturatingMul(a, b uint64) uint64 {
 	return a * b
 }
 
-// constantCallError evaluates, innermost first, every call of e whose operands are all
-// constants (no input, no variable, no comprehension) and returns "<call>: <error>" for the
-// first that fails, or "" when none does. Such a call fails on every evaluation that reaches
-// it — a conversion out of range (int(1e30), uint(-1)), bytes that are not UTF-8
-// (string(b'\xff')), a string that is not a number (int('x')) — and the environment folds
-// constant calls when it plans a program, whose error then carried no field, no call and the
-// wording of a compiler fault. Each call is checked within the compiled expression's
-// estimate, which has passed the per-call limit already.
+// constantCallError evaluates every largest call of e whose operands are all constants (no
+// input, no variable, no comprehension) and, for one that fails, returns "<call>: <error>"
+// naming the innermost failing call within it; "" when none fails. Such a call fails on
+// every evaluation that reaches it — a conversion out of range (int(1e30), uint(-1)), bytes
+// that are not UTF-8 (string(b'\xff')), a string that is not a number (int('x')) — and the
+// environment folds constant calls when it plans a program, whose error then carried no
+// call and the wording of a compiler fault ("Internal error"). Each call is evaluated
+// within the compiled expression's estimate, which has passed the per-call limit already.
 func constantCallError(env *cel.Env, e ast.NavigableExpr) string {
-	var calls []ast.Expr
+	var calls []ast.NavigableExpr
 	constantCalls(e, &calls)
 	for _, call := range calls {
-		src, err := parser.Unparse(call, nil)
-		if err != nil {
-			continue
-		}
-		checked, iss := env.Compile(src)
-		if iss.Err() != nil {
-			continue
-		}
-		prog, err := env.Program(checked)
-		if err == nil {
-			_, _, err = prog.Eval(interpreter.EmptyActivation())
-		}
-		if err != nil {
-			return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+		if err := evalConstant(env, call); err != nil {
+			return innermostFailure(env, call, err)
 		}
 	}
 	return ""
 }
 
-// constantCalls appends to out, children first, the calls of e whose operands are all
-// constants, and reports whether e itself is constant.
-func constantCalls(e ast.NavigableExpr, out *[]ast.Expr) bool {
+// innermostFailure descends from a failing constant call to the deepest call that fails.
+func innermostFailure(env *cel.Env, call ast.NavigableExpr, err error) string {
+	for _, child := range call.Children() {
+		if child.Kind() != ast.CallKind {
+			continue
+		}
+		if childErr := evalConstant(env, child); childErr != nil {
+			return innermostFailure(env, child, childErr)
+		}
+	}
+	src, _ := parser.Unparse(call, nil)
+	return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+}
+
+// evalConstant evaluates a constant expression on its own; nil when it cannot be rebuilt.
+func evalConstant(env *cel.Env, e ast.Expr) error {
+	src, err := parser.Unparse(e, nil)
+	if err != nil {
+		return nil
+	}
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return nil
+	}
+	prog, err := env.Program(checked)
+	if err == nil {
+		_, _, err = prog.Eval(interpreter.EmptyActivation())
+	}
+	return err
+}
+
+// constantCalls appends to out the largest calls of e whose operands are all constants, and
+// reports whether e itself is constant.
+func constantCalls(e ast.NavigableExpr, out *[]ast.NavigableExpr) bool {
+	var inner []ast.NavigableExpr
 	constant := true
 	for _, child := range e.Children() {
-		constant = constantCalls(child, out) && constant
+		constant = constantCalls(child, &inner) && constant
 	}
 	switch e.Kind() {
 	case ast.IdentKind, ast.ComprehensionKind, ast.UnspecifiedExprKind:
-		return false
+		constant = false
 	case ast.CallKind:
 		if constant {
 			*out = append(*out, e)
+			return true
 		}
 	}
+	*out = append(*out, inner...)
 	return constant
 }
 
