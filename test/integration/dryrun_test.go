@@ -434,13 +434,18 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		raw := map[string]any{}
 		Expect(json.Unmarshal([]byte(drJSON(vm)), &raw)).To(Succeed())
 		raw["spec"].(map[string]any)["networks"].([]any)[0].(map[string]any)["bogus"] = "x"
+		// metadata too, as ObjectMeta's own decoding finds them (the CRD schemas leave
+		// metadata open): they were accepted silently under Strict.
+		raw["metadata"].(map[string]any)["bogusMeta"] = "x"
 		policy := drPolicyObject()
 		policy["spec"].(map[string]any)["allocation"].(map[string]any)["bogus"] = true
 		pool := drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool")
 		pool["spec"].(map[string]any)["bogus"] = int64(1)
+		pool["metadata"].(map[string]any)["bogusMeta"] = map[string]any{"x": int64(1)}
 		ev := &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
 			"metadata": map[string]any{"namespace": ns}, "spec": map[string]any{"vm": raw, "policies": []any{policy}, "objects": []any{pool}}}}
-		paths := []string{"spec.vm.spec.networks[0].bogus", "spec.policies[0].spec.allocation.bogus", "spec.objects[0].spec.bogus"}
+		paths := []string{"spec.vm.spec.networks[0].bogus", "spec.policies[0].spec.allocation.bogus", "spec.objects[0].spec.bogus",
+			"spec.vm.metadata.bogusMeta", "spec.objects[0].metadata.bogusMeta"}
 		warnings := &drWarnings{}
 		cfg := rest.CopyConfig(testEnv.Config)
 		cfg.WarningHandler = warnings
