@@ -473,6 +473,40 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(warnings.all()).To(BeEmpty(), "Ignore")
 	})
 
+	It("checks the Evaluation's own metadata as the API server checks a create: syntax 422 at its path, unknown fields by fieldValidation", func() {
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.WarningHandler = warnings
+		dyn, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		evaluations := dyn.Resource(dryrunv1.SchemeGroupVersion.WithResource(dryrunv1.Resource)).Namespace(ns)
+		evaluation := func(meta map[string]any) *unstructured.Unstructured {
+			meta["namespace"] = ns
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
+				"metadata": meta, "spec": map[string]any{"virtualMachineName": "web"}}}
+		}
+		for field, meta := range map[string]map[string]any{
+			"metadata.name":         {"name": "Bad_Name"},
+			"metadata.generateName": {"generateName": "Bad_"},
+			"metadata.labels":       {"labels": map[string]any{"bad key!": "v"}},
+			"metadata.annotations":  {"annotations": map[string]any{"bad key!": "v"}},
+		} {
+			_, err := evaluations.Create(ctx, evaluation(meta), metav1.CreateOptions{})
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", field, err)
+			Expect(err.(apierrors.APIStatus).Status().Details.Causes).To(ContainElement(HaveField("Field", HavePrefix(field))), field)
+		}
+		_, err = evaluations.Create(ctx, evaluation(map[string]any{"name": "ok", "bogus": "x"}), metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		Expect(err).To(HaveOccurred(), "Strict")
+		Expect(err.Error()).To(ContainSubstring(`unknown field "metadata.bogus"`))
+		out, err := evaluations.Create(ctx, evaluation(map[string]any{"name": "ok", "labels": map[string]any{"a": "b"}, "bogus": "x"}),
+			metav1.CreateOptions{FieldValidation: metav1.FieldValidationWarn})
+		Expect(err).NotTo(HaveOccurred(), "Warn")
+		Expect(warnings.all()).To(ContainElement(ContainSubstring(`unknown field "metadata.bogus"`)))
+		Expect(out.GetName()).To(Equal("ok"))
+		Expect(out.GetLabels()).To(Equal(map[string]string{"a": "b"}))
+		Expect(out.Object["metadata"]).NotTo(HaveKey("bogus"))
+	})
+
 	It("answers a key repeated inside spec by fieldValidation: Strict 422 naming it, Warn a warning", func() {
 		cs, err := kubernetes.NewForConfig(testEnv.Config)
 		Expect(err).NotTo(HaveOccurred())

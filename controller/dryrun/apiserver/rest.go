@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,6 +123,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
 	}
+	if errs := validateMeta(ev); len(errs) > 0 {
+		return nil, invalid(ev, errs)
+	}
 	if createValidation != nil {
 		if err := createValidation(ctx, ev); err != nil {
 			return nil, err
@@ -178,6 +182,21 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	ev.Status = *status
 	ev.ManagedFields = nil // the handler's field manager added them; an Evaluation is never stored
 	return ev, nil
+}
+
+// validateMeta checks the Evaluation's metadata as the API server checks a create's (name
+// and generateName syntax, namespace, labels, annotations, owner references, finalizers),
+// since the answer echoes it. A name is not required: nothing is stored under it, as for
+// the API server's own review resources.
+func validateMeta(ev *dryrunv1.Evaluation) field.ErrorList {
+	errs := apivalidation.ValidateObjectMeta(&ev.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if ev.Name == "" && ev.GenerateName == "" {
+		errs = errs.Filter(func(err error) bool {
+			var fe *field.Error
+			return errors.As(err, &fe) && fe.Type == field.ErrorTypeRequired && fe.Field == "metadata.name"
+		})
+	}
+	return errs
 }
 
 // body is the Engine's request for the Evaluation: its spec, with a VM named by
