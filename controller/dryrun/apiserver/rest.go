@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,7 +124,7 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
 	}
-	if errs := validateMeta(ev); len(errs) > 0 {
+	if errs := validateMeta(ev, genericapirequest.NamespaceValue(ctx)); len(errs) > 0 {
 		return nil, invalid(ev, errs)
 	}
 	if createValidation != nil {
@@ -187,9 +188,12 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 // validateMeta checks the Evaluation's metadata as the API server checks a create's (name
 // and generateName syntax, namespace, labels, annotations, owner references, finalizers),
 // since the answer echoes it. A name is not required: nothing is stored under it, as for
-// the API server's own review resources.
-func validateMeta(ev *dryrunv1.Evaluation) field.ErrorList {
-	errs := apivalidation.ValidateObjectMeta(&ev.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+// the API server's own review resources. The namespace is the request's when the object
+// names none (the handler has checked that they agree when it does).
+func validateMeta(ev *dryrunv1.Evaluation, namespace string) field.ErrorList {
+	meta := ev.ObjectMeta
+	meta.Namespace = cmp.Or(meta.Namespace, namespace)
+	errs := apivalidation.ValidateObjectMeta(&meta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	if ev.Name == "" && ev.GenerateName == "" {
 		errs = errs.Filter(func(err error) bool {
 			var fe *field.Error

@@ -149,6 +149,11 @@ func TestCreateReportsMalformedSpecAs422WithPathsBelowSpec(t *testing.T) {
 		{"both", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: []byte(webVM)}, VirtualMachineName: "web"}},
 			"spec.virtualMachineName"},
 		{"a VM by name that does not exist", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "nope"}}, "spec.virtualMachineName"},
+		// The Evaluation's own metadata is echoed in the answer: checked as a create's.
+		{"an Evaluation name that is no DNS subdomain", &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Name: "Bad_Name"},
+			Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}, "metadata.name"},
+		{"an Evaluation label key that is no qualified name", &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bad key!": "v"}},
+			Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}, "metadata.labels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.Create(request("team"), tc.ev, nil, &metav1.CreateOptions{})
