@@ -70,9 +70,9 @@ type Decision struct {
 	Provenance Provenance `json:"provenance"`
 	// Cost is the CEL runtime cost spent on this interface, summed over all expressions of
 	// all policies evaluated (k8s.io/apiserver cost units).
-	Cost int64 `json:"cost"`
+	Cost int64 `json:"cost,omitempty"`
 	// Trace explains how the decision was reached.
-	Trace Trace `json:"trace"`
+	Trace Trace `json:"trace,omitzero"`
 }
 
 // Provenance names the policy that decided each part of a Decision (DESIGN.md §3.3): the

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
@@ -304,6 +305,30 @@ func TestCreateOmitsTheInstalledPoliciesDetailsFromACallerWhoMayNotListThem(t *t
 	}
 	if !reflect.DeepEqual(st.Omitted, []string{dryrunv1.OmittedPolicyDetails}) {
 		t.Errorf("omitted = %q, want it said", st.Omitted)
+	}
+	// What is omitted is absent from the answer, not there empty: `trace: {}`, `order: null`
+	// and `cost: 0` read as "no trace", "no policies", "free".
+	data, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Status struct {
+			Policies   map[string]any   `json:"policies"`
+			Interfaces []map[string]any `json:"interfaces"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(data, &answer); err != nil {
+		t.Fatal(err)
+	}
+	decision, _ := answer.Status.Interfaces[0]["decision"].(map[string]any)
+	if _, ok := answer.Status.Policies["order"]; ok {
+		t.Errorf("policies = %v, want order absent", answer.Status.Policies)
+	}
+	for _, key := range []string{"trace", "cost"} {
+		if _, ok := decision[key]; ok {
+			t.Errorf("decision = %v, want %s absent", decision, key)
+		}
 	}
 	if st.Interfaces[0].Reason != string(evaluator.ReasonNetworkNotFound) || st.Interfaces[0].Decision.Policy == "" {
 		t.Errorf("the decision a VM's user sees anyway must stay: %+v", st.Interfaces[0])
