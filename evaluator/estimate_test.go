@@ -63,6 +63,8 @@ func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
 	for _, tc := range []struct{ expr, want, not string }{
 		{"lists.range(40).all(i, vm.labels.all(k, vm.labels.all(l, k != l)))", "exceeds the per-call limit", "is unbounded"},
 		{"lists.range(1000000).size() > 0", "exceeds the per-call limit", "is unbounded"},
+		// Without an iteration, the hint blames the calls, not lists.
+		{"'p' in vm.annotations && vm.annotations['p'].matches('a{100}x')", "no iteration: its calls cost that much", "iterate"},
 		{"lists.range(interface.index).all(i, vm.labels.all(k, i > 0))", "lists.range(interface.index) is unbounded: it grows with the value of interface.index", ""},
 	} {
 		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)

@@ -649,6 +649,10 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 // whose size is unbounded, and for lists.range(x) the input x it grows with; or, when every
 // range is bounded, that the iterations are too many.
 func unboundedHint(e ast.Expr) string {
+	if !hasComprehension(e) {
+		return "no iteration: its calls cost that much on inputs as large as their bounds allow (an annotation " +
+			"value holds up to 256 KiB): call them on smaller inputs, or with smaller patterns and formats"
+	}
 	unbounded := unboundedRanges(e)
 	if len(unbounded) == 0 {
 		return "iterate over fewer or smaller lists, or nest fewer iterations"
