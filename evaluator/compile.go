@@ -458,7 +458,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		return program{path: path.String()}, nil
 	}
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := unboundedHint(checked.NativeRep().Expr())
+		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil

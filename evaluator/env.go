@@ -3,7 +3,6 @@ package evaluator
 import (
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -263,27 +261,6 @@ func literalListSearch(target *checker.AstNode) *checker.CallEstimate {
 
 // costEstimator is the static estimator every expression is checked with.
 var costEstimator = estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{}}}
-
-// unboundedRanges lists, as CEL source, the ranges of e's comprehensions (all, exists, map,
-// filter, …) whose size the estimate cannot bound: neither a declared input or variable
-// (a select chain from one), nor a literal list or map. They are what a refused estimate
-// blames.
-func unboundedRanges(e ast.Expr) []string {
-	var out []string
-	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
-		if e.Kind() != ast.ComprehensionKind {
-			return
-		}
-		r := e.AsComprehension().IterRange()
-		if boundedRange(r) {
-			return
-		}
-		if src, err := parser.Unparse(r, nil); err == nil && !slices.Contains(out, src) {
-			out = append(out, src)
-		}
-	}))
-	return out
-}
 
 // boundedRange: r is a literal list or map, lists.range of a literal, or a field path from
 // an input or `variables`.

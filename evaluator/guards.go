@@ -646,27 +646,82 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 	}))
 
 // unboundedHint says what an estimate past the limit blames: each range of a comprehension
-// whose size is unbounded, and for lists.range(x) the input x it grows with; or, when every
-// range is bounded, that the iterations are too many.
-func unboundedHint(e ast.Expr) string {
+// whose size the estimate cannot bound — for lists.range(x), the input x it grows with — or
+// whose elements it cannot size (the parts of split(): comparing them is unbounded); when
+// every range is bounded, that the iterations are too many; without iteration, the calls.
+// A range is judged by the estimator itself (probes of it alone), so that the hint and the
+// estimate agree: a syntactic rule blamed vm.name.lowerAscii().split(',') as unbounded
+// though the estimate had sized it.
+//
+// total is the expression's estimate: elements without a size are blamed only when it is
+// unbounded (comparing one with a sized value costs what the sized one does).
+func unboundedHint(env *cel.Env, e ast.Expr, total uint64) string {
 	if !hasComprehension(e) {
 		return "no iteration: its calls cost that much on inputs as large as their bounds allow (an annotation " +
 			"value holds up to 256 KiB): call them on smaller inputs, or with smaller patterns and formats"
 	}
-	unbounded := unboundedRanges(e)
-	if len(unbounded) == 0 {
+	var parts []string
+	seen := map[string]bool{}
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.ComprehensionKind {
+			return
+		}
+		r := e.AsComprehension().IterRange()
+		src, err := parser.Unparse(r, nil)
+		if err != nil || seen[src] {
+			return
+		}
+		seen[src] = true
+		if part := rangeBlame(env, r, src, total == math.MaxUint64); part != "" {
+			parts = append(parts, part)
+		}
+	}))
+	if len(parts) == 0 {
 		return "iterate over fewer or smaller lists, or nest fewer iterations"
 	}
-	var parts []string
-	for _, src := range unbounded {
-		part := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
-		if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
-			part = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
-				"; give lists.range a literal bound"
-		}
-		parts = append(parts, part)
-	}
 	return strings.Join(parts, "; ")
+}
+
+// rangeBlame says what is unbounded about the comprehension range r (source src), or "".
+// It estimates r alone iterated with a constant body, then comparing its elements; a range
+// that does not compile alone (it reads an outer iteration variable) is judged by its form.
+func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool) string {
+	size := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
+	if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
+		size = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
+			"; give lists.range a literal bound"
+	}
+	iterated, ok := probeCost(env, "("+src+").all(_v, true)")
+	if !ok {
+		if boundedRange(r) {
+			return ""
+		}
+		return size
+	}
+	if iterated == math.MaxUint64 {
+		return size
+	}
+	if !elements {
+		return ""
+	}
+	if compared, ok := probeCost(env, "("+src+").all(_v, _v == _v)"); ok && compared == math.MaxUint64 {
+		return "the elements of " + src + " have no size the estimate knows (the parts of split(), the results of " +
+			"library calls): iterate over a declared input, a variable or a literal list"
+	}
+	return ""
+}
+
+// probeCost is the estimated worst-case cost of src in env; false when it does not compile.
+func probeCost(env *cel.Env, src string) (uint64, bool) {
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return 0, false
+	}
+	est, err := env.EstimateCost(checked, costEstimator)
+	if err != nil {
+		return 0, false
+	}
+	return est.Max, true
 }
 
 // formatListArg bounds the characters format()'s argument list formats to, before the
