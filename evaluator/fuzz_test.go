@@ -5,6 +5,7 @@ import (
 	"flag"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,10 +130,13 @@ func underFuzz() bool {
 	return f != nil && f.Value.String() != ""
 }
 
-// measure runs fn and returns its wall time and the bytes allocated meanwhile (all
-// goroutines). It reads runtime/metrics, not runtime.ReadMemStats, which stops the world and
-// so waits for every goroutine to reach a safe point — an abandoned evaluation in a long
-// library call included.
+// measure runs fn and returns the CPU time the process spent meanwhile (user + system, all
+// threads: the evaluation, the garbage collector, anything abandoned) and the bytes
+// allocated meanwhile (all goroutines). CPU time, not wall time: the fuzzer shares the
+// machine, and a starved process's wall time says nothing about the work an admitted
+// policy can cause; on the idle reference machine the two agree. It reads runtime/metrics,
+// not runtime.ReadMemStats, which stops the world and so waits for every goroutine to reach
+// a safe point — an abandoned evaluation in a long library call included.
 func measure(fn func()) (time.Duration, uint64) {
 	if !underFuzz() {
 		fn()
@@ -141,11 +145,20 @@ func measure(fn func()) (time.Duration, uint64) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(sample)
 	before := sample[0].Value.Uint64()
-	start := time.Now()
+	start := cpuTime()
 	fn()
-	elapsed := time.Since(start)
+	elapsed := cpuTime() - start
 	metrics.Read(sample)
 	return elapsed, sample[0].Value.Uint64() - before
+}
+
+// cpuTime is the process's CPU time so far (getrusage(2), RUSAGE_SELF).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func checkInvariants(t *testing.T, d evaluator.Decision) {

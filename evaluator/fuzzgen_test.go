@@ -1,0 +1,370 @@
+package evaluator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// FuzzGeneratedPolicy builds a well-typed expression from the fuzzer's bytes with a small
+// grammar of what a careless or hostile admin writes — nested comprehensions over the input
+// and over literal ranges, concatenations, every library of the environment with extreme
+// literals — puts it into one part of the default policy and decides an interface, on a
+// normal input and on one filled to the declared bounds. Where FuzzCompileAndDecide's
+// byte-level mutations mostly yield expressions that do not type-check, every expression
+// here does, so the fuzzer's time goes into what the limits must stop.
+//
+// It asserts what "admitted" promises (issue #15): no panic, the evaluator's invariants, no
+// abandoned evaluation, and under -fuzz each Decide within half the deadline and bounded
+// memory; and that deciding again gives the same decision — the cost limits, which are
+// deterministic, must stop the work before the wall-clock deadline can.
+func FuzzGeneratedPolicy(f *testing.F) {
+	for _, seed := range [][]byte{
+		{}, {0}, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9},
+		[]byte("comprehension over the labels of a full input"), []byte{3, 0, 3, 0, 3, 0, 3, 0, 1, 7, 200},
+		[]byte{255, 254, 253, 252, 251, 250, 249, 248, 247, 246, 245, 244, 243, 242, 241, 240},
+	} {
+		f.Add(seed, uint8(0))
+		f.Add(seed, uint8(0x81))
+	}
+	// The attack of issue #15 (F4): 64 rules, each a regex in a comprehension over a literal
+	// range, every estimate just under its limit; it decided differently run to run.
+	f.Add([]byte{17, 3, 2, 0, 4, 0, 1, 3}, uint8(0x30))
+	f.Add([]byte{17, 3, 3, 0, 4, 0, 9, 8}, uint8(0xb0))
+	f.Fuzz(func(t *testing.T, program []byte, flags uint8) {
+		g := &exprGen{in: program}
+		expr := g.boolean(0)
+		env := fuzzEnv()
+		p := env.builtin.DeepCopy()
+		p.Name = "fuzz"
+		placeGenerated(p, flags, expr, g)
+		var compiled *evaluator.Policy
+		var errs field.ErrorList
+		// The webhook compiles what an admin writes: compiling must be fast whatever it is.
+		if took, _ := measure(func() { compiled, errs = env.compiler.Compile(p, nil) }); took > maxCompileTime {
+			t.Errorf("compiling took %v (at most %v): %q", took, maxCompileTime, expr)
+		}
+		if len(errs) > 0 {
+			for _, e := range errs {
+				if e.Field == "" {
+					t.Errorf("error without a field path: %v", e)
+				}
+			}
+			return
+		}
+		set := evaluator.NewSet([]*evaluator.Policy{compiled}, env.fallback)
+		in := fuzzInput("vm-a", "app", "10.0.0.5", 1, flags)
+		if flags&0x80 != 0 {
+			in = fullInput(in)
+		}
+		decide := func() (evaluator.Decision, bool) {
+			var d evaluator.Decision
+			abandonedBefore := evaluator.Abandoned()
+			elapsed, allocated := measure(func() { d = set.Decide(context.Background(), in, evaluator.Options{}) })
+			checkInvariants(t, d)
+			if n := evaluator.Abandoned() - abandonedBefore; n > 0 {
+				t.Fatalf("an admitted policy's evaluation was abandoned (%d): %q", n, expr)
+			}
+			if underFuzz() && elapsed > evaluator.DefaultLimits.Deadline/2 {
+				t.Errorf("an admitted policy took %v (deadline %v): %q", elapsed, evaluator.DefaultLimits.Deadline, expr)
+			}
+			if underFuzz() && allocated > maxDecideAllocation {
+				t.Errorf("an admitted policy allocated %d bytes (at most %d): %q", allocated, maxDecideAllocation, expr)
+			}
+			return d, strings.Contains(d.Message, "deadline")
+		}
+		first, late := decide()
+		if late {
+			t.Errorf("an admitted policy ran into the deadline, not a cost limit: %s: %q", first.Message, expr)
+		}
+		second, _ := decide()
+		if a, b := summary(first), summary(second); a != b {
+			t.Errorf("the same input decided differently:\n  %s\n  %s\nexpression %q", a, b, expr)
+		}
+	})
+}
+
+// maxCompileTime bounds one Compile under -fuzz: the admission webhook compiles every policy
+// written, within its 5 s timeout (the chart's timeoutSeconds) and beside other requests.
+const maxCompileTime = time.Second
+
+// summary is what a decision says, for comparing two runs (the trace's timings differ).
+func summary(d evaluator.Decision) string {
+	return fmt.Sprintf("allocation=%s skip=%v reason=%s rule=%s policy=%s message=%q cost=%d",
+		d.Allocation, d.Skip, d.Reason, d.Rule, d.Policy, d.Message, d.Cost)
+}
+
+// placeGenerated puts the generated bool expression into the part of p that flags choose,
+// wrapped to the type that part wants.
+func placeGenerated(p *v1alpha1.ClusterIPAMPolicy, flags uint8, expr string, g *exprGen) {
+	switch flags % 5 {
+	case 0:
+		p.Spec.SkipRules[0].Expression = expr
+	case 1:
+		p.Spec.MatchConditions = append(p.Spec.MatchConditions, v1alpha1.NamedExpression{Name: "generated", Expression: expr})
+	case 2:
+		p.Spec.Allocation = &v1alpha1.Expression{Expression: fmt.Sprintf("(%s) ? 'Auto' : 'Pass'", expr)}
+	case 3:
+		p.Spec.SkipRules[0].Expression = "true"
+		p.Spec.SkipRules[0].MessageExpression = g.str(0)
+	default:
+		p.Spec.Variables = append(p.Spec.Variables, v1alpha1.NamedExpression{Name: "generated", Expression: g.list(0)})
+		p.Spec.SkipRules[0].Expression = "variables.generated.size() > 1000000"
+	}
+	if flags&0x40 != 0 {
+		p.Spec.FailurePolicy = v1alpha1.FailurePolicyIgnore
+	}
+	if flags&0x20 != 0 {
+		// Many rules that all evaluate it and never fire: the sum of the estimates and the
+		// interface budget, not one call's limit, must stop the work before the deadline.
+		n := 16 + 48*int(flags>>4&1)
+		for i := range n {
+			p.Spec.SkipRules = append(p.Spec.SkipRules, v1alpha1.SkipRule{Name: fmt.Sprint("generated-", i),
+				Reason: "Generated", Message: "generated", Expression: fmt.Sprintf("(%s) != (%s)", expr, expr)})
+		}
+	}
+}
+
+// fullInput is in with every map and list the policies can read filled to its declared
+// bound (evaluator/input.go), the worst input an estimate has to hold for; annotations total
+// 256 KiB, the API server's limit.
+func fullInput(in evaluator.Input) evaluator.Input {
+	in.VM.Labels, in.Namespace.Labels, in.Network.Labels = map[string]string{}, map[string]string{}, map[string]string{}
+	in.Holders.VMs = nil
+	for i := range 256 {
+		k := fmt.Sprintf("%s-%03d", strings.Repeat("k", 59), i)
+		in.VM.Labels[k] = strings.Repeat("v", 63)
+		in.Namespace.Labels[k] = strings.Repeat("n", 63)
+		in.Network.Labels[k] = strings.Repeat("w", 63)
+		in.Holders.VMs = append(in.Holders.VMs, fmt.Sprintf("%s-%03d", strings.Repeat("h", 249), i))
+	}
+	in.VM.Annotations = map[string]string{}
+	for i := range 4 {
+		in.VM.Annotations[fmt.Sprint("a", i)] = strings.Repeat("a", 64<<10-16)
+	}
+	in.VM.Name = strings.Repeat("n", 253)
+	return in
+}
+
+// exprGen turns bytes into a well-typed CEL expression. Each choice reads one byte (zero once
+// the bytes run out, which picks the cheapest leaf), so the fuzzer's mutations map onto the
+// expression's structure.
+type exprGen struct {
+	in []byte
+	// scope are the comprehension variables in scope, innermost last: strings (x0, x1, …).
+	scope []string
+}
+
+const maxGenDepth = 4
+
+func (g *exprGen) next() int {
+	if len(g.in) == 0 {
+		return 0
+	}
+	b := g.in[0]
+	g.in = g.in[1:]
+	return int(b)
+}
+
+// pick returns one of n choices; at the maximum depth only the first leaves choices (the
+// ones that recurse come last in every list).
+func (g *exprGen) pick(depth, leaves, n int) int {
+	if depth >= maxGenDepth {
+		return g.next() % leaves
+	}
+	return g.next() % n
+}
+
+// extremeInts are the integer literals that have made libraries misbehave.
+var extremeInts = []string{"0", "1", "-1", "2", "255", "1024", "65536", "1000000", "9223372036854775807", "-9223372036854775808"}
+
+// extremeStrings are string literals: empty, long, regex-hostile, not UTF-8 clean as text.
+var extremeStrings = []string{
+	"''", "'a'", "'10.0.0.1'", "'::ffff:1.2.3.4'", "'10.0.0.0/8'", "'1e64'", "'1Gi'", "';'", "','",
+	"'" + strings.Repeat("a", 1024) + "'", "'%s%s%s%s'", "'\\u202e'", "'" + strings.Repeat("ab", 300) + "'",
+}
+
+// patterns are regex literals, from trivial to the largest the guards admit.
+var patterns = []string{
+	"'^a'", "'a*'", "'(a|b)*c'", "'[a-z]{200}x'", "'(a{1,100}){1,9}'", "'^(\\\\d+\\\\.){3}\\\\d+$'", "'.{256}'",
+	"'(a|aa)+$'", "'" + strings.Repeat("(a|b)", 60) + "'",
+}
+
+func (g *exprGen) intLit() string { return extremeInts[g.next()%len(extremeInts)] }
+
+func (g *exprGen) boolean(depth int) string {
+	d := depth + 1
+	switch g.pick(depth, 4, 22) {
+	case 0:
+		return "true"
+	case 1:
+		return "has(vm.labels)"
+	case 2:
+		return "isIP(" + g.str(maxGenDepth) + ")"
+	case 3:
+		return "type(interface.index) == int"
+	case 4:
+		return g.str(d) + ".matches(" + patterns[g.next()%len(patterns)] + ")"
+	case 5:
+		return g.str(d) + ".contains(" + g.str(d) + ")"
+	case 6:
+		return g.integer(d) + " < " + g.integer(d)
+	case 7:
+		return "isCIDR(" + g.str(d) + ") && cidr(" + g.str(d) + ").containsIP('10.0.0.1')"
+	case 8:
+		return "isQuantity(" + g.str(d) + ")"
+	case 9:
+		return "quantity(" + []string{"'1e64'", "'1Ki'", "'999999999999999999'", "'1e-64'"}[g.next()%4] + ").isInteger()"
+	case 10:
+		return "sets.contains(" + g.list(d) + ", " + g.list(d) + ")"
+	case 11:
+		return "(" + g.boolean(d) + " && " + g.boolean(d) + ")"
+	case 12:
+		return "(" + g.boolean(d) + " || " + g.boolean(d) + ")"
+	case 13:
+		return "!" + g.boolean(d)
+	case 14:
+		return g.str(d) + ".startsWith(" + g.str(d) + ")"
+	case 15:
+		return "isURL(" + g.str(d) + ")"
+	case 16:
+		return g.str(d) + ".find(" + patterns[g.next()%len(patterns)] + ") != ''"
+	default: // comprehensions
+		src := g.list(d)
+		v := g.push()
+		defer g.pop()
+		macro := []string{"exists", "all", "exists_one"}[g.next()%3]
+		return src + "." + macro + "(" + v + ", " + g.boolean(d) + ")"
+	}
+}
+
+func (g *exprGen) integer(depth int) string {
+	d := depth + 1
+	switch g.pick(depth, 3, 10) {
+	case 0:
+		return g.intLit()
+	case 1:
+		return "interface.index"
+	case 2:
+		return "size(vm.name)"
+	case 3:
+		return "size(" + g.str(d) + ")"
+	case 4:
+		return g.list(d) + ".size()"
+	case 5:
+		return "(" + g.integer(d) + " + " + g.integer(d) + ")"
+	case 6:
+		return "(" + g.integer(d) + " * " + g.integer(d) + ")"
+	case 7:
+		return g.str(d) + ".indexOf(" + g.str(d) + ")"
+	case 8:
+		return "int(" + g.str(d) + ".size())"
+	default:
+		return "quantity('1Mi').compareTo(quantity('1Ki'))"
+	}
+}
+
+func (g *exprGen) str(depth int) string {
+	d := depth + 1
+	leaves := 6 + len(g.scope)
+	c := g.pick(depth, leaves, leaves+14)
+	switch {
+	case c == 0:
+		return extremeStrings[g.next()%len(extremeStrings)]
+	case c == 1:
+		return "vm.name"
+	case c == 2:
+		return "interface.name"
+	case c == 3:
+		return "ipAddress.address"
+	case c == 4:
+		return "vm.annotations[?'a0'].orValue('')"
+	case c == 5:
+		return "namespaceObject.name"
+	case c < leaves:
+		return g.scope[c-6]
+	}
+	switch c - leaves {
+	case 0:
+		return "(" + g.str(d) + " + " + g.str(d) + ")"
+	case 1:
+		return g.str(d) + ".lowerAscii()"
+	case 2:
+		return g.str(d) + ".replace(" + g.str(d) + ", " + g.str(d) + ")"
+	case 3:
+		return "'%s-%s'.format([" + g.str(d) + ", " + g.list(d) + "])"
+	case 4:
+		return "strings.quote(" + g.str(d) + ")"
+	case 5:
+		return g.list(d) + ".join(" + g.str(d) + ")"
+	case 6:
+		return "string(" + g.integer(d) + ")"
+	case 7:
+		return g.str(d) + ".trim()"
+	case 8:
+		return "'%.2f %d %x'.format([1e308, " + g.integer(d) + ", " + g.str(d) + "])"
+	case 9:
+		return "ip('::ffff:1.2.3.4').string()"
+	case 10:
+		return g.str(d) + ".substring(0)"
+	case 11:
+		return "(" + g.boolean(d) + " ? " + g.str(d) + " : " + g.str(d) + ")"
+	case 12:
+		return g.str(d) + ".upperAscii()"
+	default:
+		return "url('https://' + " + g.str(d) + ").getHost()"
+	}
+}
+
+// list is a list of strings.
+func (g *exprGen) list(depth int) string {
+	d := depth + 1
+	switch g.pick(depth, 4, 12) {
+	case 0:
+		return "holders.vms"
+	case 1:
+		return "vm.labels.map(k, k)"
+	case 2:
+		return "['corp', 'tenant-b']"
+	case 3:
+		return "lists.range(" + []string{"0", "10", "400", "1024"}[g.next()%4] + ").map(i, string(i))"
+	case 4:
+		return "(" + g.list(d) + " + " + g.list(d) + ")"
+	case 5:
+		return g.str(d) + ".split(" + g.str(d) + ")"
+	case 6:
+		src := g.list(d)
+		v := g.push()
+		defer g.pop()
+		return src + ".filter(" + v + ", " + g.boolean(d) + ")"
+	case 7:
+		src := g.list(d)
+		v := g.push()
+		defer g.pop()
+		return src + ".map(" + v + ", " + g.str(d) + ")"
+	case 8:
+		return "vm.annotations.map(k, vm.annotations[k])"
+	case 9:
+		return "[" + g.str(d) + ", " + g.str(d) + "]"
+	case 10:
+		return g.list(d) + ".distinct()"
+	default:
+		return g.list(d) + ".sort()"
+	}
+}
+
+// push brings a new comprehension variable into scope and returns its name.
+func (g *exprGen) push() string {
+	v := fmt.Sprint("x", len(g.scope))
+	g.scope = append(g.scope, v)
+	return v
+}
+
+func (g *exprGen) pop() { g.scope = g.scope[:len(g.scope)-1] }
