@@ -447,7 +447,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		}
 	}
 	if mode == environment.NewExpressions {
-		if errs := literalGuardErrors(checked.NativeRep().Expr()); len(errs) > 0 {
+		if errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...); len(errs) > 0 {
 			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
 			return program{path: path.String()}, nil
 		}
@@ -458,20 +458,30 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		return program{path: path.String()}, nil
 	}
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := "iterate over fewer or bounded lists"
-		if unbounded := unboundedRanges(checked.NativeRep().Expr()); len(unbounded) > 0 {
-			hint = "the size of " + strings.Join(unbounded, ", ") + " is unbounded: iterate over a declared input, a variable or a literal list"
-		}
+		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil
 	}
-	cc.estimated = addSaturating(cc.estimated, est.Max)
+	// A constant call that fails is an invalid expression, not a fault of the compiler: new
+	// expressions are refused for one wherever it is; a stored one only when planning the
+	// program (which folds constants) fails on it.
+	if mode == environment.NewExpressions {
+		if msg := constantCallError(env, ast.NavigateAST(checked.NativeRep())); msg != "" {
+			cc.errs = append(cc.errs, field.Invalid(path, src, msg))
+			return program{path: path.String()}, nil
+		}
+	}
 	prog, err := env.Program(checked)
 	if err != nil {
-		cc.errs = append(cc.errs, field.InternalError(path, err))
+		msg := constantCallError(env, ast.NavigateAST(checked.NativeRep()))
+		if msg == "" {
+			msg = err.Error()
+		}
+		cc.errs = append(cc.errs, field.Invalid(path, src, msg))
 		return program{path: path.String()}, nil
 	}
+	cc.estimated = addSaturating(cc.estimated, est.Max)
 	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
 }
 

@@ -74,9 +74,9 @@ type Decision struct {
 	// failurePolicy Ignore policies and the Audit records' re-evaluations (at most
 	// Limits.TrialCostBudget). It is the same every run for the same input, with or without
 	// Options.Explain (formatting the trace draws on the budgets' rest but is not counted).
-	Cost int64 `json:"cost"`
+	Cost int64 `json:"cost,omitempty"`
 	// Trace explains how the decision was reached.
-	Trace Trace `json:"trace"`
+	Trace Trace `json:"trace,omitzero"`
 }
 
 // Provenance names the policy that decided each part of a Decision (DESIGN.md §3.3): the

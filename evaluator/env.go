@@ -3,7 +3,6 @@ package evaluator
 import (
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -49,7 +47,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 	}
 	nativeTypes = append(nativeTypes, ext.ParseStructTag("json"))
 	opts = append([]cel.EnvOption{ext.NativeTypes(nativeTypes...), orderedMaps}, opts...)
-	guarded, err := guardedOverloads()
+	guarded, err := guardedOverloads(limits)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +61,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			formatCostTracker,
 			isURLCostTracker,
 			regexCostTrackers,
+			rangeCostTracker,
 		},
 	})
 }
@@ -194,6 +193,10 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		if overloadID == "string_format" {
 			return e.formatEstimate(target, args)
 		}
+	case "lists.range":
+		if est := rangeEstimate(args); est != nil {
+			return est
+		}
 	case "includes", "indexOf", "lastIndexOf":
 		if est := literalListSearch(target); est != nil {
 			return est
@@ -259,32 +262,15 @@ func literalListSearch(target *checker.AstNode) *checker.CallEstimate {
 // costEstimator is the static estimator every expression is checked with.
 var costEstimator = estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{}}}
 
-// unboundedRanges lists, as CEL source, the ranges of e's comprehensions (all, exists, map,
-// filter, …) whose size the estimate cannot bound: neither a declared input or variable
-// (a select chain from one), nor a literal list or map. They are what a refused estimate
-// blames.
-func unboundedRanges(e ast.Expr) []string {
-	var out []string
-	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
-		if e.Kind() != ast.ComprehensionKind {
-			return
-		}
-		r := e.AsComprehension().IterRange()
-		if boundedRange(r) {
-			return
-		}
-		if src, err := parser.Unparse(r, nil); err == nil && !slices.Contains(out, src) {
-			out = append(out, src)
-		}
-	}))
-	return out
-}
-
-// boundedRange: r is a literal list or map, or a field path from an input or `variables`.
+// boundedRange: r is a literal list or map, lists.range of a literal, or a field path from
+// an input or `variables`.
 func boundedRange(r ast.Expr) bool {
 	switch r.Kind() {
 	case ast.ListKind, ast.MapKind:
 		return true
+	case ast.CallKind:
+		_, ok := literalRange(r)
+		return ok
 	case ast.SelectKind:
 		return boundedRange(r.AsSelect().Operand())
 	case ast.IdentKind:

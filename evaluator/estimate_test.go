@@ -23,12 +23,20 @@ func TestEstimatesOfLiteralsAndTypeCompile(t *testing.T) {
 	}
 }
 
-// A refused estimate names the input whose size it could not bound.
+// A refused estimate names what it could not bound, as the estimate sees it: the parts of
+// a 253-character name's split are at most 254, but of no known size, so comparing two is
+// unbounded; the split of a sized string, iterated too often, is too many iterations, not
+// unbounded. Before, any call as a range was named "unbounded", whatever the estimate said.
 func TestRefusedEstimateNamesTheUnboundedInput(t *testing.T) {
-	_, errs := newCompiler(t).Compile(newPolicy("p",
-		matchCondition("m", "vm.name.split(',').all(a, vm.name.split(',').exists(b, a == b))")), nil)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `the size of vm.name.split(",") is unbounded`) {
-		t.Errorf("Compile errors = %v, want the unbounded split named", errs)
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, want, not string }{
+		{"vm.name.split(',').all(a, vm.name.split(',').exists(b, a == b))", `the elements of vm.name.split(",") have no size`, "the size of"},
+		{"vm.name.lowerAscii().split(',').all(a, vm.labels.all(k, vm.labels.exists(b, a == b)))", "nest fewer iterations", "unbounded"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || strings.Contains(errs[0].Error(), tc.not) {
+			t.Errorf("%s: errors %v, want one naming %q and not %q", tc.expr, errs, tc.want, tc.not)
+		}
 	}
 }
 
@@ -40,6 +48,36 @@ func TestJoinSplitAndOrValueAreEstimatedBounded(t *testing.T) {
 		"[vm.name, interface.name].join() != ''", "vm.labels[?'team'].orValue('').contains('x')"} {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
 			t.Errorf("%s: %v, want it to compile", expr, errs)
+		}
+	}
+}
+
+// A list built from literals has the size its literals give: lists.range(40) holds 40
+// elements and 'a,b,c'.split(',') three, and iterating over them is estimated so (before,
+// both were "unbounded" and any nested iteration over them was refused). What stays
+// unbounded is named by the input it grows with, not by the constructor's literal; and
+// building a million elements is charged a million, at run time too (rangeCostTracker).
+func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
+	c := newCompiler(t)
+	for _, expr := range []string{
+		"lists.range(40).all(i, lists.range(40).all(j, i != j || vm.name != ''))",
+		"'a,b,c'.split(',').all(s, vm.labels.all(k, s != k))",
+		"'a,b,c,d'.split(',', 2).all(s, vm.labels.all(k, s != k))",
+	} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", expr, errs)
+		}
+	}
+	for _, tc := range []struct{ expr, want, not string }{
+		{"lists.range(40).all(i, vm.labels.all(k, vm.labels.all(l, k != l)))", "exceeds the per-call limit", "is unbounded"},
+		{"lists.range(1000000).size() > 0", "exceeds the per-call limit", "is unbounded"},
+		// Without an iteration, the hint blames the calls, not lists.
+		{"'p' in vm.annotations && vm.annotations['p'].matches('a{100}x')", "no iteration: its calls cost that much", "iterate"},
+		{"lists.range(interface.index).all(i, vm.labels.all(k, i > 0))", "lists.range(interface.index) is unbounded: it grows with the value of interface.index", ""},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || (tc.not != "" && strings.Contains(errs[0].Error(), tc.not)) {
+			t.Errorf("%s: errors %v, want one naming %q and not %q", tc.expr, errs, tc.want, tc.not)
 		}
 	}
 }

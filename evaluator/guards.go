@@ -15,7 +15,9 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
@@ -49,13 +51,16 @@ type callGuard struct {
 	check func(args []ref.Val) error
 	// refused is the result past the bound: nil for an error; isQuantity answers false.
 	refused ref.Val
+	// checkArgs, when set, checks the other arguments at run time only, against the
+	// characters one call may produce (maxChars).
+	checkArgs func(args []ref.Val, maxChars uint64) error
 }
 
 // callGuards are the guarded overloads.
 var callGuards = []callGuard{
 	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
 	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
-	{function: "format", overload: "string_format", check: formatArg},
+	{function: "format", overload: "string_format", check: formatArg, checkArgs: formatListArg},
 }
 
 // quantityArg bounds a quantity string's length and its value's decimal exponent. A string
@@ -131,7 +136,8 @@ func (g callGuard) guardError(err error) error {
 
 // guardedOverloads re-declares each guarded overload with its check before the library's own
 // binding; cel-go lets an overload be rebound when its signature is unchanged.
-func guardedOverloads() ([]cel.EnvOption, error) {
+// limits bound what a guarded call may produce (checkArgs).
+func guardedOverloads(limits Limits) ([]cel.EnvOption, error) {
 	base, err := environment.MustBaseEnvSet(LanguageVersion).Env(environment.NewExpressions)
 	if err != nil {
 		return nil, err
@@ -161,7 +167,7 @@ func guardedOverloads() ([]cel.EnvOption, error) {
 				overload = cel.MemberOverload
 			}
 			opts = append(opts, cel.Function(g.function,
-				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig))))
+				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig, limits))))
 		}
 	}
 	if len(opts) != len(callGuards) {
@@ -170,10 +176,19 @@ func guardedOverloads() ([]cel.EnvOption, error) {
 	return opts, nil
 }
 
-// binding is orig's implementation behind g's check.
-func (g callGuard) binding(orig *functions.Overload) cel.OverloadOpt {
+// binding is orig's implementation behind g's checks. A call may produce at most ten
+// characters per unit of the per-call limit: what is charged by its length (format()) can
+// never pay for more.
+func (g callGuard) binding(orig *functions.Overload, limits Limits) cel.OverloadOpt {
+	maxChars := saturatingMul(limits.PerCallCostLimit, 10)
 	guard := func(args ...ref.Val) (ref.Val, bool) {
-		if err := g.check(args); err != nil {
+		err := g.check(args)
+		if err == nil && g.checkArgs != nil {
+			if err = g.checkArgs(args, maxChars); err != nil {
+				return types.WrapErr(fmt.Errorf("%s(): %w", g.function, err)), true
+			}
+		}
+		if err != nil {
 			if g.refused != nil {
 				return g.refused, true
 			}
@@ -308,8 +323,10 @@ var formatCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("
 // vm.annotations['k'], vm.labels) formats to at most its declared bound (formattedInput); any
 // other argument to at most maxFormattedArg characters: the larger of the longest string an
 // input holds (an annotation value, 256 KiB) and a variable's flat bound (1,024 elements of
-// 317 characters and separators). A nested collection can format longer: charged its real
-// output at run time, it may hit the per-call limit (fails closed; docs/CEL-LIBRARY.md). Before, any non-literal argument was assumed to be ≤ 253 characters, and
+// 317 characters and separators); a list or map literal its elements' bounds at any depth. A
+// computed nested collection is refused in a new expression (nestedFormatErrors) and, in a
+// stored one, checked before formatting at run time (formatListArg). Before, any
+// non-literal argument was assumed to be ≤ 253 characters, and
 // `'%s'.format([vm.annotations['a']])` was charged 10,000 times its estimate at run time.
 const (
 	maxFormattedDouble = 310 + maxFormatPrecision
@@ -345,8 +362,26 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
 }
 
-// formattedSize bounds the characters of one formatted argument.
+// formattedSize bounds the characters of one formatted argument. A list or map literal is
+// its elements' bounds with brackets and separators, at any depth (before, one was assumed
+// as long as a flat variable, and a literal list of three annotation maps was estimated at a
+// 300th of what it formats to).
 func formattedSize(el ast.Expr) uint64 {
+	switch el.Kind() {
+	case ast.ListKind:
+		size := uint64(2)
+		for _, child := range el.AsList().Elements() {
+			size = addSaturating(size, addSaturating(formattedSize(child), 2))
+		}
+		return size
+	case ast.MapKind:
+		size := uint64(2)
+		for _, entry := range el.AsMap().Entries() {
+			e := entry.AsMapEntry()
+			size = addSaturating(size, addSaturating(addSaturating(formattedSize(e.Key()), formattedSize(e.Value())), 4))
+		}
+		return size
+	}
 	if el.Kind() != ast.LiteralKind {
 		if n, _, ok := formattedInput(el); ok {
 			return n
@@ -495,3 +530,321 @@ func saturatingMul(a, b uint64) uint64 {
 	}
 	return a * b
 }
+
+// constantCallError evaluates every largest call of e whose operands are all constants (no
+// input, no variable, no comprehension) and, for one that fails, returns "<call>: <error>"
+// naming the innermost failing call within it; "" when none fails. Such a call fails on
+// every evaluation that reaches it — a conversion out of range (int(1e30), uint(-1)), bytes
+// that are not UTF-8 (string(b'\xff')), a string that is not a number (int('x')) — and the
+// environment folds constant calls when it plans a program, whose error then carried no
+// call and the wording of a compiler fault ("Internal error"). Each call is evaluated
+// within the compiled expression's estimate, which has passed the per-call limit already.
+func constantCallError(env *cel.Env, e ast.NavigableExpr) string {
+	var calls []ast.NavigableExpr
+	constantCalls(e, &calls)
+	for _, call := range calls {
+		if err := evalConstant(env, call); err != nil {
+			return innermostFailure(env, call, err)
+		}
+	}
+	return ""
+}
+
+// innermostFailure descends from a failing constant call to the deepest call that fails.
+func innermostFailure(env *cel.Env, call ast.NavigableExpr, err error) string {
+	for _, child := range call.Children() {
+		if child.Kind() != ast.CallKind {
+			continue
+		}
+		if childErr := evalConstant(env, child); childErr != nil {
+			return innermostFailure(env, child, childErr)
+		}
+	}
+	src, _ := parser.Unparse(call, nil)
+	return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+}
+
+// evalConstant evaluates a constant expression on its own; nil when it cannot be rebuilt.
+func evalConstant(env *cel.Env, e ast.Expr) error {
+	src, err := parser.Unparse(e, nil)
+	if err != nil {
+		return nil
+	}
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return nil
+	}
+	prog, err := env.Program(checked)
+	if err == nil {
+		_, _, err = prog.Eval(interpreter.EmptyActivation())
+	}
+	return err
+}
+
+// constantCalls appends to out the largest calls of e whose operands are all constants, and
+// reports whether e itself is constant.
+func constantCalls(e ast.NavigableExpr, out *[]ast.NavigableExpr) bool {
+	var inner []ast.NavigableExpr
+	constant := true
+	for _, child := range e.Children() {
+		constant = constantCalls(child, &inner) && constant
+	}
+	switch e.Kind() {
+	case ast.IdentKind, ast.ComprehensionKind, ast.UnspecifiedExprKind:
+		constant = false
+	case ast.CallKind:
+		if constant {
+			*out = append(*out, e)
+			return true
+		}
+	}
+	*out = append(*out, inner...)
+	return constant
+}
+
+// literalRange is the size of lists.range(n) for a literal n (0 for a negative n); false for
+// any other expression. The library leaves its result unsized, so that iterating over
+// lists.range(40) was estimated as over an unbounded list.
+func literalRange(e ast.Expr) (uint64, bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "lists.range" || len(e.AsCall().Args()) != 1 {
+		return 0, false
+	}
+	arg := e.AsCall().Args()[0]
+	if arg.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	n, ok := arg.AsLiteral().(types.Int)
+	if !ok {
+		return 0, false
+	}
+	return uint64(max(n, 0)), true
+}
+
+// rangeEstimate estimates lists.range(n) for a literal n: n elements, built one by one.
+func rangeEstimate(args []checker.AstNode) *checker.CallEstimate {
+	if len(args) != 1 {
+		return nil
+	}
+	call := ast.NewExprFactory().NewCall(0, "lists.range", args[0].Expr())
+	n, ok := literalRange(call)
+	if !ok {
+		return nil
+	}
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + n},
+		ResultSize: &checker.SizeEstimate{Min: 0, Max: n}}
+}
+
+// rangeCostTracker charges lists.range(n) at run time as rangeEstimate does: one unit per
+// element built (the library charges 1 for up to a million elements).
+var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("lists_range",
+	func(args []ref.Val, _ ref.Val) *uint64 {
+		cost := uint64(1)
+		if n, ok := args[0].(types.Int); ok && n > 0 {
+			cost += uint64(n)
+		}
+		return &cost
+	}))
+
+// unboundedHint says what an estimate past the limit blames: each range of a comprehension
+// whose size the estimate cannot bound — for lists.range(x), the input x it grows with — or
+// whose elements it cannot size (the parts of split(): comparing them is unbounded); when
+// every range is bounded, that the iterations are too many; without iteration, the calls.
+// A range is judged by the estimator itself (probes of it alone), so that the hint and the
+// estimate agree: a syntactic rule blamed vm.name.lowerAscii().split(',') as unbounded
+// though the estimate had sized it.
+//
+// total is the expression's estimate: elements without a size are blamed only when it is
+// unbounded (comparing one with a sized value costs what the sized one does).
+func unboundedHint(env *cel.Env, e ast.Expr, total uint64) string {
+	if !hasComprehension(e) {
+		return "no iteration: its calls cost that much on inputs as large as their bounds allow (an annotation " +
+			"value holds up to 256 KiB): call them on smaller inputs, or with smaller patterns and formats"
+	}
+	var parts []string
+	seen := map[string]bool{}
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.ComprehensionKind {
+			return
+		}
+		r := e.AsComprehension().IterRange()
+		src, err := parser.Unparse(r, nil)
+		if err != nil || seen[src] {
+			return
+		}
+		seen[src] = true
+		if part := rangeBlame(env, r, src, total == math.MaxUint64); part != "" {
+			parts = append(parts, part)
+		}
+	}))
+	if len(parts) == 0 {
+		return "iterate over fewer or smaller lists, or nest fewer iterations"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rangeBlame says what is unbounded about the comprehension range r (source src), or "".
+// It estimates r alone iterated with a constant body, then comparing its elements; a range
+// that does not compile alone (it reads an outer iteration variable) is judged by its form.
+func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool) string {
+	size := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
+	if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
+		size = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
+			"; give lists.range a literal bound"
+	}
+	iterated, ok := probeCost(env, "("+src+").all(_v, true)")
+	if !ok {
+		if boundedRange(r) {
+			return ""
+		}
+		return size
+	}
+	if iterated == math.MaxUint64 {
+		return size
+	}
+	if !elements {
+		return ""
+	}
+	if compared, ok := probeCost(env, "("+src+").all(_v, _v == _v)"); ok && compared == math.MaxUint64 {
+		return "the elements of " + src + " have no size the estimate knows (the parts of split(), the results of " +
+			"library calls): iterate over a declared input, a variable or a literal list"
+	}
+	return ""
+}
+
+// probeCost is the estimated worst-case cost of src in env; false when it does not compile.
+func probeCost(env *cel.Env, src string) (uint64, bool) {
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return 0, false
+	}
+	est, err := env.EstimateCost(checked, costEstimator)
+	if err != nil {
+		return 0, false
+	}
+	return est.Max, true
+}
+
+// formatListArg bounds the characters format()'s argument list formats to, before the
+// library formats it: the cost tracker charges the output after it is built, so a nested
+// collection of megabytes was formatted in full and only then failed the per-call limit,
+// with an error that did not name format().
+func formatListArg(args []ref.Val, maxChars uint64) error {
+	if len(args) < 2 {
+		return nil
+	}
+	if n := formattedLength(args[1], maxChars); n > maxChars {
+		return fmt.Errorf("the arguments format to more than %d characters, what one call may produce within the per-call cost limit", maxChars)
+	}
+	return nil
+}
+
+// formattedLength bounds the characters v formats to with %s, stopping past limit: the walk
+// visits at most one element per character counted (each costs its separator).
+func formattedLength(v ref.Val, limit uint64) uint64 {
+	switch x := v.(type) {
+	case types.String:
+		return uint64(len(x))
+	case types.Bytes:
+		return 2 * uint64(len(x))
+	case types.Double:
+		return maxFormattedDouble
+	case traits.Mapper:
+		n := uint64(2)
+		for it := x.Iterator(); it.HasNext() == types.True && n <= limit; {
+			k := it.Next()
+			n = addSaturating(n, addSaturating(addSaturating(formattedLength(k, limit), formattedLength(x.Get(k), limit)), 4))
+		}
+		return n
+	case traits.Lister:
+		n := uint64(2)
+		for it := x.Iterator(); it.HasNext() == types.True && n <= limit; {
+			n = addSaturating(n, addSaturating(formattedLength(it.Next(), limit), 2))
+		}
+		return n
+	}
+	return 64 // an int, a bool, null, a timestamp or a duration
+}
+
+// nestedFormatErrors reports each format() call of a checked expression formatting a
+// collection of collections that the expression computes (a comprehension's result, a
+// variable): the estimate knows the bounds of literals and inputs at any depth, but not the
+// depth or sizes of a computed value, which can format to far more than its flat bound.
+func nestedFormatErrors(checked *cel.Ast) []string {
+	var out []string
+	a := checked.NativeRep()
+	var visitArg func(e ast.Expr)
+	visitArg = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.LiteralKind:
+			return
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				visitArg(el)
+			}
+			return
+		case ast.MapKind:
+			for _, entry := range e.AsMap().Entries() {
+				visitArg(entry.AsMapEntry().Key())
+				visitArg(entry.AsMapEntry().Value())
+			}
+			return
+		}
+		if _, _, ok := formattedInput(e); ok {
+			return
+		}
+		if t := a.GetType(e.ID()); t != nil && nestedCollection(t) {
+			out = append(out, nestedFormatError(a, e, t))
+		}
+	}
+	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "format" || !e.AsCall().IsMemberFunction() || len(e.AsCall().Args()) != 1 {
+			return
+		}
+		list := e.AsCall().Args()[0]
+		if list.Kind() == ast.ListKind {
+			visitArg(list)
+			return
+		}
+		// A computed argument list: each of its elements is formatted.
+		if t := a.GetType(list.ID()); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 && isCollection(t.Parameters()[0]) {
+			out = append(out, nestedFormatError(a, list, t))
+		}
+	}))
+	return out
+}
+
+// nestedFormatError names the argument e of type t: its source when it unparses (the
+// environment keeps no macro calls, so a comprehension does not), else its position.
+func nestedFormatError(a *ast.AST, e ast.Expr, t *types.Type) string {
+	what, err := parser.Unparse(e, nil)
+	if err != nil {
+		// The leftmost position of the argument's parts: a comprehension's own is its macro's.
+		start := int32(math.MaxInt32)
+		ast.PreOrderVisit(e, ast.NewExprVisitor(func(d ast.Expr) {
+			if r, ok := a.SourceInfo().GetOffsetRange(d.ID()); ok && r.Start >= 0 {
+				start = min(start, r.Start)
+			}
+		}))
+		loc := a.SourceInfo().GetLocationByOffset(start)
+		what = fmt.Sprintf("at %d:%d", loc.Line(), loc.Column()+1)
+	} else {
+		what = truncate(what)
+	}
+	return fmt.Sprintf("format(): the argument %s is a computed nested collection (%s): its formatted size has no bound "+
+		"the estimate knows; format its elements, or join them into strings first", what, t)
+}
+
+// nestedCollection: t is a list or map holding lists or maps.
+func nestedCollection(t *types.Type) bool {
+	if !isCollection(t) {
+		return false
+	}
+	for _, p := range t.Parameters() {
+		if isCollection(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isCollection(t *types.Type) bool { return t.Kind() == types.ListKind || t.Kind() == types.MapKind }

@@ -1,8 +1,11 @@
 package evaluator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -95,5 +98,72 @@ func TestFormatOfAnInputIsEstimatedWithItsBound(t *testing.T) {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
 			t.Errorf("%s: %v, want it to compile", ok, errs)
 		}
+	}
+}
+
+// A call on literals that fails (a conversion out of range, bytes that are not UTF-8) fails on
+// every evaluation: it is refused as an invalid expression naming the call and what is wrong,
+// not reported as an internal error of the compiler (the environment folds constant calls
+// when it plans the program, and their errors surfaced from there as "Internal error").
+func TestFailingConstantCallsAreInvalid(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, call, want string }{
+		{`string(b'\xff\xfe') != ''`, `string(b"\377\376")`, "invalid UTF-8"},
+		{`int(1e30) > 0`, `int(1e+30)`, "integer overflow"},
+		{`int(-1e30) > 0`, `int(-1e+30)`, "integer overflow"},
+		{`uint(-1) > 0u`, `uint(-1)`, "unsigned integer overflow"},
+		{`uint(1e30) > 0u`, `uint(1e+30)`, "unsigned integer overflow"},
+		{`int(18446744073709551615u) > 0`, `int(18446744073709551615u)`, "integer overflow"},
+		{`int('99999999999999999999') > 0`, `int("99999999999999999999")`, "type conversion error"},
+		{`double('x') > 0.0`, `double("x")`, "type conversion error"},
+		{`vm.name != '' && int(dyn(1.5e300) + 1.0) > 0`, `int(dyn(1.5e+300) + 1.0)`, "integer overflow"},
+		{`vm.name + string(b'a' + b'\xff') != ''`, `string(b"\141" + b"\377")`, "invalid UTF-8"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || errs[0].Type != field.ErrorTypeInvalid || errs[0].Field != "spec.matchConditions[0].expression" ||
+			!strings.Contains(errs[0].Detail, tc.call+": ") || !strings.Contains(errs[0].Detail, tc.want) {
+			t.Errorf("%s: errors %v, want one Invalid naming %s and %q", tc.expr, errs, tc.call, tc.want)
+		}
+	}
+	if _, errs := c.Compile(newPolicy("p", matchCondition("m", `string(b'abc') == 'abc' && int(1e18) > 0`)), nil); len(errs) > 0 {
+		t.Errorf("constant calls that succeed: %v, want them to compile", errs)
+	}
+}
+
+// format() of a nested collection is estimated from the bounds of what it nests, or refused
+// when an expression computes it (its formatted size has no bound the estimate knows); and at
+// run time an argument list too large to format within the per-call limit fails before it is
+// formatted, naming format(). Before, each of these compiled with a flat argument's estimate
+// and failed at run time with "actual cost limit exceeded", after formatting megabytes.
+func TestFormatOfNestedCollections(t *testing.T) {
+	c := newCompiler(t)
+	anns := "[vm.annotations, vm.annotations, vm.annotations]"
+	for _, tc := range []struct{ expr, want string }{
+		{"'%s'.format([[" + anns + "]]) != ''", "estimated worst-case cost"},
+		{"'%s'.format([vm.labels.map(k, [vm.labels, vm.labels])]) != ''", "format(): the argument at 1:14 is a computed nested collection (list(list(map(string, string))))"},
+		{"'%s'.format(vm.labels.map(k, [k, k])) != ''", "format(): the argument at 1:13 is a computed nested collection (list(list(string)))"},
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
+		if len(errs) != 1 || errs[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: errors %v, want one naming %q", tc.expr, errs, tc.want)
+		}
+	}
+	for _, ok := range []string{"'%s %s'.format([[vm.name, interface.name], {'a': [1, 2]}]) != ''",
+		"'%s'.format([vm.labels.map(k, k)]) != ''", "'%s %s'.format([vm.labels, [vm.labels]]) != ''"} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", ok)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", ok, errs)
+		}
+	}
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{}
+	for i := range 200 {
+		in.VM.Annotations[fmt.Sprintf("a%d", i)] = strings.Repeat("x", 4000)
+	}
+	set := setOf(t, c, newPolicy("p", matchCondition("m",
+		"'%s'.format([dyn(vm.annotations.map(k, [vm.annotations[k], vm.annotations[k]]))]) != ''")))
+	d := decide(set, in)
+	if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "spec.matchConditions[0].expression: format(): ") ||
+		!strings.Contains(d.Message, "more than 1000000 characters") {
+		t.Errorf("%s %q, want a PolicyError naming format() and the characters it may produce", d.Reason, d.Message)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -306,7 +307,7 @@ func (e *Engine) decodePolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.
 		return nil, errs
 	}
 	p.APIVersion, p.Kind = gvk.GroupVersion().String(), gvk.Kind
-	errs = append(errs, strictErrors(path, strict)...)
+	errs = appendNew(errs, strictErrors(path, strict)) // unknown metadata fields are found by both
 	return p, append(errs, validateMeta(path, p, false)...)
 }
 
@@ -402,7 +403,25 @@ func (e *Engine) decodeManifest(path *field.Path, raw json.RawMessage, want *sch
 	if errs := checkKind(path, obj, want); len(errs) > 0 {
 		return nil, errs
 	}
-	return obj, e.schemas.validate(path, gvkOf(obj), obj)
+	return obj, append(unknownMetadata(path, obj), e.schemas.validate(path, gvkOf(obj), obj)...)
+}
+
+// unknownMetadata reports the fields of obj's metadata that ObjectMeta does not declare, as
+// the API server's decoding of metadata finds them (for every kind: a CRD's schema leaves
+// metadata open, and the trimmed schemas know no more). The dry-run API has already dropped
+// them unless the request asked for Strict; offline (ipamctl) they are errors, as under
+// kubectl's default. Metadata of the wrong type is left to the typed decoding to report.
+func unknownMetadata(path *field.Path, obj map[string]any) field.ErrorList {
+	_, _, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj,
+		schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true, ParentPath: path})
+	if err != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, p := range unknown {
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: "unknown field"})
+	}
+	return errs
 }
 
 func checkKind(path *field.Path, obj map[string]any, want *schema.GroupVersionKind) field.ErrorList {

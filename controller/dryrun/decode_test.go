@@ -55,6 +55,14 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 		{"more interfaces than a dry run answers", `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [` +
 			strings.Repeat(`{type: Network, name: lan}, `, dryrun.MaxInterfaces+1) + `]}}`,
 			[]string{"vm.spec.networks: Too many: 257: must have at most 256 items"}},
+		// Metadata is ObjectMeta for every kind: an unknown field there is known to be one
+		// offline too (the API server's Strict, kubectl's default). Before, it was dropped
+		// silently by ipamctl and accepted by the dry run under Strict.
+		{"unknown metadata fields", `vm: {metadata: {name: web, namespace: demo, bogus: 1}, spec: {networks: [{type: Network, name: lan}]}}
+objects: [{apiVersion: v1, kind: Pod, metadata: {name: p, lables: {a: b}}}]`,
+			[]string{`vm.metadata.bogus: Invalid value: unknown field`, `objects[0].metadata.lables: Invalid value: unknown field`}},
+		{"an unknown policy metadata field, reported once", vmOnCorp + `policies: [{metadata: {name: p, bogus: 1}, spec: {allocation: {expression: "'Auto'"}}}]`,
+			[]string{`policies[0].metadata.bogus: Invalid value: unknown field`}},
 		{"an object failing its schema", vmOnCorp +
 			`objects: [{apiVersion: network.deckhouse.io/v1alpha1, kind: IPAddress, metadata: {name: x}, spec: {type: Sometimes, networkRef: {kind: ClusterNetwork, name: corp}}}]`,
 			[]string{`objects[0].spec.type: Unsupported value: "Sometimes"`}},
@@ -67,8 +75,8 @@ func TestDecodeNamesThePlaceOfEveryProblem(t *testing.T) {
 				t.Fatalf("Decode error = %v, want an *InvalidError", err)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error\n  %v\nwant it to contain\n  %s", err, w)
+				if n := strings.Count(err.Error(), w); n != 1 {
+					t.Errorf("error\n  %v\nwant it to contain once (%d times)\n  %s", err, n, w)
 				}
 			}
 		})

@@ -434,13 +434,18 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		raw := map[string]any{}
 		Expect(json.Unmarshal([]byte(drJSON(vm)), &raw)).To(Succeed())
 		raw["spec"].(map[string]any)["networks"].([]any)[0].(map[string]any)["bogus"] = "x"
+		// metadata too, as ObjectMeta's own decoding finds them (the CRD schemas leave
+		// metadata open): they were accepted silently under Strict.
+		raw["metadata"].(map[string]any)["bogusMeta"] = "x"
 		policy := drPolicyObject()
 		policy["spec"].(map[string]any)["allocation"].(map[string]any)["bogus"] = true
 		pool := drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool")
 		pool["spec"].(map[string]any)["bogus"] = int64(1)
+		pool["metadata"].(map[string]any)["bogusMeta"] = map[string]any{"x": int64(1)}
 		ev := &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
 			"metadata": map[string]any{"namespace": ns}, "spec": map[string]any{"vm": raw, "policies": []any{policy}, "objects": []any{pool}}}}
-		paths := []string{"spec.vm.spec.networks[0].bogus", "spec.policies[0].spec.allocation.bogus", "spec.objects[0].spec.bogus"}
+		paths := []string{"spec.vm.spec.networks[0].bogus", "spec.policies[0].spec.allocation.bogus", "spec.objects[0].spec.bogus",
+			"spec.vm.metadata.bogusMeta", "spec.objects[0].metadata.bogusMeta"}
 		warnings := &drWarnings{}
 		cfg := rest.CopyConfig(testEnv.Config)
 		cfg.WarningHandler = warnings
@@ -466,6 +471,40 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		_, err = evaluations.Create(ctx, ev.DeepCopy(), metav1.CreateOptions{FieldValidation: metav1.FieldValidationIgnore})
 		Expect(err).NotTo(HaveOccurred(), "Ignore")
 		Expect(warnings.all()).To(BeEmpty(), "Ignore")
+	})
+
+	It("checks the Evaluation's own metadata as the API server checks a create: syntax 422 at its path, unknown fields by fieldValidation", func() {
+		warnings := &drWarnings{}
+		cfg := rest.CopyConfig(testEnv.Config)
+		cfg.WarningHandler = warnings
+		dyn, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		evaluations := dyn.Resource(dryrunv1.SchemeGroupVersion.WithResource(dryrunv1.Resource)).Namespace(ns)
+		evaluation := func(meta map[string]any) *unstructured.Unstructured {
+			meta["namespace"] = ns
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": dryrunv1.SchemeGroupVersion.String(), "kind": dryrunv1.Kind,
+				"metadata": meta, "spec": map[string]any{"virtualMachineName": "web"}}}
+		}
+		for field, meta := range map[string]map[string]any{
+			"metadata.name":         {"name": "Bad_Name"},
+			"metadata.generateName": {"generateName": "Bad_"},
+			"metadata.labels":       {"labels": map[string]any{"bad key!": "v"}},
+			"metadata.annotations":  {"annotations": map[string]any{"bad key!": "v"}},
+		} {
+			_, err := evaluations.Create(ctx, evaluation(meta), metav1.CreateOptions{})
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", field, err)
+			Expect(err.(apierrors.APIStatus).Status().Details.Causes).To(ContainElement(HaveField("Field", HavePrefix(field))), field)
+		}
+		_, err = evaluations.Create(ctx, evaluation(map[string]any{"name": "ok", "bogus": "x"}), metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		Expect(err).To(HaveOccurred(), "Strict")
+		Expect(err.Error()).To(ContainSubstring(`unknown field "metadata.bogus"`))
+		out, err := evaluations.Create(ctx, evaluation(map[string]any{"name": "ok", "labels": map[string]any{"a": "b"}, "bogus": "x"}),
+			metav1.CreateOptions{FieldValidation: metav1.FieldValidationWarn})
+		Expect(err).NotTo(HaveOccurred(), "Warn")
+		Expect(warnings.all()).To(ContainElement(ContainSubstring(`unknown field "metadata.bogus"`)))
+		Expect(out.GetName()).To(Equal("ok"))
+		Expect(out.GetLabels()).To(Equal(map[string]string{"a": "b"}))
+		Expect(out.Object["metadata"]).NotTo(HaveKey("bogus"))
 	})
 
 	It("answers a key repeated inside spec by fieldValidation: Strict 422 naming it, Warn a warning", func() {

@@ -386,3 +386,27 @@ func TestLintWarnsWithoutFailing(t *testing.T) {
 		}
 	}
 }
+
+// A caller who may not list the installed policies gets an answer without their order and a
+// warning saying so: the warning prints as kubectl prints one ("Warning: …" on stderr, not a
+// klog line), and the table says the order was omitted and why, not that there is none.
+func TestDryRunPrintsWarningsAndAnOmittedOrderAsKubectlWould(t *testing.T) {
+	answer := &dryrunv1.Evaluation{TypeMeta: metav1.TypeMeta{APIVersion: dryrunv1.SchemeGroupVersion.String(), Kind: dryrunv1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team"},
+		Status: dryrunv1.EvaluationStatus{VM: dryrunv1.VMSummary{Namespace: "team", Name: "web", Exists: true},
+			Policies: dryrunv1.PolicySummary{Source: dryrunv1.PoliciesInstalled}, Omitted: []string{dryrunv1.OmittedPolicyDetails}}}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Add("Warning", `299 - "`+dryrunv1.OmittedPolicyDetails+`"`)
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(answer)
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errOut := run(t, "ipamctl", "dry-run", "-f", "testdata/vm.yaml", "--kubeconfig", kubeconfig(t, srv.URL))
+	if code != 0 || errOut != "Warning: "+dryrunv1.OmittedPolicyDetails+"\n" {
+		t.Errorf("exit %d, stderr %q, want the warning as kubectl prints it", code, errOut)
+	}
+	if !strings.Contains(out, "policies (installed): order omitted (requires list clusteripampolicies), then the built-in default") {
+		t.Errorf("table:\n%s\nwant the order said to be omitted, and why", out)
+	}
+}

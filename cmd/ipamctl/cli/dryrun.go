@@ -56,7 +56,7 @@ func (o *dryRunOptions) run(ctx context.Context, s Streams) error {
 	if err != nil {
 		return err
 	}
-	c, namespace, err := o.client()
+	c, namespace, err := o.client(s.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -73,8 +73,8 @@ func (o *dryRunOptions) run(ctx context.Context, s Streams) error {
 
 // client is a REST client of the dry-run API at the kubeconfig's API server (with the
 // command-line overrides), and the namespace the kubeconfig names.
-func (o *dryRunOptions) client() (*rest.RESTClient, string, error) {
-	cfg, namespace, err := restConfig(o.kubeconfig, &o.overrides)
+func (o *dryRunOptions) client(errOut io.Writer) (*rest.RESTClient, string, error) {
+	cfg, namespace, err := restConfig(o.kubeconfig, &o.overrides, errOut)
 	if err != nil {
 		return nil, "", err
 	}
@@ -93,8 +93,9 @@ func (o *dryRunOptions) client() (*rest.RESTClient, string, error) {
 }
 
 // restConfig is the configuration of the kubeconfig (path, or the default rules) with the
-// command-line overrides, and the namespace it names.
-func restConfig(kubeconfig string, overrides *clientcmd.ConfigOverrides) (*rest.Config, string, error) {
+// command-line overrides, and the namespace it names. The API server's warnings print to
+// errOut as kubectl prints them ("Warning: …", each once), not as klog lines.
+func restConfig(kubeconfig string, overrides *clientcmd.ConfigOverrides, errOut io.Writer) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
@@ -109,6 +110,8 @@ func restConfig(kubeconfig string, overrides *clientcmd.ConfigOverrides) (*rest.
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultTimeout
 	}
+	cfg.WarningHandlerWithContext = nil
+	cfg.WarningHandler = rest.NewWarningWriter(errOut, rest.WarningWriterOptions{Deduplicate: true})
 	return cfg, namespace, nil
 }
 

@@ -77,7 +77,7 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 		exists = "exists"
 	}
 	fmt.Fprintf(w, "VirtualMachine %s/%s (%s); policies (%s): %s, then the built-in default\n\n",
-		r.VM.Namespace, r.VM.Name, exists, strings.ToLower(r.Policies.Source), orNone(strings.Join(r.Policies.Order, ", ")))
+		r.VM.Namespace, r.VM.Name, exists, strings.ToLower(r.Policies.Source), policyOrder(r))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INTERFACE\tALLOCATION\tATTACHED\tIPADDRESS\tADDRESS\tREASON\tHOTPLUG\tALLOCATED BY\tSKIPPED BY\tHOTPLUG BY")
 	for _, it := range r.Interfaces {
@@ -205,6 +205,20 @@ func entries(list []sdnv1.NetworksSpecEntry) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// policyOrder is the answer's policy order; when the server left it out (a caller who may
+// not list the installed policies), that it was omitted and why, from status.omitted.
+func policyOrder(r *dryrunv1.EvaluationStatus) string {
+	if len(r.Policies.Order) > 0 {
+		return strings.Join(r.Policies.Order, ", ")
+	}
+	for _, o := range r.Omitted {
+		if what, why, ok := strings.Cut(o, " omitted: "); ok && strings.Contains(what, "policies.order") {
+			return "order omitted (" + why + ")"
+		}
+	}
+	return "none"
 }
 
 func orDash(s string) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ func newVersionCommand(s Streams) *cobra.Command {
 			if o.clientOnly {
 				return nil
 			}
-			server, err := o.serverVersion()
+			server, err := o.serverVersion(s.ErrOut)
 			if err != nil {
 				return err
 			}
@@ -57,8 +58,8 @@ func newVersionCommand(s Streams) *cobra.Command {
 }
 
 // serverVersion reads info.version of the dry-run API's OpenAPI v3 document.
-func (o *versionOptions) serverVersion() (string, error) {
-	cfg, _, err := restConfig(o.kubeconfig, &o.overrides)
+func (o *versionOptions) serverVersion(errOut io.Writer) (string, error) {
+	cfg, _, err := restConfig(o.kubeconfig, &o.overrides, errOut)
 	if err != nil {
 		return "", err
 	}

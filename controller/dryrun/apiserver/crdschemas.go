@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -101,8 +102,10 @@ func (c *clusterSchemas) forKind(ctx context.Context, gvk schema.GroupVersionKin
 }
 
 // prune drops the fields of the manifest raw (at path) that its kind's CRD does not declare,
-// and returns the manifest without them and their paths. A manifest that is not an object,
-// or of a kind without a CRD, is returned as it is.
+// and those of its metadata that ObjectMeta does not (a CRD's schema leaves metadata open:
+// the API server decodes it as ObjectMeta, for built-in kinds too), and returns the manifest
+// without them and their paths. A manifest that is not an object, or of a kind an
+// Evaluation may not carry, is returned as it is.
 func (c *clusterSchemas) prune(ctx context.Context, path *field.Path, raw json.RawMessage, defaultGVK schema.GroupVersionKind) (json.RawMessage, []string, error) {
 	var obj map[string]any
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil || obj == nil {
@@ -114,15 +117,37 @@ func (c *clusterSchemas) prune(ctx context.Context, path *field.Path, raw json.R
 	if apiVersion != "" || kind != "" {
 		gvk = schema.FromAPIVersionAndKind(apiVersion, kind)
 	}
+	if c.known == nil || !c.known(gvk) {
+		return raw, nil, nil // DecodeBody refuses the kind
+	}
+	unknown := pruneMetadata(path, obj)
 	s, err := c.forKind(ctx, gvk)
-	if err != nil || s == nil {
+	if err != nil {
 		return raw, nil, err
 	}
-	unknown := structuralpruning.PruneWithOptions(obj, s, true,
-		structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true, ParentPath: []string{path.String()}})
+	if s != nil {
+		unknown = append(unknown, structuralpruning.PruneWithOptions(obj, s, true,
+			structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true, ParentPath: []string{path.String()}})...)
+	}
 	if len(unknown) == 0 {
 		return raw, nil, nil
 	}
 	pruned, err := json.Marshal(obj)
 	return pruned, unknown, err
+}
+
+// pruneMetadata drops the fields of obj's metadata that ObjectMeta does not declare and
+// returns their paths below path (spec.vm.metadata.bogus), with the API server's own
+// decoding of a custom resource's metadata. Metadata that does not decode (a value of the
+// wrong type) is left as it is, for DecodeBody to report at its path.
+func pruneMetadata(path *field.Path, obj map[string]any) []string {
+	meta, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj,
+		schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true, ParentPath: path})
+	if err != nil || !found || len(unknown) == 0 {
+		return nil
+	}
+	if err := schemaobjectmeta.SetObjectMeta(obj, meta); err != nil {
+		return nil
+	}
+	return unknown
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,6 +124,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
 	}
+	if errs := validateMeta(ev, genericapirequest.NamespaceValue(ctx)); len(errs) > 0 {
+		return nil, invalid(ev, errs)
+	}
 	if createValidation != nil {
 		if err := createValidation(ctx, ev); err != nil {
 			return nil, err
@@ -178,6 +183,24 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	ev.Status = *status
 	ev.ManagedFields = nil // the handler's field manager added them; an Evaluation is never stored
 	return ev, nil
+}
+
+// validateMeta checks the Evaluation's metadata as the API server checks a create's (name
+// and generateName syntax, namespace, labels, annotations, owner references, finalizers),
+// since the answer echoes it. A name is not required: nothing is stored under it, as for
+// the API server's own review resources. The namespace is the request's when the object
+// names none (the handler has checked that they agree when it does).
+func validateMeta(ev *dryrunv1.Evaluation, namespace string) field.ErrorList {
+	meta := ev.ObjectMeta
+	meta.Namespace = cmp.Or(meta.Namespace, namespace)
+	errs := apivalidation.ValidateObjectMeta(&meta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if ev.Name == "" && ev.GenerateName == "" {
+		errs = errs.Filter(func(err error) bool {
+			var fe *field.Error
+			return errors.As(err, &fe) && fe.Type == field.ErrorTypeRequired && fe.Field == "metadata.name"
+		})
+	}
+	return errs
 }
 
 // body is the Engine's request for the Evaluation: its spec, with a VM named by

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
@@ -149,6 +150,11 @@ func TestCreateReportsMalformedSpecAs422WithPathsBelowSpec(t *testing.T) {
 		{"both", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VM: &runtime.RawExtension{Raw: []byte(webVM)}, VirtualMachineName: "web"}},
 			"spec.virtualMachineName"},
 		{"a VM by name that does not exist", &dryrunv1.Evaluation{Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "nope"}}, "spec.virtualMachineName"},
+		// The Evaluation's own metadata is echoed in the answer: checked as a create's.
+		{"an Evaluation name that is no DNS subdomain", &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Name: "Bad_Name"},
+			Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}, "metadata.name"},
+		{"an Evaluation label key that is no qualified name", &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bad key!": "v"}},
+			Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}, "metadata.labels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.Create(request("team"), tc.ev, nil, &metav1.CreateOptions{})
@@ -299,6 +305,30 @@ func TestCreateOmitsTheInstalledPoliciesDetailsFromACallerWhoMayNotListThem(t *t
 	}
 	if !reflect.DeepEqual(st.Omitted, []string{dryrunv1.OmittedPolicyDetails}) {
 		t.Errorf("omitted = %q, want it said", st.Omitted)
+	}
+	// What is omitted is absent from the answer, not there empty: `trace: {}`, `order: null`
+	// and `cost: 0` read as "no trace", "no policies", "free".
+	data, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Status struct {
+			Policies   map[string]any   `json:"policies"`
+			Interfaces []map[string]any `json:"interfaces"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(data, &answer); err != nil {
+		t.Fatal(err)
+	}
+	decision, _ := answer.Status.Interfaces[0]["decision"].(map[string]any)
+	if _, ok := answer.Status.Policies["order"]; ok {
+		t.Errorf("policies = %v, want order absent", answer.Status.Policies)
+	}
+	for _, key := range []string{"trace", "cost"} {
+		if _, ok := decision[key]; ok {
+			t.Errorf("decision = %v, want %s absent", decision, key)
+		}
 	}
 	if st.Interfaces[0].Reason != string(evaluator.ReasonNetworkNotFound) || st.Interfaces[0].Decision.Policy == "" {
 		t.Errorf("the decision a VM's user sees anyway must stay: %+v", st.Interfaces[0])

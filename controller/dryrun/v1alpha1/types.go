@@ -141,7 +141,7 @@ type PolicySummary struct {
 	Source string `json:"source"`
 	// order lists the policies in evaluation order; the built-in default follows them.
 	// +optional
-	Order []string `json:"order"`
+	Order []string `json:"order,omitempty"`
 }
 
 // Actions are the writes one reconcile would make; the dry run makes none of them.
