@@ -447,7 +447,7 @@ func (r *run) activation(p *Policy) *activation {
 	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
 		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
-	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables))}
+	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables)), visible: len(p.variables)}
 	r.acts = append(r.acts, a)
 	return a
 }

@@ -19,7 +19,14 @@ import (
 type variables struct {
 	a *activation
 	// values are the results by index in Policy.variables (an error too); nil until evaluated.
+	// The views of one activation share it, so that each variable is evaluated once.
 	values []ref.Val
+	// visible is how many variables, in declaration order, this view shows: all of them to
+	// the policy's other expressions, those before it to a variable's own expression — as
+	// its type says (compileVariables), so that no variable can reach itself, not even
+	// through `variables` used whole (iterated, or made a variable's value), which recursed
+	// until the stack overflowed and killed the process.
+	visible int
 }
 
 var (
@@ -56,13 +63,18 @@ func newVariableIndex(vars []namedProgram, typeName string) variableIndex {
 	return x
 }
 
-// resolve evaluates variable i unless it was.
+// resolve evaluates variable i unless it was, with the view of the variables before it.
 func (v *variables) resolve(i int) ref.Val {
 	if v.values[i] != nil {
 		return v.values[i]
 	}
 	a := v.a
-	val, err := a.r.eval(a.p, a.p.variables[i].program, a)
+	// While it is evaluated, a re-entry finds an error, not another evaluation: the views
+	// make one impossible; this keeps a future way round them from recursing without end.
+	v.values[i] = types.NewErr("variable %s is evaluated in its own expression", a.p.variables[i].name)
+	view := *a
+	view.vars = variables{a: a, values: v.values, visible: i}
+	val, err := a.r.eval(a.p, a.p.variables[i].program, &view)
 	if err == nil {
 		if sizeErr := checkVariableSize(val); sizeErr != nil {
 			err = &policyError{a.p, a.p.variables[i].program.path, sizeErr}
@@ -94,7 +106,7 @@ func (v *variables) Find(key ref.Val) (ref.Val, bool) {
 		return types.MaybeNoSuchOverloadErr(k), true
 	}
 	index := &v.a.p.variableIndex
-	if i, found := index.byKey[string(k)]; found {
+	if i, found := index.byKey[string(k)]; found && i < v.visible {
 		return v.resolve(i), true
 	}
 	name, ok := apiservercel.Unescape(string(k))
@@ -102,7 +114,7 @@ func (v *variables) Find(key ref.Val) (ref.Val, bool) {
 		return nil, false
 	}
 	i, found := index.byName[name]
-	if !found {
+	if !found || i >= v.visible {
 		return nil, false
 	}
 	return v.resolve(i), true
@@ -125,8 +137,8 @@ func (v *variables) Contains(key ref.Val) ref.Val {
 	return types.Bool(found)
 }
 
-// Size implements traits.Sizer: the number of variables.
-func (v *variables) Size() ref.Val { return types.Int(len(v.a.p.variableIndex.byName)) }
+// Size implements traits.Sizer: the number of variables the view shows.
+func (v *variables) Size() ref.Val { return types.Int(v.visible) }
 
 // Iterator implements traits.Iterable; as lazy.MapValue's, it yields the values, each as Get
 // finds it by its declared name.
@@ -189,7 +201,7 @@ func (i *variablesIterator) Type() ref.Type { return types.IteratorType }
 
 func (i *variablesIterator) Value() any { return nil }
 
-func (i *variablesIterator) HasNext() ref.Val { return types.Bool(i.index < len(i.vars.values)) }
+func (i *variablesIterator) HasNext() ref.Val { return types.Bool(i.index < i.vars.visible) }
 
 func (i *variablesIterator) Next() ref.Val {
 	v := i.vars.Get(types.String(i.vars.a.p.variables[i.index].name))
