@@ -138,18 +138,36 @@ func underFuzz() bool {
 // not runtime.ReadMemStats, which stops the world and so waits for every goroutine to reach
 // a safe point — an abandoned evaluation in a long library call included.
 func measure(fn func()) (time.Duration, uint64) {
+	m := measured(fn)
+	return m.cpu, m.allocated
+}
+
+// measurement is what measured saw of one call.
+type measurement struct {
+	cpu, wall time.Duration
+	allocated uint64
+}
+
+// starved: the process got less than a quarter of a core during the call, below what the
+// limits are calibrated for (docs/CEL-LIBRARY.md, Calibration): the wall-clock deadline may
+// then pass before the cost limits stop an admitted policy, and that says nothing about it.
+func (m measurement) starved() bool { return m.cpu*4 < m.wall }
+
+// measured is measure with the wall time too; zero unless fuzzing.
+func measured(fn func()) measurement {
 	if !underFuzz() {
 		fn()
-		return 0, 0
+		return measurement{}
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(sample)
 	before := sample[0].Value.Uint64()
-	start := cpuTime()
+	start, wall := cpuTime(), time.Now()
 	fn()
-	elapsed := cpuTime() - start
+	m := measurement{cpu: cpuTime() - start, wall: time.Since(wall)}
 	metrics.Read(sample)
-	return elapsed, sample[0].Value.Uint64() - before
+	m.allocated = sample[0].Value.Uint64() - before
+	return m
 }
 
 // cpuTime is the process's CPU time so far (getrusage(2), RUSAGE_SELF).
