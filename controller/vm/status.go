@@ -199,10 +199,14 @@ func (r *Reconciler) patchStatusEntries(ctx context.Context, s *scope, live *vmv
 	// A fresh object to decode the answer into: decoding into a copy of base would keep
 	// fields the answer no longer has.
 	written := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: base.Namespace, Name: base.Name}}
-	if err := r.Client.Status().Patch(ctx, written, client.RawPatch(types.JSONPatchType, data)); err != nil {
+	r.issue(s, written, func() {
+		if err = r.Client.Status().Patch(ctx, written, client.RawPatch(types.JSONPatchType, data)); err == nil {
+			r.expectations().expectPatched(base, written, onlyOurStatus(base, written, desired))
+		}
+	})
+	if err != nil {
 		return fmt.Errorf("patch status: %w", errFromStatusPatch(err, s.vm.Name))
 	}
-	r.expectations().expectPatched(base, written, onlyOurStatus(base, written, desired))
 	return nil
 }
 
@@ -219,11 +223,16 @@ func (r *Reconciler) patchStatusLocked(ctx context.Context, s *scope, live *vmv1
 	}
 	desired := base.DeepCopy()
 	desired.Status = p.Status
-	if err := r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	var err error
+	r.issue(s, desired, func() {
+		if err = r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err == nil {
+			// The optimistic lock proves that desired is base with vmipam's status and nothing else.
+			r.expectations().expectPatched(base, desired, true)
+		}
+	})
+	if err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
-	// The optimistic lock proves that desired is base with vmipam's status and nothing else.
-	r.expectations().expectPatched(base, desired, true)
 	return nil
 }
 

@@ -308,6 +308,21 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Expect(statusPatches).To(BeNumerically(">=", 1))
 	})
 
+	It("reconciles a new VM at most three times from creation to settled, beside the VM runtime's status writes", func() {
+		calls := newCallCounter(ns)
+		swapVMIPAM(hooked(calls.hook))
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
+		settled()
+		// One as the VM is created (its IPAddress created), one as SDN answers (networks-spec,
+		// status), at most one as its launcher pod starts; the VM runtime's status writes
+		// (macAddress, its Running condition) and vmipam's own writes bring none.
+		calls.mu.Lock()
+		defer calls.mu.Unlock()
+		GinkgoWriter.Printf("reconciles of one VM: %d\n", calls.reconciles["v"])
+		Expect(calls.reconciles["v"]).To(BeNumerically("<=", 3))
+	})
+
 	It("keeps the old network's IPAddress while the running pod names it and the new one waits for SDN", func() {
 		create(ctx, build.ClusterNetwork(ns+"-slow", ns+"-no-such-pool"))
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
