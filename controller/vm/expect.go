@@ -45,6 +45,7 @@ type ownWrites struct {
 	// specWrites is, per VM and pod, the resourceVersion of vmipam's last networks-spec patch
 	// of it, verified or not, and when: echoOfSpecWrite recognises the event of that write.
 	specWrites map[patchKey]specWrite
+	swept      time.Time // when specWrites was last swept
 	// inflight counts the writes of an object (a VM, pod or IPAddress) issued and not yet
 	// answered; deferred holds the verdicts on its events that arrived meanwhile (judge).
 	inflight map[patchKey]int
@@ -196,10 +197,21 @@ func (o *ownWrites) judge(k patchKey, news func() bool) bool {
 }
 
 // wroteNetworksSpec records the object (a VM or pod) as vmipam's networks-spec patch returned it.
+// Records whose event never came (the object was deleted, a relist skipped the version) are
+// swept once they are older than ExpectationTTL, at most once per ExpectationTTL.
 func (o *ownWrites) wroteNetworksSpec(written client.Object) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.specWrites[keyOf(written)] = specWrite{version: written.GetResourceVersion(), at: o.now()}
+	now := o.now()
+	if now.Sub(o.swept) > ExpectationTTL {
+		for k, w := range o.specWrites {
+			if now.Sub(w.at) > ExpectationTTL {
+				delete(o.specWrites, k)
+			}
+		}
+		o.swept = now
+	}
+	o.specWrites[keyOf(written)] = specWrite{version: written.GetResourceVersion(), at: now}
 }
 
 // echoOfSpecWrite reports whether the update old → new is the event of vmipam's own last

@@ -191,3 +191,17 @@ func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
 		t.Error("with no write in flight an event is judged at once")
 	}
 }
+
+// A networks-spec write whose event never comes (the object was deleted) is not kept forever.
+func TestSpecWritesWithoutTheirEventAreSwept(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	own.wroteNetworksSpec(vmAt("2"))
+	now = now.Add(2 * ExpectationTTL)
+	other := vmAt("7")
+	other.Name = "db"
+	own.wroteNetworksSpec(other)
+	if n := len(own.specWrites); n != 1 {
+		t.Errorf("%d networks-spec writes kept, want only the recent one", n)
+	}
+}

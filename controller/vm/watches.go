@@ -240,7 +240,9 @@ func (r *Reconciler) newsOf() predicate.Funcs {
 			return false
 		}
 		return own.judge(keyOf(e.ObjectNew), func() bool {
-			return !own.ownPatch(e.ObjectOld, e.ObjectNew) && !own.echoOfSpecWrite(e.ObjectOld, e.ObjectNew)
+			// Both run: each forgets the expectation the event meets.
+			patched, echo := own.ownPatch(e.ObjectOld, e.ObjectNew), own.echoOfSpecWrite(e.ObjectOld, e.ObjectNew)
+			return !patched && !echo
 		})
 	}}
 }
