@@ -21,9 +21,10 @@ import (
 // are equal: the VM reconciler's watches drop those.
 //
 // Trimming is safe only because vmipam never writes an object back whole: every write is a
-// patch of the fields it owns (merge patches of the networks-spec annotation, a merge patch of
-// the status difference under the resourceVersion read), so what the cache dropped stays on the
-// server (test/integration "keeps what it does not read").
+// patch of the fields it owns (merge patches of the networks-spec annotation; a JSON patch of
+// its own status entries, or a merge patch of the status difference under the resourceVersion
+// read when a list must be built), so what the cache dropped stays on the server
+// (test/integration "keeps what it does not read").
 func CacheOptions() cache.Options {
 	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
 	if err != nil {

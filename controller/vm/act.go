@@ -45,12 +45,12 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if p.Deferred {
 		return nil
 	}
-	liveVM, err := r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec)
+	liveVM, err := r.patchNetworksSpec(ctx, s, s.vm, p.VMNetworksSpec)
 	if err != nil {
 		return fmt.Errorf("VirtualMachine: %w", err)
 	}
 	for i := range s.pods {
-		if _, err := r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
+		if _, err := r.patchNetworksSpec(ctx, s, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
 			return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
 		}
 	}
@@ -81,10 +81,14 @@ var errForeignIPAddress = errors.New("IPAddress exists with another owner")
 
 func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) error {
 	created := ip.DeepCopy()
-	err := r.Client.Create(ctx, created)
+	var err error
+	r.issue(s, created, func() {
+		if err = r.Client.Create(ctx, created); err == nil {
+			r.expectations().expectCreated(created)
+		}
+	})
 	switch {
 	case err == nil:
-		r.expectations().expectCreated(created)
 		r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressCreated", "Create",
 			"Created IPAddress %s for %s", ip.Name, ip.Annotations[AnnotationInterface])
 		return nil
@@ -181,7 +185,7 @@ func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
 // patchNetworksSpec merge-patches the annotation on a copy of obj (a VM or pod) when the plan
 // says so, and returns the copy as the API server answered, or nil when nothing was written.
 // obj itself stays the object observed.
-func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w NetworksSpecWrite) (client.Object, error) {
+func (r *Reconciler) patchNetworksSpec(ctx context.Context, s *scope, obj client.Object, w NetworksSpecWrite) (client.Object, error) {
 	if !w.Changed {
 		return nil, nil
 	}
@@ -191,9 +195,25 @@ func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w
 		return nil, err
 	}
 	written := obj.DeepCopyObject().(client.Object)
-	if err := r.Client.Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	r.issue(s, written, func() {
+		if err = r.Client.Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err == nil {
+			r.expectations().expectPatched(obj, written, onlyOurChange(obj, written))
+			r.expectations().wroteNetworksSpec(written)
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
 	}
-	r.expectations().expectPatched(obj, written, onlyOurChange(obj, written))
 	return written, nil
+}
+
+// issue runs write, a write of obj that records its expectations when it succeeds, as an
+// in-flight write (ownWrites.begin/done); when an event of obj that arrived meanwhile turns
+// out to show news, s.news is set and the reconcile brings its VM back.
+func (r *Reconciler) issue(s *scope, obj client.Object, write func()) {
+	k := r.expectations().begin(obj)
+	write()
+	if r.expectations().done(k) {
+		s.news = true
+	}
 }

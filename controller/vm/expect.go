@@ -42,6 +42,20 @@ type ownWrites struct {
 	now     func() time.Time
 	created map[types.NamespacedName]expectedIPAddress
 	patched map[patchKey]chain
+	// specWrites is, per VM and pod, the resourceVersion of vmipam's last networks-spec patch
+	// of it, verified or not, and when: echoOfSpecWrite recognises the event of that write.
+	specWrites map[patchKey]specWrite
+	swept      time.Time // when specWrites was last swept
+	// inflight counts the writes of an object (a VM, pod or IPAddress) issued and not yet
+	// answered; deferred holds the verdicts on its events that arrived meanwhile (judge).
+	inflight map[patchKey]int
+	deferred map[patchKey][]func() bool
+}
+
+// specWrite is the resourceVersion a networks-spec patch returned and when.
+type specWrite struct {
+	version string
+	at      time.Time
 }
 
 // expectedIPAddress is a created IPAddress and when it was created.
@@ -71,7 +85,8 @@ type chain struct {
 }
 
 func newOwnWrites(now func() time.Time) *ownWrites {
-	return &ownWrites{now: now, created: map[types.NamespacedName]expectedIPAddress{}, patched: map[patchKey]chain{}}
+	return &ownWrites{now: now, created: map[types.NamespacedName]expectedIPAddress{}, patched: map[patchKey]chain{},
+		specWrites: map[patchKey]specWrite{}, inflight: map[patchKey]int{}, deferred: map[patchKey][]func() bool{}}
 }
 
 // expectCreated records an IPAddress vmipam created, as the API server returned it.
@@ -129,6 +144,92 @@ func (o *ownWrites) expectPatched(observed, written client.Object, verified bool
 	c.versions, c.at = append(c.versions, written.GetResourceVersion()), o.now()
 	c.last = written.DeepCopyObject().(client.Object)
 	o.patched[k] = c
+}
+
+// begin marks a write of obj as issued; done must follow once its answer is recorded.
+//
+// The watch may deliver a write's event before the write's answer reaches the writer (on a
+// quiet API server it often does), so an expectation recorded after the answer misses its own
+// event, which then brings the VM back for a reconcile that writes nothing. Expectations
+// recorded before the write (the ReplicaSet controller's way) cannot know the resourceVersion
+// the write makes; instead the verdict on an event that arrives during the write waits for
+// its answer.
+func (o *ownWrites) begin(obj client.Object) patchKey {
+	k := keyOf(obj)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inflight[k]++
+	return k
+}
+
+// done ends a write begun with begin, after the caller recorded what it wrote, and reports
+// whether an event that arrived during it showed news: the verdicts judge deferred, made now.
+// The caller brings its VM back when it did, since the event itself enqueued nothing.
+func (o *ownWrites) done(k patchKey) bool {
+	o.mu.Lock()
+	var verdicts []func() bool
+	if o.inflight[k]--; o.inflight[k] <= 0 {
+		delete(o.inflight, k)
+		verdicts = o.deferred[k]
+		delete(o.deferred, k)
+	}
+	o.mu.Unlock()
+	news := false
+	for _, v := range verdicts {
+		news = v() || news // every verdict runs: each consumes its expectation
+	}
+	return news
+}
+
+// judge returns news() — whether an event of the object k shows its VM anything new — unless a
+// write of k is in flight: then the verdict is deferred to that write's done, and judge
+// returns false. An event that arrives when no write is in flight is not the echo of one that
+// is still to come, and one that arrives after the answer finds its expectation recorded.
+func (o *ownWrites) judge(k patchKey, news func() bool) bool {
+	o.mu.Lock()
+	if o.inflight[k] > 0 {
+		o.deferred[k] = append(o.deferred[k], news)
+		o.mu.Unlock()
+		return false
+	}
+	o.mu.Unlock()
+	return news()
+}
+
+// wroteNetworksSpec records the object (a VM or pod) as vmipam's networks-spec patch returned it.
+// Records whose event never came (the object was deleted, a relist skipped the version) are
+// swept once they are older than ExpectationTTL, at most once per ExpectationTTL.
+func (o *ownWrites) wroteNetworksSpec(written client.Object) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if now.Sub(o.swept) > ExpectationTTL {
+		for k, w := range o.specWrites {
+			if now.Sub(w.at) > ExpectationTTL {
+				delete(o.specWrites, k)
+			}
+		}
+		o.swept = now
+	}
+	o.specWrites[keyOf(written)] = specWrite{version: written.GetResourceVersion(), at: now}
+}
+
+// echoOfSpecWrite reports whether the update old → new is the event of vmipam's own last
+// networks-spec patch (new is the version it returned) and shows nothing else vmipam reads
+// (onlyOurChange), and forgets the write once its event came. It holds also when the patch
+// itself was not verified — another writer's version came between the one the reconcile read
+// and the patch —: that version came with an event of its own (old → new is one step of the
+// informer's chain), which brought the VM back if it showed anything; this one shows only what
+// vmipam wrote and planned.
+func (o *ownWrites) echoOfSpecWrite(old, new client.Object) bool {
+	k := keyOf(new)
+	o.mu.Lock()
+	w, ok := o.specWrites[k]
+	if ok && (w.version == new.GetResourceVersion() || o.now().Sub(w.at) > ExpectationTTL) {
+		delete(o.specWrites, k)
+	}
+	o.mu.Unlock()
+	return ok && w.version == new.GetResourceVersion() && o.now().Sub(w.at) <= ExpectationTTL && onlyOurChange(old, new)
 }
 
 // newer returns a copy of the object as vmipam's own last patch of it returned it when obj is

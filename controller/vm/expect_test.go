@@ -159,3 +159,49 @@ func TestReaderShowsOwnPatchUntilTheCacheCatchesUp(t *testing.T) {
 		t.Errorf("without a verified own patch, the cache's pod is read; got %+v, %v", list.Items, err)
 	}
 }
+
+// The watch may deliver a write's event before the write's answer: the verdict on it waits for
+// the answer, so vmipam's own write brings nothing and another writer's still brings the VM.
+func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	observed := vmAt("1")
+	written := vmAt("2", func(v *vmv1.VirtualMachine) {
+		v.Annotations = map[string]string{sdnv1.AnnotationNetworksSpec: "[]"}
+	})
+	echo := func() bool { return !own.ownPatch(observed, written) && !own.echoOfSpecWrite(observed, written) }
+
+	k := own.begin(written)
+	if own.judge(k, echo) {
+		t.Fatal("an event during the write was judged before the write's answer")
+	}
+	own.expectPatched(observed, written, onlyOurChange(observed, written))
+	own.wroteNetworksSpec(written)
+	if own.done(k) {
+		t.Error("the echo of vmipam's own write was news")
+	}
+
+	relabelled := vmAt("3", func(v *vmv1.VirtualMachine) { v.Labels = map[string]string{"team": "a"} })
+	k = own.begin(written)
+	own.judge(k, func() bool { return !own.ownPatch(written, relabelled) && !own.echoOfSpecWrite(written, relabelled) })
+	if !own.done(k) {
+		t.Error("another writer's change that arrived during vmipam's write was dropped")
+	}
+	if !own.judge(k, func() bool { return true }) {
+		t.Error("with no write in flight an event is judged at once")
+	}
+}
+
+// A networks-spec write whose event never comes (the object was deleted) is not kept forever.
+func TestSpecWritesWithoutTheirEventAreSwept(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	own.wroteNetworksSpec(vmAt("2"))
+	now = now.Add(2 * ExpectationTTL)
+	other := vmAt("7")
+	other.Name = "db"
+	own.wroteNetworksSpec(other)
+	if n := len(own.specWrites); n != 1 {
+		t.Errorf("%d networks-spec writes kept, want only the recent one", n)
+	}
+}

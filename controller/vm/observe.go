@@ -49,6 +49,9 @@ type scope struct {
 	// says that decide ran out of it (some interfaces got a PolicyError naming it).
 	budget     time.Duration
 	overBudget bool
+	// news says that an event of an object this reconcile wrote arrived during the write and
+	// showed something else than the write: the VM is reconciled again (Reconciler.issue).
+	news bool
 }
 
 // iface is one additional interface through the reconcile.

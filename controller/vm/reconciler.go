@@ -116,14 +116,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Another writer (the virtualization controller) got in first; the watch event of
 			// its write brings a fresh copy, and this retry covers a lost event.
 			ctrl.LoggerFrom(ctx).V(1).Info("status conflict, retrying", "error", err.Error())
-			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			return withNews(s, reconcile.Result{RequeueAfter: conflictRetry}), nil
 		}
 		return reconcile.Result{}, err
 	}
 	if p.Deferred {
-		return reconcile.Result{RequeueAfter: p.RetryAfter}, nil
+		return withNews(s, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
 	}
-	return r.retry(req, s), nil
+	return withNews(s, r.retry(req, s)), nil
+}
+
+// newsRequeue is how soon a VM is reconciled again when an event that arrived during one of
+// its reconcile's writes showed news (scope.news): at once, as the event would have enqueued it.
+const newsRequeue = time.Millisecond
+
+// withNews brings the VM back at once when s.news, else returns res.
+func withNews(s *scope, res reconcile.Result) reconcile.Result {
+	if s.news && (res.RequeueAfter == 0 || res.RequeueAfter > newsRequeue) {
+		res.RequeueAfter = newsRequeue
+	}
+	return res
 }
 
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
@@ -151,18 +153,66 @@ func problemItems(s *scope) []string {
 // +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/status,verbs=patch
 
 // writeStatus patches status when the plan changed it. The desired status was computed from
-// s.vm, the object observed, so the patch is the difference from s.vm, made with s.vm's
-// resourceVersion as an optimistic lock: never from a copy refreshed by an earlier write of
-// this reconcile, which may carry another writer's newer status that the patch would then undo
-// (cluster-api's patch helper snapshots before any change for the same reason). When this
-// reconcile has written the VM's networks-spec (live is then the object that write returned),
-// the lock is live's resourceVersion only if live's status and generation are still the
-// observed ones; otherwise another writer got in between and the reconcile is retried. Events
-// follow a successful write only, so a conflict retry does not repeat them.
+// s.vm, the object observed, so the patch is computed from s.vm too: never from a copy
+// refreshed by an earlier write of this reconcile, which may carry another writer's newer
+// status that the patch would then undo (cluster-api's patch helper snapshots before any change
+// for the same reason). live is the VM as this reconcile's networks-spec patch returned it, or
+// nil.
+//
+// The write is a JSON patch of vmipam's own entries, each tested to be where it was read
+// (statusJSONPatch), so another writer's status, metadata or spec change since the read costs
+// nothing and loses nothing. When the lists must be built or reshaped (the VM's first status,
+// a spec entry added or removed), the whole lists are written by a merge patch under the
+// observed resourceVersion as optimistic lock — or under live's, when live's status and
+// generation are still the observed ones; otherwise another writer got in between and the
+// reconcile is retried. Events follow a successful write only, so a conflict retry does not
+// repeat them.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, live *vmv1.VirtualMachine, p *Plan) error {
 	if !p.StatusChanged {
 		return nil
 	}
+	var err error
+	if ops, ok := statusJSONPatch(&s.vm.Status, &p.Status); ok {
+		err = r.patchStatusEntries(ctx, s, live, ops, &p.Status)
+	} else {
+		err = r.patchStatusLocked(ctx, s, live, p)
+	}
+	if err != nil {
+		return err
+	}
+	r.announceSkips(s, p)
+	return nil
+}
+
+// patchStatusEntries applies a statusJSONPatch. The expectation of the write is verified only
+// when what the API server returned is the VM as last seen (live, else the observed one) with
+// vmipam's status and nothing else: another writer's change in between must bring its event.
+func (r *Reconciler) patchStatusEntries(ctx context.Context, s *scope, live *vmv1.VirtualMachine, ops []jsonPatchOp, desired *vmv1.VirtualMachineStatus) error {
+	data, err := marshalOps(ops)
+	if err != nil {
+		return err
+	}
+	base := s.vm
+	if live != nil {
+		base = live
+	}
+	// A fresh object to decode the answer into: decoding into a copy of base would keep
+	// fields the answer no longer has.
+	written := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: base.Namespace, Name: base.Name}}
+	r.issue(s, written, func() {
+		if err = r.Client.Status().Patch(ctx, written, client.RawPatch(types.JSONPatchType, data)); err == nil {
+			r.expectations().expectPatched(base, written, onlyOurStatus(base, written, desired))
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("patch status: %w", errFromStatusPatch(err, s.vm.Name))
+	}
+	return nil
+}
+
+// patchStatusLocked merge-patches the whole status vmipam computed under an optimistic lock:
+// the observed resourceVersion, or live's when live still has the observed status.
+func (r *Reconciler) patchStatusLocked(ctx context.Context, s *scope, live *vmv1.VirtualMachine, p *Plan) error {
 	base := s.vm.DeepCopy()
 	if live != nil {
 		if live.Generation != s.vm.Generation || !equality.Semantic.DeepEqual(live.Status, s.vm.Status) {
@@ -173,13 +223,31 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, live *vmv1.Virtu
 	}
 	desired := base.DeepCopy()
 	desired.Status = p.Status
-	if err := r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	var err error
+	r.issue(s, desired, func() {
+		if err = r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err == nil {
+			// The optimistic lock proves that desired is base with vmipam's status and nothing else.
+			r.expectations().expectPatched(base, desired, true)
+		}
+	})
+	if err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
-	// The optimistic lock proves that desired is base with vmipam's status and nothing else.
-	r.expectations().expectPatched(base, desired, true)
-	r.announceSkips(s, p)
 	return nil
+}
+
+// onlyOurStatus reports whether written (as the API server answered a status patch) is base
+// with status desired and nothing else vmipam reads changed. Condition times are compared at
+// the second, the precision the API stores.
+func onlyOurStatus(base, written *vmv1.VirtualMachine, desired *vmv1.VirtualMachineStatus) bool {
+	d := desired.DeepCopy()
+	for i := range d.Conditions {
+		d.Conditions[i].LastTransitionTime = d.Conditions[i].LastTransitionTime.Rfc3339Copy()
+	}
+	return sameMeta(&base.ObjectMeta, &written.ObjectMeta) && base.Spec.RunPolicy == written.Spec.RunPolicy &&
+		equality.Semantic.DeepEqual(base.Spec.Networks, written.Spec.Networks) &&
+		base.Annotations[sdnv1.AnnotationNetworksSpec] == written.Annotations[sdnv1.AnnotationNetworksSpec] &&
+		equality.Semantic.DeepEqual(*d, written.Status)
 }
 
 // announceSkips emits one Warning per skipped interface whose item is new since the last

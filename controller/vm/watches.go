@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -175,9 +176,10 @@ func (r *Reconciler) newAnsweredFirst() answeredFirst {
 
 // Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
 // exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
-// only the VMs naming it hear of it.
+// only the VMs naming it hear of it. While the create is in flight the verdict waits for its
+// answer (ownWrites.judge).
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.own != nil && h.own.observedIPAddress(e.Object) {
+	if h.own != nil && !h.own.judge(keyOf(e.Object), func() bool { return !h.own.observedIPAddress(e.Object) }) {
 		h.namers.Create(ctx, e, q)
 		return
 	}
@@ -228,12 +230,20 @@ func answered(old, new client.Object) bool {
 
 // newsOf lets through the updates of a VM or launcher pod that show the VM's reconcile
 // something it has not seen: a change of what vmipam reads (changed), made by somebody else
-// than vmipam's own patches (ownPatch) — the reconcile that patched planned with that change
-// already, and planning again on the result writes nothing. Creations and deletions always pass.
+// than vmipam's own patches (ownPatch, echoOfSpecWrite) — the reconcile that patched planned
+// with that change already, and planning again on the result writes nothing. Creations and
+// deletions always pass.
 func (r *Reconciler) newsOf() predicate.Funcs {
 	own := r.expectations()
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return changed(e.ObjectOld, e.ObjectNew) && !own.ownPatch(e.ObjectOld, e.ObjectNew)
+		if !changed(e.ObjectOld, e.ObjectNew) {
+			return false
+		}
+		return own.judge(keyOf(e.ObjectNew), func() bool {
+			// Both run: each forgets the expectation the event meets.
+			patched, echo := own.ownPatch(e.ObjectOld, e.ObjectNew), own.echoOfSpecWrite(e.ObjectOld, e.ObjectNew)
+			return !patched && !echo
+		})
 	}}
 }
 
@@ -244,9 +254,9 @@ func podChanged() predicate.Funcs {
 
 // changed reports whether two versions of a VM or pod differ in what vmipam reads: of a pod
 // the VM label, the networks-spec annotation, the phase and deletion; of a VM everything the
-// manager's cache keeps of it but the resourceVersion (the cache transform has already dropped
-// what vmipam never reads, e.g. the status fields the virtualization controller updates every
-// few seconds).
+// manager's cache keeps of its metadata and spec but the resourceVersion, and of its status
+// what statusRead keeps (the cache transform and the Go type have already dropped the status
+// fields the virtualization controller updates every few seconds, e.g. stats and guestOSInfo).
 func changed(old, new client.Object) bool {
 	switch o := old.(type) {
 	case *corev1.Pod:
@@ -262,7 +272,35 @@ func changed(old, new client.Object) bool {
 		a, b := o.ObjectMeta, n.ObjectMeta // shallow copies: the cache's objects stay untouched
 		a.ResourceVersion, b.ResourceVersion, a.ManagedFields, b.ManagedFields = "", "", nil, nil
 		return !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
-			!equality.Semantic.DeepEqual(o.Status, n.Status)
+			!equality.Semantic.DeepEqual(readStatus(&o.Status), readStatus(&n.Status))
 	}
 	return true
+}
+
+// statusRead is what vmipam's decisions and writes depend on of a VM's status: the phase (a
+// policy input), each status.networks entry's network and ipAddress in order (the holders of a
+// static IPAddress; the entries vmipam's ipAddress goes into) and vmipam's own conditions. The
+// rest — macAddress, id, the MAC address object's name, other writers' conditions,
+// observedGeneration — vmipam only carries over unread, so a change of it alone shows a
+// reconcile nothing new: vmipam's next write is computed from the cache as it is then, under a
+// test or lock of what it read, and never needs this event.
+// Its fields are exported for equality.Semantic, which refuses unexported ones.
+type statusRead struct {
+	Phase      vmv1.Phase
+	Networks   []vmv1.NetworksStatus
+	Conditions []metav1.Condition
+}
+
+// readStatus projects st onto statusRead.
+func readStatus(st *vmv1.VirtualMachineStatus) statusRead {
+	out := statusRead{Phase: st.Phase, Networks: make([]vmv1.NetworksStatus, 0, len(st.Networks))}
+	for _, n := range st.Networks {
+		out.Networks = append(out.Networks, vmv1.NetworksStatus{Type: n.Type, Name: n.Name, IPAddress: n.IPAddress})
+	}
+	for _, c := range st.Conditions {
+		if c.Type == ConditionNetworkReady || c.Type == ConditionAwaitingRestart {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
 }

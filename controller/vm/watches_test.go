@@ -53,3 +53,41 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestVMStatusChangesThatShowNothing pins down which status updates of another writer bring a
+// VM back: only those of what vmipam reads (phase, each entry's network and ipAddress, its own
+// conditions), never a macAddress or another writer's condition.
+func TestVMStatusChangesThatShowNothing(t *testing.T) {
+	base := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"},
+		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning,
+			Networks: []vmv1.NetworksStatus{{Type: vmv1.NetworkTypeNetwork, Name: "n", IPAddress: "10.0.0.5"}},
+			Conditions: []metav1.Condition{{Type: ConditionNetworkReady, Status: metav1.ConditionTrue, Reason: ReasonNetworkReady},
+				{Type: "AgentReady", Status: metav1.ConditionFalse, Reason: "NoAgent"}}}}
+	for _, tt := range []struct {
+		name   string
+		change func(*vmv1.VirtualMachineStatus)
+		want   bool
+	}{
+		{"macAddress set", func(st *vmv1.VirtualMachineStatus) { st.Networks[0].MACAddress = "02:00:00:00:00:01" }, false},
+		{"another writer's condition", func(st *vmv1.VirtualMachineStatus) { st.Conditions[1].Status = metav1.ConditionTrue }, false},
+		{"observedGeneration", func(st *vmv1.VirtualMachineStatus) { st.ObservedGeneration = 3 }, false},
+		{"phase", func(st *vmv1.VirtualMachineStatus) { st.Phase = vmv1.PhaseStopped }, true},
+		{"ipAddress cleared", func(st *vmv1.VirtualMachineStatus) { st.Networks[0].IPAddress = "" }, true},
+		{"entry added", func(st *vmv1.VirtualMachineStatus) {
+			st.Networks = append(st.Networks, vmv1.NetworksStatus{Type: vmv1.NetworkTypeMain})
+		}, true},
+		{"NetworkReady removed", func(st *vmv1.VirtualMachineStatus) { st.Conditions = st.Conditions[1:] }, true},
+		{"vmipam's AwaitingRestart set by someone", func(st *vmv1.VirtualMachineStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: ConditionAwaitingRestart, Status: metav1.ConditionTrue, Reason: "Other"})
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			updated := base.DeepCopy()
+			updated.ResourceVersion = "2"
+			tt.change(&updated.Status)
+			if got := changed(base, updated); got != tt.want {
+				t.Errorf("changed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -165,6 +166,43 @@ func missingIPAddresses(ctx context.Context, ns string) []string {
 	return out
 }
 
+// refusalCounter counts the status patches of a client that the API server refused as a
+// conflict: 409, or 422 for a failed JSON patch test.
+type refusalCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *refusalCounter) count() int { r.mu.Lock(); defer r.mu.Unlock(); return r.n }
+func (r *refusalCounter) reset()     { r.mu.Lock(); defer r.mu.Unlock(); r.n = 0 }
+
+// wrap returns c with its status patches counted.
+func (r *refusalCounter) wrap(c client.Client) client.Client { return refusingClient{Client: c, r: r} }
+
+type refusingClient struct {
+	client.Client
+	r *refusalCounter
+}
+
+func (c refusingClient) Status() client.SubResourceWriter {
+	return refusingStatus{SubResourceWriter: c.Client.Status(), r: c.r}
+}
+
+type refusingStatus struct {
+	client.SubResourceWriter
+	r *refusalCounter
+}
+
+func (w refusingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+		w.r.mu.Lock()
+		w.r.n++
+		w.r.mu.Unlock()
+	}
+	return err
+}
+
 var _ = Describe("Concurrent writers never lose a guest's address", func() {
 	var (
 		ctx      context.Context
@@ -196,6 +234,93 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
 		Expect(condition(ctx, ns, "v", "AgentReady")).NotTo(BeNil(), "vmipam's status write reverted another writer's condition")
+	})
+
+	It("writes its status entries beside another status writer without a conflict, and both keep their fields", func() {
+		var (
+			mu                 sync.Mutex
+			statusPatches      int
+			race               bool
+			otherMAC, otherMsg = "02:00:00:00:00:99", "written by another controller"
+		)
+		// otherWriter is the virtualization controller: it updates the status fields it owns —
+		// the NICs' macAddress, its own condition — by a read-modify-write of its own.
+		otherWriter := func(ctx context.Context, name string, change func(*vmv1.VirtualMachineStatus)) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				live := &vmv1.VirtualMachine{}
+				if err := k8s.Get(ctx, keyOf(ns, name), live); err != nil {
+					return err
+				}
+				change(&live.Status)
+				return k8s.Status().Update(ctx, live)
+			})
+		}
+		refused := &refusalCounter{}
+		swapVMIPAM(func(c client.Client) client.Client {
+			return refused.wrap(hooked(func(ctx context.Context, verb string, obj client.Object, _ client.Patch) error {
+				vm, ok := obj.(*vmv1.VirtualMachine)
+				if !ok || verb != "patch-status" || vm.Namespace != ns {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				statusPatches++
+				if !race {
+					return nil
+				}
+				race = false // between vmipam's read and its write, the other writer writes
+				return otherWriter(ctx, vm.Name, func(st *vmv1.VirtualMachineStatus) {
+					for i := range st.Networks {
+						st.Networks[i].MACAddress = otherMAC
+					}
+					meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "AgentReady",
+						Status: metav1.ConditionTrue, Reason: "AgentReady", Message: otherMsg})
+				})
+			})(c))
+		})
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
+		address := statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp)
+		Expect(address).NotTo(BeEmpty())
+
+		// Somebody clears vmipam's ipAddress: vmipam writes it again, and the other writer races
+		// that write.
+		mu.Lock()
+		race, statusPatches = true, 0
+		mu.Unlock()
+		refused.reset()
+		Expect(otherWriter(ctx, "v", func(st *vmv1.VirtualMachineStatus) {
+			for i := range st.Networks {
+				st.Networks[i].IPAddress = ""
+			}
+		})).To(Succeed())
+		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp) },
+			timeout, interval).Should(Equal(address), "vmipam's ipAddress")
+		vm := getVM(ctx, ns, "v")
+		for _, n := range vm.Status.Networks {
+			Expect(n.MACAddress).To(Equal(otherMAC), "the other writer's macAddress of %s/%s", n.Type, n.Name)
+		}
+		Expect(condition(ctx, ns, "v", "AgentReady")).NotTo(BeNil(), "the other writer's condition")
+		Expect(readyOf(ctx, ns, "v")()).To(HavePrefix("True/"))
+		Consistently(refused.count, "2s", interval).Should(BeZero(), "vmipam's status write was refused: a needless conflict")
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(statusPatches).To(BeNumerically(">=", 1))
+	})
+
+	It("reconciles a new VM at most three times from creation to settled, beside the VM runtime's status writes", func() {
+		calls := newCallCounter(ns)
+		swapVMIPAM(hooked(calls.hook))
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
+		settled()
+		// One as the VM is created (its IPAddress created), one as SDN answers (networks-spec,
+		// status), at most one as its launcher pod starts; the VM runtime's status writes
+		// (macAddress, its Running condition) and vmipam's own writes bring none.
+		calls.mu.Lock()
+		defer calls.mu.Unlock()
+		GinkgoWriter.Printf("reconciles of one VM: %d\n", calls.reconciles["v"])
+		Expect(calls.reconciles["v"]).To(BeNumerically("<=", 3))
 	})
 
 	It("keeps the old network's IPAddress while the running pod names it and the new one waits for SDN", func() {

@@ -89,7 +89,7 @@ func targetsTable(rs []result, eval string) string {
 		collect(rs, func(r result) float64 { return float64(r.Hotplug.P50.Milliseconds()) }).fmt(" ms", 1, 0)+" / "+
 			collect(rs, func(r result) float64 { return float64(r.Hotplug.P99.Milliseconds()) }).fmt(" ms", 1, 0), "≤ 300 ms / ≤ 1 s")
 	row("reconciles per VM, creation to settled", collect(rs, func(r result) float64 { return r.ReconcilesPerVM }).fmt("", 1, 1), "≤ 3")
-	row("rejected writes per VM (409 Conflict or AlreadyExists)",
+	row("rejected writes per VM (409 Conflict, AlreadyExists, or 422 for a status JSON patch whose test another writer's change failed)",
 		collect(rs, func(r result) float64 { return float64(r.Writes.Failed) / float64(r.N) }).fmt("", 1, 2), "0")
 	row("**convergence / system floor** (every write of the outcome, ours + the stand-ins', bare clients, same limits and concurrency)",
 		fmt.Sprintf("**%s** (%s vs %s)", collect(rs, func(r result) float64 { return sec(r.Converge) / sec(r.Floor.Elapsed) }).fmt("×", 1, 2),

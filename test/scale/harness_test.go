@@ -488,6 +488,32 @@ func (h *harness) writes(user string, mark int64) writeCount {
 	return w
 }
 
+// lateAnswers counts the IPAddresses the controller created after mark whose first successful
+// status write by the stand-ins (SDN's answer) came more than grace after the create.
+func (h *harness) lateAnswers(mark int64, grace time.Duration) int {
+	created, late := map[string]time.Time{}, map[string]bool{}
+	for _, e := range h.auditEntries(mark) {
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		switch {
+		case !e.ok() || e.ObjectRef.Resource != "ipaddresses":
+		case e.User.Username == controllerUser && e.Verb == "create":
+			created[key] = e.Done
+		case e.User.Username == standInUser && e.ObjectRef.Subresource == "status":
+			if at, ok := created[key]; ok {
+				late[key] = e.Done.Sub(at) > grace
+				delete(created, key) // the first answer only
+			}
+		}
+	}
+	n := 0
+	for _, l := range late {
+		if l {
+			n++
+		}
+	}
+	return n
+}
+
 // eventually polls cond every 250 ms until it holds, failing the test after timeout.
 func (h *harness) eventually(timeout time.Duration, what string, cond func() bool) time.Duration {
 	h.t.Helper()
