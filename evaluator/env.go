@@ -62,6 +62,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			isURLCostTracker,
 			regexCostTrackers,
 			rangeCostTracker,
+			stringCostTrackers,
 		},
 	})
 }
@@ -166,6 +167,9 @@ var constantCall = &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min:
 // two types; a search in a literal list costs one comparison per element, each as long as
 // the longest literal.
 func (e estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if est := e.stringCallEstimate(overloadID, target, args); est != nil {
+		return est
+	}
 	switch function {
 	case overloads.TypeConvertType:
 		return constantCall

@@ -61,7 +61,12 @@ var callGuards = []callGuard{
 	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
 	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
 	{function: "format", overload: "string_format", check: formatArg, checkArgs: formatListArg},
+	{function: "replace", overload: "string_replace_string_string", check: noCheck, checkArgs: replaceResultArg},
+	{function: "replace", overload: "string_replace_string_string_int", check: noCheck, checkArgs: replaceResultArg},
 }
+
+// noCheck is the check of a guard that bounds only what a call produces (checkArgs).
+func noCheck([]ref.Val) error { return nil }
 
 // quantityArg bounds a quantity string's length and its value's decimal exponent. A string
 // the library cannot parse is left to the library's own error.
