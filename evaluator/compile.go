@@ -499,6 +499,10 @@ func addSaturating(a, b uint64) uint64 {
 func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
+		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
+			return nil, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
+				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
+		}
 		return nil, iss.Err()
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
