@@ -558,7 +558,7 @@ func saturatingMul(a, b uint64) uint64 {
 // constantCallError evaluates every largest call of e whose operands are all constants (no
 // input, no variable, no comprehension) and, for one that fails, returns "<call>: <error>"
 // naming the innermost failing call within it; "" when none fails. Such a call fails on
-// every evaluation that reaches it — a conversion out of range (int(1e30), uint(-1)), bytes
+// every evaluation that reaches it (not every evaluation: it may sit in a branch never taken) — a conversion out of range (int(1e30), uint(-1)), bytes
 // that are not UTF-8 (string(b'\xff')), a string that is not a number (int('x')) — and the
 // environment folds constant calls when it plans a program, whose error then carried no
 // call and the wording of a compiler fault ("Internal error"). Each call is evaluated
@@ -585,7 +585,8 @@ func innermostFailure(env *cel.Env, call ast.NavigableExpr, err error) string {
 		}
 	}
 	src, _ := parser.Unparse(call, nil)
-	return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+	return fmt.Sprintf("%s: %v (its operands are constants: it fails whenever it is evaluated, and cel-go folds constant calls "+
+		"when it plans the program, so the expression's program cannot be built)", truncate(src), err)
 }
 
 // evalConstant evaluates a constant expression on its own; nil when it cannot be rebuilt.
