@@ -227,7 +227,7 @@ func (g callGuard) binding(orig *functions.Overload, limits Limits) cel.Overload
 }
 
 // literalGuardErrors reports, for an expression being written, each guarded call whose
-// arguments are all literals past its bound: it would fail on every evaluation.
+// arguments are all literals past its bound: it fails whenever it is evaluated (and constant folding evaluates it when the program is planned).
 func literalGuardErrors(e ast.Expr) []string {
 	var out []string
 	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
