@@ -40,10 +40,20 @@ func BenchmarkCostCalibration(b *testing.B) {
 		{"list-building", list(80, "1") + ".exists(i, " + list(50, "1") + ".map(x, [x, x]).size() == 0)"},
 		{"map-building", list(200, "1") + ".exists(i, " + list(100, "1") + ".transformMap(k, v, v).size() == 0)"},
 		{"lower-ascii", list(1000, "vm.name") + ".exists(s, s.lowerAscii().size() == 0)"},
+		// The string functions charged for their implementation's work (charges.go): charAt
+		// converts the receiver to runes, findAll and split build a string per match or part.
+		{"char-at", list(1000, "1") + ".exists(i, vm.name.charAt(i % 250) == '#')"},
+		{"index-of", list(1000, "1") + ".exists(i, vm.name.indexOf('ab') == 0)"},
+		{"find-all", list(150, "1") + ".exists(i, size(vm.name.findAll('a')) == 0)"},
+		{"split", list(300, "1") + ".exists(i, size(vm.name.split('')) == 0)"},
+		{"find-all-long", "size(vm.annotations['a'].findAll('a', 30000)) == 0"},
+		{"char-at-long", list(3, "1") + ".exists(i, vm.annotations['a'].charAt(i) == '#')"},
+		{"replace", list(300, "1") + ".exists(i, size(vm.name.replace('', '-')) == 0)"},
 	}
 	c := newCompiler(b)
 	in := pooledAuto()
 	in.VM.Name = long[:253-3]
+	in.VM.Annotations = map[string]string{"a": strings.Repeat("a", 70_000)} // a match per character
 	for _, k := range constructs {
 		b.Run(k.name, func(b *testing.B) {
 			p := newPolicy("calibrate", skipRule("construct", k.expr, "PolicyError", "", ""))

@@ -141,7 +141,14 @@ func (r CaseResult) String() string {
 
 // suiteMatched reports whether a policy other than the built-in default matched: d.Trace.Matched
 // lists the matching policies, the built-in one as BuiltinPolicy.
+//
+// A failed evaluation's trace is cut short (an abandoned one has none): its failing policy,
+// when it is the suite's, matched as well. Before, a case that hit the deadline under load was
+// reported as "no policy of the suite matched (the built-in default decided)".
 func suiteMatched(d Decision) bool {
+	if d.Reason == ReasonPolicyError && d.Policy != "" && d.Policy != BuiltinPolicy {
+		return true
+	}
 	return slices.ContainsFunc(d.Trace.Matched, func(p string) bool { return p != BuiltinPolicy })
 }
 
@@ -353,6 +360,10 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 		if inputRefused(d) {
 			results[i].Diffs = append(results[i].Diffs, "the case's input is beyond the bounds policies are evaluated with: "+d.Message)
 			continue
+		}
+		if d.Reason == ReasonPolicyError && len(results[i].Diffs) > 0 {
+			// Say why the decision differs: the evaluation failed, under load maybe by the deadline.
+			results[i].Diffs = append([]string{"the evaluation failed (" + string(ReasonPolicyError) + "): " + d.Message}, results[i].Diffs...)
 		}
 		switch matched := suiteMatched(d); {
 		case tc.Expect.NoPolicyMatched != nil && *tc.Expect.NoPolicyMatched == matched:

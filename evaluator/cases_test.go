@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -261,5 +262,61 @@ cases:
 	got := results[0].String()
 	if results[0].Passed() || !strings.Contains(got, "input is beyond the bounds") || strings.Contains(got, "noPolicyMatched") {
 		t.Errorf("result = %s, want a failure naming the input beyond the bounds, not noPolicyMatched", got)
+	}
+}
+
+// A case whose evaluation failed (a PolicyError: here the deadline, as under load) is reported
+// as that error of the suite's policy: before, `ipamctl test` reported an abandoned evaluation
+// (a call that outran the deadline and its grace) as "no policy of the suite matched (the
+// built-in default decided)", its decision having no trace of what matched.
+func TestRunSuiteReportsAPolicyErrorAsSuch(t *testing.T) {
+	long, needle := strings.Repeat("a", 200_000), strings.Repeat("a", 2_000)+"b"
+	fsys := fstest.MapFS{
+		"policies/slow.yaml": {Data: []byte(`apiVersion: ipam.virtualization.deckhouse.io/v1alpha1
+kind: ClusterIPAMPolicy
+metadata: {name: slow}
+spec:
+  allocation: {expression: "'Auto'"}
+  skipRules:
+  - {name: loop, reason: Slow, expression: "lists.range(1000000).exists(i, vm.name == 'x' + string(i))"}
+  - {name: search, reason: Slow, expression: "vm.annotations['a'].indexOf(vm.annotations['b']) >= 0"}
+`)},
+		"cases/slow.yaml": {Data: []byte(suiteHeader + `
+policies: [../policies/*.yaml]
+cases:
+- name: slow
+  input:
+    vm: {name: db-1, annotations: {a: ` + long + `, b: ` + needle + `}}
+    interface: {index: 1, type: ClusterNetwork, name: corp}
+  expect: {skip: false}
+`)},
+	}
+	suite, err := evaluator.LoadSuite(fsys, "cases/slow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		frequency uint
+	}{
+		// A million iterations (~0.3 s) outrun the deadline (50 ms), checked every iteration.
+		{"the deadline, checked", 1},
+		// Unchecked, the iterations and the search (~400 million comparisons, one call) outrun
+		// the deadline and its grace (12.5 ms), and the evaluation is abandoned.
+		{"an abandoned evaluation", 10_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, CheckFrequency: tc.frequency,
+				StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12, TrialCostBudget: 1e12})
+			results, err := evaluator.RunSuite(context.Background(), c, suite)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := results[0].String()
+			if results[0].Decision.Reason != evaluator.ReasonPolicyError || strings.Contains(got, "noPolicyMatched") ||
+				!strings.Contains(got, "the evaluation failed (PolicyError): policy slow") {
+				t.Errorf("result = %s, want the PolicyError reported, not noPolicyMatched", got)
+			}
+		})
 	}
 }

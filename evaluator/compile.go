@@ -79,8 +79,10 @@ type Policy struct {
 	// estimated is the sum of the estimated worst-case costs of its expressions.
 	estimated uint64
 	// reads are the input paths the policy's expressions read (inputReads): a Set enforces
-	// the input bounds of those only.
-	reads map[string]bool
+	// the input bounds of those only. messageReads are those its messageExpressions read,
+	// kept apart: a message that fails falls back to the static one, so a bound of a field
+	// only a message reads fails that message, not the policy.
+	reads, messageReads map[string]bool
 	// safety is the compiled built-in safety policy (safety.yaml) of the Compiler that
 	// compiled this policy; a Set takes it from its built-in default.
 	safety *Policy
@@ -92,6 +94,9 @@ type program struct {
 	// folds: the expression has a comprehension (all, exists, map, filter, …), the only
 	// place cel-go checks the context; one without is evaluated without it (run.eval).
 	folds bool
+	// message: a messageExpression, whose failure falls back to the static message; it is
+	// checked against the bounds of the fields only messages read (activation.messageBeyond).
+	message bool
 }
 
 type namedProgram struct {
@@ -135,7 +140,7 @@ func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (
 		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),
 		Mode:          cmp.Or(p.Spec.Mode, v1alpha1.PolicyModeEnforce),
 		limits:        c.limits, networks: p.Spec.Match.Networks, safety: c.safety,
-		reads: map[string]bool{},
+		reads: map[string]bool{}, messageReads: map[string]bool{},
 	}
 	cc.reads = out.reads
 	if p.Spec.Allocation == nil && len(p.Spec.SkipRules) == 0 && p.Spec.Hotplug == nil {
@@ -196,7 +201,10 @@ func (cc *compilation) compileExpressions(env, ruleEnv *environment.EnvSet, spec
 		rule := skipRule{name: r.Name, reason: r.Reason, message: r.Message,
 			program: cc.expr(ruleEnv, path.Child("expression"), r.Expression, cel.BoolType)}
 		if r.MessageExpression != "" {
+			cc.reads = out.messageReads
 			mp := cc.expr(ruleEnv, path.Child("messageExpression"), r.MessageExpression, cel.StringType)
+			cc.reads = out.reads
+			mp.message = true
 			rule.messageProgram = &mp
 		}
 		out.skipRules = append(out.skipRules, rule)
@@ -499,6 +507,10 @@ func addSaturating(a, b uint64) uint64 {
 func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
+		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
+			return nil, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
+				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
+		}
 		return nil, iss.Err()
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {

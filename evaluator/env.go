@@ -24,6 +24,15 @@ import (
 // expressions only; unchanged stored expressions keep compiling (StoredExpressions).
 var LanguageVersion = version.MajorMinor(1, 37)
 
+// maxNestingDepth bounds how deeply an expression may nest (brackets, calls, operands,
+// ternaries: cel-go's parser recursion). cel-go's checker formats the whole type of an
+// expression on every type lookup, so checking grows with the cube of the nesting: a
+// 486-character `[[[…1…]]] != []` of depth 240 took 8.6 s to compile (the webhook has 5 s;
+// the controller recompiles every policy on each start), depth 120 0.36 s. Real policies
+// nest a few levels; every built-in policy and sample fits well within 32
+// (BenchmarkDeepestAdmittedNesting reports the compile time at this depth).
+const maxNestingDepth = 32
+
 // inputVariables maps each CEL variable to the Go type that declares it.
 var inputVariables = map[string]reflect.Type{
 	"vm":              reflect.TypeFor[VM](),
@@ -40,7 +49,7 @@ var inputVariables = map[string]reflect.Type{
 // runs once per Compiler.
 func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 	var nativeTypes []any
-	opts := []cel.EnvOption{}
+	opts := []cel.EnvOption{cel.ParserRecursionLimit(maxNestingDepth)}
 	for name, t := range inputVariables {
 		nativeTypes = append(nativeTypes, t)
 		opts = append(opts, cel.Variable(name, cel.ObjectType(celTypeName(t))))
@@ -62,6 +71,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			isURLCostTracker,
 			regexCostTrackers,
 			rangeCostTracker,
+			stringCostTrackers,
 		},
 	})
 }
@@ -166,6 +176,9 @@ var constantCall = &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min:
 // two types; a search in a literal list costs one comparison per element, each as long as
 // the longest literal.
 func (e estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if est := e.stringCallEstimate(overloadID, target, args); est != nil {
+		return est
+	}
 	switch function {
 	case overloads.TypeConvertType:
 		return constantCall

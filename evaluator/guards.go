@@ -13,6 +13,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/functions"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -61,7 +62,12 @@ var callGuards = []callGuard{
 	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
 	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
 	{function: "format", overload: "string_format", check: formatArg, checkArgs: formatListArg},
+	{function: "replace", overload: "string_replace_string_string", check: noCheck, checkArgs: replaceResultArg},
+	{function: "replace", overload: "string_replace_string_string_int", check: noCheck, checkArgs: replaceResultArg},
 }
+
+// noCheck is the check of a guard that bounds only what a call produces (checkArgs).
+func noCheck([]ref.Val) error { return nil }
 
 // quantityArg bounds a quantity string's length and its value's decimal exponent. A string
 // the library cannot parse is left to the library's own error.
@@ -221,7 +227,7 @@ func (g callGuard) binding(orig *functions.Overload, limits Limits) cel.Overload
 }
 
 // literalGuardErrors reports, for an expression being written, each guarded call whose
-// arguments are all literals past its bound: it would fail on every evaluation.
+// arguments are all literals past its bound: it fails whenever it is evaluated (and constant folding evaluates it when the program is planned).
 func literalGuardErrors(e ast.Expr) []string {
 	var out []string
 	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
@@ -367,6 +373,13 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 // as long as a flat variable, and a literal list of three annotation maps was estimated at a
 // 300th of what it formats to).
 func formattedSize(el ast.Expr) uint64 {
+	if alts := seeThrough(el); len(alts) != 1 || alts[0] != el {
+		size := uint64(0)
+		for _, alt := range alts {
+			size = max(size, formattedSize(alt))
+		}
+		return size
+	}
 	switch el.Kind() {
 	case ast.ListKind:
 		size := uint64(2)
@@ -452,6 +465,17 @@ func formattedInput(el ast.Expr) (uint64, reflect.Kind, bool) {
 // stringBound bounds the characters of the string e evaluates to: a literal's length, an
 // input string field's or map value's declared bound; false when unknown.
 func stringBound(e ast.Expr) (uint64, bool) {
+	if alts := seeThrough(e); len(alts) != 1 || alts[0] != e {
+		bound := uint64(0)
+		for _, alt := range alts {
+			n, ok := stringBound(alt)
+			if !ok {
+				return 0, false
+			}
+			bound = max(bound, n)
+		}
+		return bound, true
+	}
 	if s, ok := literalString(e); ok {
 		return uint64(len(s)), true
 	}
@@ -534,7 +558,7 @@ func saturatingMul(a, b uint64) uint64 {
 // constantCallError evaluates every largest call of e whose operands are all constants (no
 // input, no variable, no comprehension) and, for one that fails, returns "<call>: <error>"
 // naming the innermost failing call within it; "" when none fails. Such a call fails on
-// every evaluation that reaches it — a conversion out of range (int(1e30), uint(-1)), bytes
+// every evaluation that reaches it (not every evaluation: it may sit in a branch never taken) — a conversion out of range (int(1e30), uint(-1)), bytes
 // that are not UTF-8 (string(b'\xff')), a string that is not a number (int('x')) — and the
 // environment folds constant calls when it plans a program, whose error then carried no
 // call and the wording of a compiler fault ("Internal error"). Each call is evaluated
@@ -561,7 +585,8 @@ func innermostFailure(env *cel.Env, call ast.NavigableExpr, err error) string {
 		}
 	}
 	src, _ := parser.Unparse(call, nil)
-	return fmt.Sprintf("%s: %v (its operands are constants: it fails on every evaluation)", truncate(src), err)
+	return fmt.Sprintf("%s: %v (its operands are constants: it fails whenever it is evaluated, and cel-go folds constant calls "+
+		"when it plans the program, so the expression's program cannot be built)", truncate(src), err)
 }
 
 // evalConstant evaluates a constant expression on its own; nil when it cannot be rebuilt.
@@ -774,6 +799,12 @@ func nestedFormatErrors(checked *cel.Ast) []string {
 	a := checked.NativeRep()
 	var visitArg func(e ast.Expr)
 	visitArg = func(e ast.Expr) {
+		if alts := seeThrough(e); len(alts) != 1 || alts[0] != e {
+			for _, alt := range alts {
+				visitArg(alt)
+			}
+			return
+		}
 		switch e.Kind() {
 		case ast.LiteralKind:
 			return
@@ -792,7 +823,7 @@ func nestedFormatErrors(checked *cel.Ast) []string {
 		if _, _, ok := formattedInput(e); ok {
 			return
 		}
-		if t := a.GetType(e.ID()); t != nil && nestedCollection(t) {
+		if t := a.GetType(e.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) {
 			out = append(out, nestedFormatError(a, e, t))
 		}
 	}
@@ -806,11 +837,31 @@ func nestedFormatErrors(checked *cel.Ast) []string {
 			return
 		}
 		// A computed argument list: each of its elements is formatted.
-		if t := a.GetType(list.ID()); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 && isCollection(t.Parameters()[0]) {
+		if t := a.GetType(list.ID()); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 &&
+			(isCollection(t.Parameters()[0]) || unknownShape(t.Parameters()[0])) {
 			out = append(out, nestedFormatError(a, list, t))
 		}
 	}))
 	return out
+}
+
+// seeThrough is the expressions whose value e may be, looking through the wrappers that
+// hide a value's shape from our AST sizers: dyn(x) is x, c ? a : b is a or b, at any depth;
+// e itself otherwise. Without it, `'%s'.format([dyn([vm.labels, …])])` was sized as one
+// computed flat argument and admitted, then failed at run time on labels within their bounds.
+// (Parentheses leave no node in CEL's AST.)
+func seeThrough(e ast.Expr) []ast.Expr {
+	if e.Kind() != ast.CallKind {
+		return []ast.Expr{e}
+	}
+	call := e.AsCall()
+	switch {
+	case call.FunctionName() == overloads.TypeConvertDyn && len(call.Args()) == 1 && !call.IsMemberFunction():
+		return seeThrough(call.Args()[0])
+	case call.FunctionName() == operators.Conditional && len(call.Args()) == 3:
+		return append(seeThrough(call.Args()[1]), seeThrough(call.Args()[2])...)
+	}
+	return []ast.Expr{e}
 }
 
 // nestedFormatError names the argument e of type t: its source when it unparses (the
@@ -830,21 +881,29 @@ func nestedFormatError(a *ast.AST, e ast.Expr, t *types.Type) string {
 	} else {
 		what = truncate(what)
 	}
-	return fmt.Sprintf("format(): the argument %s is a computed nested collection (%s): its formatted size has no bound "+
-		"the estimate knows; format its elements, or join them into strings first", what, t)
+	shape := "a computed nested collection"
+	if strings.Contains(t.String(), "dyn") || strings.Contains(t.String(), "any") {
+		shape = "computed and of a shape its type does not say"
+	}
+	return fmt.Sprintf("format(): the argument %s is %s (%s): its formatted size has no bound "+
+		"the estimate knows; format its elements, or join them into strings first", what, shape, t)
 }
 
-// nestedCollection: t is a list or map holding lists or maps.
+// nestedCollection: t is a list or map holding lists or maps, or values of a shape the type
+// does not say (dyn): unknown is treated as unbounded, not as small.
 func nestedCollection(t *types.Type) bool {
 	if !isCollection(t) {
 		return false
 	}
 	for _, p := range t.Parameters() {
-		if isCollection(p) {
+		if isCollection(p) || unknownShape(p) {
 			return true
 		}
 	}
 	return false
 }
+
+// unknownShape: a value of type t may be anything, a nested collection included.
+func unknownShape(t *types.Type) bool { return t.Kind() == types.DynKind || t.Kind() == types.AnyKind }
 
 func isCollection(t *types.Type) bool { return t.Kind() == types.ListKind || t.Kind() == types.MapKind }

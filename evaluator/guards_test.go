@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // A library call whose work grows with the value of its input, not its length, is refused
@@ -165,5 +166,23 @@ func TestFormatOfNestedCollections(t *testing.T) {
 	if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "spec.matchConditions[0].expression: format(): ") ||
 		!strings.Contains(d.Message, "more than 1000000 characters") {
 		t.Errorf("%s %q, want a PolicyError naming format() and the characters it may produce", d.Reason, d.Message)
+	}
+}
+
+// A failing constant call in a branch that is not always taken fails only when that branch is
+// evaluated, yet the expression cannot be kept: cel-go folds constant calls when it plans the
+// program (Kubernetes' environment sets OptOptimize), so the program of a stored expression
+// with one cannot even be built. The refusal says so; before, it said "it fails on every
+// evaluation", untrue of `vm.name == 'never' ? string(b'\xff') : …`.
+func TestAFailingConstantCallInABranchIsRefusedTruthfully(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", matchCondition("m", `vm.name == 'never' ? string(b'\xff') != '' : true`))
+	for _, old := range []*v1alpha1.ClusterIPAMPolicy{nil, p} { // new, then stored (planned only)
+		_, errs := c.Compile(p, old)
+		if len(errs) != 1 || errs[0].Type != field.ErrorTypeInvalid ||
+			!strings.Contains(errs[0].Detail, "fails whenever it is evaluated") ||
+			!strings.Contains(errs[0].Detail, "folds constant calls") || strings.Contains(errs[0].Detail, "every evaluation") {
+			t.Errorf("stored = %v: errors %v, want one Invalid saying it fails whenever evaluated and why it is refused", old != nil, errs)
+		}
 	}
 }

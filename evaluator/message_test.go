@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,5 +41,32 @@ func TestMessageOfTheWrongTypeNamesTheValue(t *testing.T) {
 	d := decide(setOf(t, newCompiler(t), p), pooledAuto())
 	if !strings.Contains(d.Message, "evaluated to 42 of type int") {
 		t.Errorf("message = %q, want it to name the int 42", d.Message)
+	}
+}
+
+// An input field read only by a messageExpression, when beyond its bounds, makes that message
+// fall back to the static one; the decision, which never reads it, stands. Before, the bound
+// of every field any expression read was enforced on the whole policy, and 300 labels read by
+// a message failed a Fail policy that matched no rule (/tmp/a15w msgx.yaml, vm300.yaml).
+// Class: a bound enforced for an expression whose failure the policy tolerates.
+func TestAFieldBeyondItsBoundsReadOnlyByAMessageFallsBack(t *testing.T) {
+	c := newCompiler(t)
+	s := setOf(t, c, newPolicy("p",
+		skipRule("labels", "interface.name == 'corp'", "Labelled", "static message", "'labels: ' + string(size(vm.labels))"),
+		skipRule("never", "interface.name == 'nope'", "Never", "never", "'labels: ' + string(size(vm.labels))")))
+	in := pooledAuto()
+	in.VM.Labels = map[string]string{}
+	for i := range 300 {
+		in.VM.Labels[fmt.Sprintf("l%d", i)] = "v"
+	}
+	d := decide(s, in)
+	if d.Reason != "Labelled" || !strings.HasPrefix(d.Message, "static message") {
+		t.Errorf("decision = %s %q, want Labelled with the static message (the message's read beyond bounds falls back)", d.Reason, d.Message)
+	}
+	// A field a decision reads stays enforced.
+	s = setOf(t, c, newPolicy("p",
+		skipRule("labels", "size(vm.labels) > 0", "Labelled", "static message", "")))
+	if d := decide(s, in); d.Reason != evaluator.ReasonPolicyError {
+		t.Errorf("decision = %s %q, want a PolicyError: the rule reads labels beyond their bounds", d.Reason, d.Message)
 	}
 }

@@ -41,7 +41,10 @@ type run struct {
 	// bounded are the input fields each policy reads (Set.bounded), checked against their
 	// bounds when the policy is first evaluated; fields memoizes those checks.
 	bounded map[string][]boundedField
-	fields  fieldChecks
+	// messageBounded are the fields only each policy's messageExpressions read
+	// (Set.messageBounded).
+	messageBounded map[string][]boundedField
+	fields         fieldChecks
 	// acts are the activations of the policies evaluated, a policy's found by its name.
 	acts []*activation
 	// auditErrors are the records of Audit policies whose matchConditions failed, by name
@@ -330,6 +333,9 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 	if act.beyond != nil {
 		return nil, &policyError{p, inputPath, act.beyond}
 	}
+	if prog.message && act.messageBeyond != nil {
+		return nil, &policyError{p, inputPath, act.messageBeyond}
+	}
 	acct := r.accountOf(p)
 	if acct.spent > acct.budget {
 		// Spent already: nothing more runs on this account, so that the work on one
@@ -429,6 +435,9 @@ type activation struct {
 	// beyond is why the input is beyond the bounds of a field p reads (nil when within):
 	// every expression of p then fails with it, before it runs.
 	beyond error
+	// messageBeyond is why the input is beyond the bounds of a field only p's
+	// messageExpressions read: they fail with it, and fall back to their static messages.
+	messageBeyond error
 }
 
 var _ interpreter.Activation = (*activation)(nil)
@@ -446,6 +455,9 @@ func (r *run) activation(p *Policy) *activation {
 	a := &activation{r: r, p: p}
 	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
 		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
+	}
+	if err := r.fields.check(r.in, r.messageBounded[p.Name]); err != nil {
+		a.messageBeyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
 	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables)), visible: len(p.variables)}
 	r.acts = append(r.acts, a)

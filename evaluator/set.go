@@ -30,6 +30,9 @@ type Set struct {
 	// bounded are, by policy name (the safety policy's included), the input fields whose
 	// bounds Decide enforces before it evaluates the policy: those its expressions read.
 	bounded map[string][]boundedField
+	// messageBounded are, by policy name, the bounded input fields only its
+	// messageExpressions read: beyond them, those messages fall back to the static ones.
+	messageBounded map[string][]boundedField
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -40,13 +43,16 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	bounded := map[string][]boundedField{}
+	bounded, messageBounded := map[string][]boundedField{}, map[string][]boundedField{}
 	for _, p := range append(slices.Clone(layers), builtin.safety) {
 		if p != nil {
 			bounded[p.Name] = boundedFieldsRead(p.reads)
+			messageBounded[p.Name] = slices.DeleteFunc(boundedFieldsRead(p.messageReads), func(f boundedField) bool {
+				return slices.ContainsFunc(bounded[p.Name], func(g boundedField) bool { return g.id == f.id })
+			})
 		}
 	}
-	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits, bounded: bounded}
+	return &Set{layers: layers, safety: builtin.safety, limits: builtin.limits, bounded: bounded, messageBounded: messageBounded}
 }
 
 // inputPath is the path of a PolicyError for an input beyond the bounds.
@@ -276,7 +282,7 @@ func (s *Set) evaluate(ctx context.Context, in Input, opts Options, at *site) De
 	r := &run{ctx: ctx, in: &in, explain: opts.Explain, at: at,
 		enforced: account{name: "interface", budget: s.limits.InterfaceCostBudget},
 		trial:    account{name: "trial", budget: s.limits.TrialCostBudget}}
-	r.bounded = s.bounded
+	r.bounded, r.messageBounded = s.bounded, s.messageBounded
 	d := s.decide(r)
 	d.Cost = r.cost()
 	if opts.Explain {

@@ -280,10 +280,26 @@ func (e *Engine) CheckPolicy(path *field.Path, raw json.RawMessage) (*v1alpha1.C
 	if p == nil {
 		return nil, errs
 	}
+	if PastSizeBounds(errs) {
+		return p, errs
+	}
 	if _, cerrs := e.compiler.Compile(p, nil); len(cerrs) > 0 {
 		errs = appendNew(errs, under(path, cerrs))
 	}
 	return p, errs
+}
+
+// PastSizeBounds: errs has a schema error for a value past the CRD's maxLength or maxItems.
+// Such a policy is not compiled: in the cluster the API server refuses it on its schema
+// before the webhook compiles anything, and compiling what the bounds exist to keep out
+// took seconds (an 813 KB policy of 13,000 regex literals: 4.1 s, only to be refused).
+func PastSizeBounds(errs field.ErrorList) bool {
+	for _, err := range errs {
+		if err.Type == field.ErrorTypeTooLong || err.Type == field.ErrorTypeTooMany {
+			return true
+		}
+	}
+	return false
 }
 
 // decodePolicy validates a policy manifest and decodes it strictly. It returns the policy

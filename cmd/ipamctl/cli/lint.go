@@ -55,7 +55,7 @@ func lint(s Streams, paths []string, recursive bool) error {
 	var at []int // index in docs of each checked policy
 	for i, d := range docs {
 		p, errs := lintOne(engine, i, d, seen)
-		if p != nil {
+		if p != nil && !dryrun.PastSizeBounds(errs) { // its warnings would compile what the bounds keep out
 			checked, at = append(checked, *p), append(at, i)
 		}
 		if len(errs) == 0 {
