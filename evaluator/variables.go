@@ -64,7 +64,7 @@ func (v *variables) resolve(i int) ref.Val {
 	a := v.a
 	val, err := a.r.eval(a.p, a.p.variables[i].program, a)
 	if err == nil {
-		if sizeErr := checkVariableSize(val); sizeErr != nil {
+		if sizeErr := checkVariableSize(val, a.p.variables[i].bound); sizeErr != nil {
 			err = &policyError{a.p, a.p.variables[i].program.path, sizeErr}
 		}
 	}
