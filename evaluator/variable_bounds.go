@@ -393,7 +393,7 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	env := boundEnv{a: a, vars: vars}
 	if b, ok := deriveBound(env, a.Expr()); ok {
-		return b, ""
+		return b, longStringError(a, b)
 	}
 	var beyond []string
 	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
@@ -420,6 +420,23 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 		"read that input in the expressions that need it, or bound what the variable keeps "+
 		"(substring, a literal list, map or filter over it)",
 		fixedVariableBound, strings.Join(slicesCompact(beyond), ", "))
+}
+
+// longStringError refuses a bound with strings longer than maxFormattedArg, the longest
+// string the estimate assumes wherever it cannot size one (an argument of format(), the
+// result of trim() or replace() matched by a regex): a variable holding a longer one would be
+// charged more at run time than estimated there. "" when within.
+func longStringError(a *ast.AST, b varBound) string {
+	longest := b.elem
+	if k := a.GetType(a.Expr().ID()).Kind(); k == types.StringKind || k == types.BytesKind || k == types.DynKind {
+		longest = max(longest, b.size)
+	}
+	if b.input != nil || longest <= maxFormattedArg {
+		return ""
+	}
+	return fmt.Sprintf("its value can hold a string of %d characters, more than the %d the cost estimate "+
+		"assumes for a string it cannot size (an argument of format(), the result of trim() or replace()): "+
+		"bound it, e.g. with substring()", longest, maxFormattedArg)
 }
 
 func readName(e ast.Expr) (string, bool) {

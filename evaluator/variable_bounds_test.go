@@ -78,6 +78,10 @@ func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
 		!strings.Contains(msg, "vm.annotations (256 entries or characters, each element, key or value at most 262144)") {
 		t.Errorf("format of an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
 	}
+	long := newPolicy("p", variable("s", "[vm.annotations['a'] + vm.annotations['b']]"), matchCondition("m", "size(variables.s) > 0"))
+	if _, errs := c.Compile(long, nil); !strings.Contains(fmt.Sprint(errs), "spec.variables[0].expression: Forbidden: its value can hold a string of 524288 characters, more than the 328704") {
+		t.Errorf("two annotation values concatenated: %v, want refused naming the 524288 characters", errs)
+	}
 	ok := newPolicy("p", variable("f", "'%s'.format([vm.name])"), matchCondition("m", "variables.f != ''"))
 	if _, errs := c.Compile(ok, nil); len(errs) > 0 {
 		t.Errorf("format of the VM's name: %v, want admitted (fits the fixed bound)", errs)
