@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
@@ -146,11 +147,29 @@ func selectBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return b, ok
 	}
 	ob, ok := deriveBound(env, op)
-	if !ok || ob.input == nil {
+	switch {
+	case !ok:
 		return varBound{}, false
+	case ob.input != nil && ob.input.kind() == reflect.Map: // m.key reads a value
+		return inputBound(ob.input.then("@values"))
+	case ob.input != nil:
+		return inputBound(ob.input.then(sel.FieldName()))
+	case env.a.GetType(op.ID()) != nil && env.a.GetType(op.ID()).Kind() == types.MapKind:
+		return varBound{size: ob.elem, elem: ob.elem}, true
 	}
-	return inputBound(ob.input.then(sel.FieldName()))
+	return varBound{}, false
 }
+
+// maxInputSize bounds every string (characters) and collection (entries) an input holds, at
+// any depth: the bound of an input object held in a collection, whose fields the estimate
+// cannot follow through a variable (variables.v[0].annotations).
+var maxInputSize = sync.OnceValue(func() uint64 {
+	n := uint64(defaultKeySize)
+	for _, f := range boundedFields() {
+		n = max(n, f.bound, f.elem)
+	}
+	return n
+})
 
 func (p *typedPath) then(step string) typedPath {
 	return typedPath{typ: p.typ, steps: append(append([]string(nil), p.steps...), step)}
@@ -166,7 +185,9 @@ func inputBound(p typedPath) (varBound, bool) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return varBound{input: &p}, true
+		// Its own fields are read through the path; anything in it is at most maxInputSize,
+		// which a collection holding it takes for its elements.
+		return varBound{elem: maxInputSize(), input: &p}, true
 	case reflect.String:
 		if bound == 0 {
 			return varBound{}, false
@@ -253,6 +274,29 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 			}
 		}
 		return varBound{size: b.elem, elem: b.elem}, true
+	case operators.OptIndex:
+		b, ok := arg(0)
+		if !ok {
+			return varBound{}, false
+		}
+		return varBound{size: b.elem, elem: b.elem}, true
+	case operators.OptSelect:
+		b, ok := arg(0)
+		if !ok {
+			return varBound{}, false
+		}
+		if b.input != nil {
+			if name, isName := literalString(args[1]); isName && b.input.kind() == reflect.Struct {
+				return inputBound(b.input.then(name))
+			}
+		}
+		return varBound{size: b.elem, elem: b.elem}, true
+	case "value":
+		return target()
+	case "orValue":
+		b, ok1 := target()
+		d, ok2 := arg(0)
+		return varBound{size: max(b.size, d.size), elem: max(b.elem, d.elem)}, ok1 && ok2
 	case operators.Conditional:
 		x, ok1 := arg(1)
 		y, ok2 := arg(2)
@@ -404,7 +448,7 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 		if !ok || (b.size <= fixedVariableBound.size && b.elem <= fixedVariableBound.elem) {
 			return
 		}
-		if b.input != nil && b.size == 0 && b.elem == 0 {
+		if b.input != nil && b.input.kind() == reflect.Struct {
 			return // an object: what is read through it is a select of its own
 		}
 		if name, ok := readName(e); ok {

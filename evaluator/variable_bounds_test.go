@@ -100,13 +100,16 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		"{'a': vm.labels, 'b': {'c': vm.annotations['mid']}}", "holders.vms.map(v, v + '/' + vm.name)",
 		"vm.annotations['mid'].split('m')", "vm.annotations['mid'].replace('m', 'mm')", "vm.labels.map(k, k).join(',')",
 		"lists.range(5000)", "string(interface.index) + vm.name", "vm.labels.map(k, vm.labels.map(j, k + j))",
-		"'%s'.format([vm.name])", "[1, 2, 3].map(i, vm.annotations['mid'])",
+		"'%s'.format([vm.name])", "[1, 2, 3].map(i, vm.annotations['mid'])", "vm.?labels", "vm.labels[?'a'].orValue('none')",
+		"vm.annotations[?'huge'].orValue('')", "[vm, vm]", "vm.annotations.huge",
+		"vm.labels.map(k, k).sort()", "vm.annotations['mid'].format([])",
 	}
 	for _, form := range forms {
 		for _, read := range []string{"variables.v", "variables.w"} {
 			p := newPolicy("p", variable("v", form), variable("w", "[variables.v, variables.v]"), matchCondition("m", "type("+read+") != int"))
 			compiled, errs := c.Compile(p, nil)
 			if len(errs) > 0 {
+				t.Logf("%s (reading %s): refused: %v", form, read, errs)
 				continue // refused at compile time: never a run-time failure
 			}
 			_ = compiled
