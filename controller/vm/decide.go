@@ -37,9 +37,13 @@ var (
 	// errVMBudget: the reconciler requeues a VM over its budget with backoff (retry).
 	errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
 	// errDryRunBudget: a dry run answers once and never retries.
-	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " +
-		"the dry run does not retry: this interface is left undecided (the controller would retry it with backoff)")
+	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " + DryRunBudgetNotice)
 )
+
+// DryRunBudgetNotice ends the decision message of every interface a dry run left undecided
+// because the VM's evaluation budget ran out; the status the dry run shows carries the
+// controller's text instead (what it would write), so front ends print this notice apart.
+const DryRunBudgetNotice = "the dry run does not retry: this interface is left undecided (the controller would retry it with backoff)"
 
 // decide asks the policy snapshot for one Decision per additional interface, all within the
 // VM's evaluation budget (s.overBudget says when it ran out). When ctx ends first (a dry run's
