@@ -337,6 +337,17 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		}
 		r, ok := arg(1)
 		return varBound{size: saturatingMul(b.size+1, r.size+1)}, ok
+	case "format":
+		return formatBound(env, call)
+	case "find":
+		b, ok := target()
+		return varBound{size: b.size}, ok
+	case "findAll":
+		b, ok := target()
+		return varBound{size: b.size + 1, elem: b.size}, ok
+	case "flatten":
+		b, ok := target()
+		return varBound{size: saturatingMul(max(b.size, 1), max(b.elem, 1)), elem: b.elem}, ok
 	case "split":
 		b, ok := target()
 		return varBound{size: b.size + 1, elem: b.size}, ok
@@ -352,6 +363,57 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: saturatingMul(b.size, addSaturating(b.elem, sep.size))}, ok
 	}
 	return varBound{}, false
+}
+
+// formatBound bounds s.format([args…]) for a list literal of arguments: the format string
+// plus each argument formatted (formattedBound); false for any other argument list.
+func formatBound(env boundEnv, call ast.CallExpr) (varBound, bool) {
+	if !call.IsMemberFunction() || len(call.Args()) != 1 || call.Args()[0].Kind() != ast.ListKind {
+		return varBound{}, false
+	}
+	t, ok := deriveBound(env, call.Target())
+	if !ok {
+		return varBound{}, false
+	}
+	size := t.size
+	for _, el := range call.Args()[0].AsList().Elements() {
+		n, ok := formattedBound(env, el)
+		if !ok {
+			return varBound{}, false
+		}
+		size = addSaturating(size, n)
+	}
+	return varBound{size: size}, true
+}
+
+// formattedBound bounds the characters el formats to: a string its length (bytes twice, as
+// hex), a flat list or map its entries quoted, with brackets and separators, any other value
+// maxFormattedDouble (a double at the largest precision; an int in binary is 64); false for a
+// collection of collections, which the two-level bound cannot size.
+func formattedBound(env boundEnv, el ast.Expr) (uint64, bool) {
+	b, ok := deriveBound(env, el)
+	t := env.a.GetType(el.ID())
+	if !ok || t == nil {
+		return 0, false
+	}
+	switch t.Kind() {
+	case types.StringKind:
+		return b.size, true
+	case types.BytesKind:
+		return saturatingMul(b.size, 2), true
+	case types.ListKind, types.MapKind:
+		for _, p := range t.Parameters() {
+			if k := p.Kind(); k == types.ListKind || k == types.MapKind || k == types.DynKind || k == types.StructKind {
+				return 0, false
+			}
+		}
+		// Each key and value quoted as %q (up to 4 characters a byte, `\xff`), ": " and ", ".
+		per := addSaturating(saturatingMul(addSaturating(saturatingMul(max(b.elem, maxFormattedDouble), 4), 3), 2), 4)
+		return addSaturating(2, saturatingMul(b.size, per)), true
+	case types.DynKind, types.StructKind:
+		return 0, false
+	}
+	return maxFormattedDouble, true
 }
 
 func (p *typedPath) kind() reflect.Kind {

@@ -71,20 +71,20 @@ func TestVariableBoundsReachTheEstimate(t *testing.T) {
 // when it reads an input or variable that can exceed that, instead of failing at run time.
 func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
 	c := newCompiler(t)
-	p := newPolicy("p", variable("f", "'%s'.format([vm.annotations['a']])"), matchCondition("m", "variables.f != ''"))
+	p := newPolicy("p", variable("f", "strings.quote(vm.annotations['a'])"), matchCondition("m", "variables.f != ''"))
 	_, errs := c.Compile(p, nil)
 	want := "spec.variables[0].expression: Forbidden: the size of this value cannot be derived"
 	if msg := fmt.Sprint(errs); !strings.Contains(msg, want) || !strings.Contains(msg, "1024 entries or characters") ||
 		!strings.Contains(msg, "vm.annotations (256 entries or characters, each element, key or value at most 262144)") {
-		t.Errorf("format of an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
+		t.Errorf("strings.quote of an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
 	}
 	long := newPolicy("p", variable("s", "[vm.annotations['a'] + vm.annotations['b']]"), matchCondition("m", "size(variables.s) > 0"))
 	if _, errs := c.Compile(long, nil); !strings.Contains(fmt.Sprint(errs), "spec.variables[0].expression: Forbidden: its value can hold a string of 524288 characters, more than the 328704") {
 		t.Errorf("two annotation values concatenated: %v, want refused naming the 524288 characters", errs)
 	}
-	ok := newPolicy("p", variable("f", "'%s'.format([vm.name])"), matchCondition("m", "variables.f != ''"))
+	ok := newPolicy("p", variable("f", "strings.quote(vm.name)"), matchCondition("m", "variables.f != ''"))
 	if _, errs := c.Compile(ok, nil); len(errs) > 0 {
-		t.Errorf("format of the VM's name: %v, want admitted (fits the fixed bound)", errs)
+		t.Errorf("strings.quote of the VM's name: %v, want admitted (fits the fixed bound)", errs)
 	}
 }
 
@@ -102,7 +102,8 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		"lists.range(5000)", "string(interface.index) + vm.name", "vm.labels.map(k, vm.labels.map(j, k + j))",
 		"'%s'.format([vm.name])", "[1, 2, 3].map(i, vm.annotations['mid'])", "vm.?labels", "vm.labels[?'a'].orValue('none')",
 		"vm.annotations[?'huge'].orValue('')", "[vm, vm]", "vm.annotations.huge",
-		"vm.labels.map(k, k).sort()", "vm.annotations['mid'].format([])",
+		"vm.labels.map(k, k).sort()", "vm.annotations['mid'].format([])", "'%s'.format([vm.labels])", "'%s'.format([[vm.name, vm.namespace]])",
+		"'%s %d'.format([vm.name, interface.index])", "vm.annotations['mid'].findAll('m+')", "[vm.labels.map(k, k)].flatten()",
 	}
 	for _, form := range forms {
 		for _, read := range []string{"variables.v", "variables.w"} {
