@@ -339,6 +339,11 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: saturatingMul(b.size+1, r.size+1)}, ok
 	case "format":
 		return formatBound(env, call)
+	case "strings.quote":
+		if len(args) == 1 {
+			b, ok := arg(0)
+			return varBound{size: addSaturating(saturatingMul(b.size, 4), 2)}, ok
+		}
 	case "find":
 		b, ok := target()
 		return varBound{size: b.size}, ok
@@ -503,6 +508,11 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	}
 	var beyond []string
 	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == "lists.range" {
+			if _, literal := literalRange(e); !literal {
+				beyond = append(beyond, "lists.range() of a computed length (as many entries as its argument)")
+			}
+		}
 		if e.Kind() != ast.SelectKind && e.Kind() != ast.IdentKind {
 			return
 		}
@@ -522,7 +532,7 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	}
 	sort.Strings(beyond)
 	return fixedVariableBound, fmt.Sprintf("the size of this value cannot be derived from the expression, so it "+
-		"would be held to the fixed bound of %s; it reads %s, which can exceed that within its declared bounds: "+
+		"would be held to the fixed bound of %s; it reads %s, which can exceed that within the declared input bounds: "+
 		"read that input in the expressions that need it, or bound what the variable keeps "+
 		"(substring, a literal list, map or filter over it)",
 		fixedVariableBound, strings.Join(slicesCompact(beyond), ", "))
