@@ -42,7 +42,9 @@ func CacheOptions() cache.Options {
 }
 
 // lastApplied is kubectl's copy of the whole manifest of an object applied client-side: often
-// the biggest annotation an object has, and of no use to vmipam. Policies do not see it.
+// the biggest annotation an object has, and of no use to vmipam. Policies do not see it,
+// whatever front end builds their input (vm.vmInput drops it too, for manifests given to the
+// dry run and ipamctl evaluate).
 const lastApplied = corev1.LastAppliedConfigAnnotation
 
 // slimMeta trims an object's metadata in place: no managedFields (the apply bookkeeping of

@@ -117,3 +117,31 @@ func TestNothingRunsOnASpentAccount(t *testing.T) {
 		t.Errorf("Cost = %d, want at most the trial budget and one expression past it (~160,000)", d.Cost)
 	}
 }
+
+// When enforced policies together spend the interface budget, the expression that crosses it
+// fails (the budget holds), but its error names the policies that spent it, biggest first,
+// with their spend: here two costly policies, while a few units of a built-in policy
+// evaluated after them cross it. Before, the error read "policy builtin:default: …: interface
+// cost budget … exceeded (spent …)" and sent the operator to the default.
+func TestTheBudgetErrorNamesThePoliciesThatSpentIt(t *testing.T) {
+	set := func(budget int64) *evaluator.Set {
+		return setOf(t, compilerWith(t, evaluator.Limits{InterfaceCostBudget: budget}),
+			layer("first", priority(1), skipRule("a", costly, "PolicyError", "", "")),
+			layer("second", priority(2), skipRule("b", costly, "PolicyError", "", "")))
+	}
+	within := decide(set(1_000_000), pooledAuto())
+	if within.Reason == evaluator.ReasonPolicyError {
+		t.Fatalf("within the budget: %q", within.Message)
+	}
+	// One unit less than the whole evaluation spends: the last expression evaluated, a
+	// built-in policy's, crosses it.
+	d := decide(set(within.Cost-1), pooledAuto())
+	if d.Reason != evaluator.ReasonPolicyError || strings.HasPrefix(d.Message, "policy first") || strings.HasPrefix(d.Message, "policy second") {
+		t.Fatalf("decision = %s %q, want a PolicyError of a built-in policy for the budget", d.Reason, d.Message)
+	}
+	first, second := strings.Index(d.Message, "policy first 8"), strings.Index(d.Message, "policy second 8")
+	if !strings.Contains(d.Message, "interface cost budget") || first < 0 || second < 0 ||
+		!strings.Contains(d.Message, "the policies evaluated before this one share the budget") {
+		t.Errorf("message %q, want the budget and both policies that spent it, with their costs", d.Message)
+	}
+}

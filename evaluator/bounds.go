@@ -226,21 +226,9 @@ func cmpOr(a, b uint64) uint64 {
 	return b
 }
 
-// checkVariableSize reports a variable's value beyond the sizes the static estimate assumes
-// for it (variableSize): at most variableSizeBound characters or entries, and each element,
-// key and value (at any depth) at most variableElemBound. The estimate cannot derive a
-// variable's size from its expression; enforcing the assumption makes an estimate that passed
-// hold at run time — a larger value fails closed instead of costing more than estimated.
-func checkVariableSize(v ref.Val) error {
-	if err := sizeWithin(v, variableSizeBound); err != nil {
-		return fmt.Errorf("value of %s, beyond the bound the cost estimate assumes for a variable", err)
-	}
-	return nil
-}
-
-// sizeWithin checks v's size against bound and its elements' against variableElemBound. The walk
-// visits what the expression built, so it is bounded by the cost already charged for it.
-func sizeWithin(v ref.Val, bound uint64) error {
+// sizeWithin checks v's size against bound and its elements' (at any depth) against elem. The
+// walk visits what the expression built, so it is bounded by the cost already charged for it.
+func sizeWithin(v ref.Val, bound, elem uint64) error {
 	var n uint64
 	unit := "entries"
 	switch x := v.(type) {
@@ -256,10 +244,10 @@ func sizeWithin(v ref.Val, bound uint64) error {
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
 				k := it.Next()
-				if err := sizeWithin(k, variableElemBound); err != nil {
+				if err := sizeWithin(k, elem, elem); err != nil {
 					return err
 				}
-				if err := sizeWithin(x.Get(k), variableElemBound); err != nil {
+				if err := sizeWithin(x.Get(k), elem, elem); err != nil {
 					return err
 				}
 			}
@@ -268,7 +256,7 @@ func sizeWithin(v ref.Val, bound uint64) error {
 		n = uint64(x.Size().(types.Int))
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
-				if err := sizeWithin(it.Next(), variableElemBound); err != nil {
+				if err := sizeWithin(it.Next(), elem, elem); err != nil {
 					return err
 				}
 			}

@@ -102,6 +102,8 @@ type program struct {
 type namedProgram struct {
 	name string
 	program
+	// bound is a variable's (variableBound), held at run time; unused for conditions.
+	bound varBound
 }
 
 type skipRule struct {
@@ -183,7 +185,7 @@ func (cc *compilation) compileExpressions(env, ruleEnv *environment.EnvSet, spec
 	for i, mc := range s.MatchConditions {
 		cc.conditionName(spec.Child("matchConditions").Index(i).Child("name"), mc.Name)
 		path := spec.Child("matchConditions").Index(i).Child("expression")
-		out.matchConditions = append(out.matchConditions, namedProgram{mc.Name, cc.expr(env, path, mc.Expression, cel.BoolType)})
+		out.matchConditions = append(out.matchConditions, namedProgram{name: mc.Name, program: cc.expr(env, path, mc.Expression, cel.BoolType)})
 	}
 	if s.Allocation != nil {
 		alloc := cc.expr(env, spec.Child("allocation", "expression"), s.Allocation.Expression, cel.StringType)
@@ -315,6 +317,8 @@ type compilation struct {
 	reads map[string]bool
 	// estimated sums the estimated worst-case costs of the expressions compiled (saturating).
 	estimated uint64
+	// varSizes are the bounds of the variables compiled so far, for the estimator.
+	varSizes variableSizes
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -349,8 +353,19 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 			cc.errs = append(cc.errs, field.Duplicate(vpath.Child("name"), v.Name))
 			continue
 		}
-		prog, outType := cc.exprType(env, vpath.Child("expression"), v.Expression, nil)
-		out.variables = append(out.variables, namedProgram{v.Name, prog})
+		prog, outType, checked := cc.exprChecked(env, vpath.Child("expression"), v.Expression, nil)
+		bound := fixedVariableBound
+		if checked != nil {
+			var refused string
+			if bound, refused = variableBound(checked, cc.varSizes); refused != "" {
+				cc.errs = append(cc.errs, field.Forbidden(vpath.Child("expression"), refused))
+			}
+		}
+		if cc.varSizes == nil {
+			cc.varSizes = variableSizes{}
+		}
+		cc.varSizes[v.Name] = bound
+		out.variables = append(out.variables, namedProgram{name: v.Name, program: prog, bound: bound})
 		fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(outType), true, nil, nil)
 		if env, err = cc.withVariables(fields); err != nil {
 			cc.errs = append(cc.errs, field.InternalError(vpath, err))
@@ -418,6 +433,13 @@ func (cc *compilation) expr(env *environment.EnvSet, path *field.Path, src strin
 // exprType compiles one expression; want, when non-nil, is the result type it must have (an
 // expression of type dyn is accepted and checked at evaluation time).
 func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, src string, want *cel.Type) (program, *cel.Type) {
+	p, t, _ := cc.exprChecked(envSet, path, src, want)
+	return p, t
+}
+
+// exprChecked is exprType that also returns the checked expression (nil when it did not
+// type-check), from which a variable's bound is derived.
+func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path, src string, want *cel.Type) (program, *cel.Type, *ast.AST) {
 	mode := environment.NewExpressions
 	if cc.stored[path.String()] == src {
 		mode = environment.StoredExpressions
@@ -425,17 +447,18 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	env, err := envSet.Env(mode)
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, err))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, nil
 	}
 	if src == "" {
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, nil
 	}
 	checked, err := guardedCompile(env, src)
 	if err != nil {
 		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, nil
 	}
+	native := checked.NativeRep()
 	if cc.visit != nil {
 		cc.visit(path, checked)
 	}
@@ -446,30 +469,30 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	if want != nil && !outType.IsExactType(want) && !outType.IsExactType(cel.DynType) {
 		cc.errs = append(cc.errs, field.Invalid(path, src,
 			fmt.Sprintf("must evaluate to %s, but evaluates to %s", want, outType)))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, native
 	}
 	if want == cel.StringType && path.String() == "spec.allocation.expression" {
 		if err := checkAllocationLiteral(checked.NativeRep().Expr()); err != "" {
 			cc.errs = append(cc.errs, field.NotSupported(path, err, allocationValues))
-			return program{path: path.String()}, nil
+			return program{path: path.String()}, nil, native
 		}
 	}
 	if mode == environment.NewExpressions {
 		if errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...); len(errs) > 0 {
 			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
-			return program{path: path.String()}, nil
+			return program{path: path.String()}, nil, native
 		}
 	}
-	est, err := env.EstimateCost(checked, costEstimator)
+	est, err := env.EstimateCost(checked, estimatorFor(cc.varSizes))
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, native
 	}
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
 		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, native
 	}
 	// A constant call that fails is an invalid expression, not a fault of the compiler: new
 	// expressions are refused for one wherever it is; a stored one only when planning the
@@ -477,7 +500,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 	if mode == environment.NewExpressions {
 		if msg := constantCallError(env, ast.NavigateAST(checked.NativeRep())); msg != "" {
 			cc.errs = append(cc.errs, field.Invalid(path, src, msg))
-			return program{path: path.String()}, nil
+			return program{path: path.String()}, nil, native
 		}
 	}
 	prog, err := env.Program(checked)
@@ -487,10 +510,10 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 			msg = err.Error()
 		}
 		cc.errs = append(cc.errs, field.Invalid(path, src, msg))
-		return program{path: path.String()}, nil
+		return program{path: path.String()}, nil, native
 	}
 	cc.estimated = addSaturating(cc.estimated, est.Max)
-	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType
+	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType, native
 }
 
 // addSaturating is a+b, or MaxUint64 when it overflows.

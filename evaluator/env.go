@@ -81,19 +81,22 @@ func celTypeName(t reflect.Type) string { return "evaluator." + t.Name() }
 
 // sizeEstimator gives the static cost estimator the declared bounds of the inputs (the
 // maxSize tags of input.go) by walking an expression's path through the Go types.
-type sizeEstimator struct{}
+type sizeEstimator struct {
+	// vars are the bounds of the variables of the policy compiled (fixed when nil).
+	vars variableSizes
+}
 
 var _ checker.CostEstimator = sizeEstimator{}
 
 // EstimateSize implements checker.CostEstimator from the maxSize tags of input.go.
-func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+func (s sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
 	if len(path) == 0 {
 		return nil
 	}
 	switch path[0] {
 	case "variables":
-		return variableSize(n)
+		return s.vars.size(n)
 	case "allocation": // "Auto", "Static" or "None"
 		return &checker.SizeEstimate{Min: 0, Max: 8}
 	}
@@ -126,28 +129,15 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	return nil
 }
 
-// variableSizeBound is the size a policy variable's value is assumed to have at most for the
-// static estimate (characters of a string, entries of a list or map): cel-go estimates costs,
-// not result sizes, so a variable's size cannot be derived from its expression. Decide
-// enforces it, and variableElemBound, on every variable's value (checkVariableSize): a larger
-// one fails closed.
+// variableSizeBound is the size a policy variable's value is assumed to have at most when
+// its bound cannot be derived from its expression (variableBound): characters of a string,
+// entries of a list or map. Decide enforces it, and variableElemBound (checkVariableSize);
+// such a variable is admitted only when nothing it reads can exceed them.
 const variableSizeBound = 1024
 
-// variableElemBound is the size each element, key or value of a variable's value (at any
+// variableElemBound is the size each element, key or value of such a variable's value (at any
 // depth) is assumed to have at most: a qualified name, so that a list of label keys fits.
 const variableElemBound = defaultKeySize
-
-func variableSize(n checker.AstNode) *checker.SizeEstimate {
-	path := n.Path()
-	if len(path) > 2 {
-		return &checker.SizeEstimate{Min: 0, Max: variableElemBound}
-	}
-	switch n.Type().Kind() {
-	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
-		return &checker.SizeEstimate{Min: 0, Max: variableSizeBound}
-	}
-	return nil
-}
 
 // EstimateCallCost implements checker.CostEstimator; calls are left to the library.
 func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
@@ -272,8 +262,13 @@ func literalListSearch(target *checker.AstNode) *checker.CallEstimate {
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 0, Max: cost}}
 }
 
-// costEstimator is the static estimator every expression is checked with.
-var costEstimator = estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{}}}
+// costEstimator is the static estimator of expressions that read no variable's derived bound.
+var costEstimator = estimatorFor(nil)
+
+// estimatorFor is the static estimator of a policy whose variables have the bounds vars.
+func estimatorFor(vars variableSizes) estimator {
+	return estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{vars: vars}}}
+}
 
 // boundedRange: r is a literal list or map, lists.range of a literal, or a field path from
 // an input or `variables`.

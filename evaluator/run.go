@@ -360,7 +360,7 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		v, det, err = prog.prog.Eval(act)
 	}
 	if det != nil && det.ActualCost() != nil {
-		acct.spent += int64(min(*det.ActualCost(), math.MaxInt64/2))
+		acct.charge(p.Name, int64(min(*det.ActualCost(), math.MaxInt64/2)))
 		r.at.spent.Store(r.cost())
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
@@ -395,6 +395,43 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 type account struct {
 	name          string // "interface" or "trial", for the error
 	budget, spent int64
+	// spenders are what each policy charged to it, in the order they first did: the budget's
+	// error names the biggest, so that the policy that crossed it — perhaps a cheap one, the
+	// built-in default — is not blamed for what those before it spent.
+	spenders []spender
+}
+
+// spender is one policy's spend on an account.
+type spender struct {
+	policy string
+	spent  int64
+}
+
+// charge adds cost, spent by policy, to the account.
+func (a *account) charge(policy string, cost int64) {
+	a.spent += cost
+	for i := range a.spenders {
+		if a.spenders[i].policy == policy {
+			a.spenders[i].spent += cost
+			return
+		}
+	}
+	a.spenders = append(a.spenders, spender{policy, cost})
+}
+
+// biggestSpenders names the (at most) three policies that spent most of the account, with
+// their spend, e.g. "policy a 150000, policy b 149990, policy builtin:default 11".
+func (a *account) biggestSpenders() string {
+	top := slices.Clone(a.spenders)
+	slices.SortStableFunc(top, func(x, y spender) int { return cmp.Compare(y.spent, x.spent) })
+	parts := make([]string, 0, 3)
+	for _, s := range top[:min(len(top), 3)] {
+		parts = append(parts, fmt.Sprintf("policy %s %d", s.policy, s.spent))
+	}
+	if len(top) > 3 {
+		parts = append(parts, fmt.Sprintf("%d more", len(top)-3))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // accountOf is the account p's expressions are charged to: trial for an Audit or failurePolicy
@@ -421,6 +458,11 @@ func (r *run) cost() int64 { return r.enforced.spent + r.trial.spent }
 // never be blamed for a trial.
 func (r *run) overBudget(p *Policy, path string, acct *account) *policyError {
 	err := fmt.Errorf("%s cost budget %d exceeded (spent %d)", acct.name, acct.budget, acct.spent)
+	if mostly := acct.spenders; len(mostly) > 1 {
+		// Crossing it is this expression's error, but the spend may be others': say whose.
+		err = fmt.Errorf("%s cost budget %d exceeded (spent %d, most by %s): the policies evaluated before "+
+			"this one share the budget", acct.name, acct.budget, acct.spent, acct.biggestSpenders())
+	}
 	if r.auditing != nil && p.Name != r.auditing.Name {
 		return &policyError{r.auditing, "spec", fmt.Errorf("evaluating its Audit record (at policy %s: %s): %w", p.Name, path, err)}
 	}
@@ -520,7 +562,7 @@ func (a *activation) variableTrace(r *run) map[string]string {
 		}
 		acct := r.accountOf(a.p)
 		s, cost := formatValue(a.vars.values[i], max(acct.budget-acct.spent, 0))
-		acct.spent += cost
+		acct.charge(a.p.Name, cost)
 		out[a.p.variables[i].name] = s
 	}
 	return out

@@ -1,37 +1,128 @@
 package evaluator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
 
-// The static estimate assumes a variable holds at most 1,024 entries or characters, each
-// element at most 317 (a qualified name); a value beyond that fails closed with a PolicyError
-// naming the variable, so that an estimate that passed holds at run time. Before, each of
-// these evaluated (at a cost the estimate had not allowed for).
-func TestVariablesBeyondTheEstimatedBoundFailClosed(t *testing.T) {
+// boundedInput is fullInput with the longest label keys (qualified names of 317 characters)
+// and values (253) and one annotation value as long as allowed (256 KiB): every field a
+// variable below reads filled to its declared bounds.
+func boundedInput() evaluator.Input {
+	in := fullInput(pooledAuto())
+	in.VM.Labels = map[string]string{}
+	for i := range 256 {
+		in.VM.Labels[fmt.Sprintf("%s/%s-%03d", strings.Repeat("p", 253), strings.Repeat("k", 59), i)] = strings.Repeat("v", 253)
+	}
+	in.VM.Annotations["huge"] = strings.Repeat("h", 256<<10)
+	in.VM.Annotations["mid"] = strings.Repeat("m", 400)
+	return in
+}
+
+// A variable's bound is derived from its expression, so a value within the input bounds
+// cannot exceed it. Before, every variable was held to 1,024 entries of at most 317
+// characters, and each of these failed with a PolicyError on in-bounds inputs (the first two
+// are the attacker's: an annotation value over 317 characters, a label key=value over 317).
+func TestVariableBoundsAreDerivedFromTheirExpressions(t *testing.T) {
 	c := newCompiler(t)
 	in := pooledAuto()
 	in.VM.Annotations = map[string]string{"long": strings.Repeat("x", 2000), "mid": strings.Repeat("y", 400)}
-	in.VM.Labels = map[string]string{strings.Repeat("k", 300): "v"}
-	for _, tc := range []struct{ expr, want string }{
-		{"lists.range(2000)", "2000 entries, at most 1024"},
-		{"vm.annotations['long']", "2000 characters, at most 1024"},
-		{"[vm.annotations['mid']]", "400 characters, at most 317"},
-		{"{'a': [vm.annotations['mid']]}", "400 characters, at most 317"},
+	in.VM.Labels = map[string]string{strings.Repeat("k", 253) + "/" + strings.Repeat("n", 52): strings.Repeat("v", 63)}
+	for _, expr := range []string{
+		"vm.annotations",
+		"vm.labels.map(k, k + '=' + vm.labels[k])",
+		"lists.range(2000)",
+		"vm.annotations['long']",
+		"[vm.annotations['mid']]",
+		"{'a': [vm.annotations['mid']]}",
+		"vm.annotations.filter(k, vm.annotations[k].size() > 10).map(k, k.upperAscii())",
+		"vm.annotations['long'].split('x')",
 	} {
-		set := setOf(t, c, newPolicy("p", variable("v", tc.expr), matchCondition("m", "size(variables.v) > 0")))
-		d := decide(set, in)
-		if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "policy p: spec.variables[0].expression: value of "+tc.want) {
-			t.Errorf("%s: %s %q, want a PolicyError naming the variable and %q", tc.expr, d.Reason, d.Message, tc.want)
+		set := setOf(t, c, newPolicy("p", variable("v", expr), matchCondition("m", "size(variables.v) > 0")))
+		if d := decide(set, in); d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != "p" {
+			t.Errorf("%s: %s %q, want the policy to match", expr, d.Reason, d.Message)
 		}
 	}
-	for _, ok := range []string{"lists.range(1024)", "vm.labels", "vm.labels.map(k, k)", "[vm.annotations['mid'].substring(0, 317)]"} {
-		set := setOf(t, c, newPolicy("p", variable("v", ok), matchCondition("m", "size(variables.v) > 0")))
-		if d := decide(set, in); d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != "p" {
-			t.Errorf("%s: %s %q, want the policy to match", ok, d.Reason, d.Message)
+}
+
+// Variables read earlier ones with their derived bounds, and the estimate of every
+// expression reading a variable uses its bound: iterating over a list that sixteen
+// doublings can grow to 6.5 million entries is refused at compile time (before, it was
+// estimated as 1,024 entries and failed at run time), and a variable holding the
+// annotations is estimated as the annotations are.
+func TestVariableBoundsReachTheEstimate(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", append(doublingPolicy(16)[:17], allocation("variables.v16.exists(x, x > 100) ? 'Auto' : 'None'"))...)
+	if _, errs := c.Compile(p, nil); !strings.Contains(fmt.Sprint(errs), "spec.allocation.expression: Forbidden: estimated worst-case cost") {
+		t.Errorf("iterating over sixteen doublings: %v, want the allocation refused by its estimate", errs)
+	}
+	anns := newPolicy("p", variable("anns", "vm.annotations"), variable("labels", "vm.labels"), variable("kv", "variables.labels.map(k, k + '=' + variables.labels[k])"),
+		matchCondition("m", "variables.anns.exists(k, k.startsWith('x')) || 'x=y' in variables.kv"))
+	if _, errs := c.Compile(anns, nil); len(errs) > 0 {
+		t.Errorf("annotations through variables: %v, want admitted", errs)
+	}
+}
+
+// A variable whose bound the analysis cannot derive keeps the fixed bound (1,024 entries or
+// characters of at most 317); it is refused at compile time, naming the bound and the input,
+// when it reads an input or variable that can exceed that, instead of failing at run time.
+func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", variable("f", "url(vm.annotations['a']).getHost()"), matchCondition("m", "variables.f != ''"))
+	_, errs := c.Compile(p, nil)
+	want := "spec.variables[0].expression: Forbidden: the size of this value cannot be derived"
+	if msg := fmt.Sprint(errs); !strings.Contains(msg, want) || !strings.Contains(msg, "1024 entries or characters") ||
+		!strings.Contains(msg, "vm.annotations (256 entries or characters, each element, key or value at most 262144)") {
+		t.Errorf("the host of a URL in an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
+	}
+	computed := newPolicy("p", variable("r", "lists.range(size(vm.labels) * 10).map(i, 'x')"), matchCondition("m", "size(variables.r) > 0"))
+	if _, errs := c.Compile(computed, nil); !strings.Contains(fmt.Sprint(errs), "lists.range() of a computed length") {
+		t.Errorf("lists.range of a computed length: %v, want refused naming it", errs)
+	}
+	long := newPolicy("p", variable("s", "[vm.annotations['a'] + vm.annotations['b']]"), matchCondition("m", "size(variables.s) > 0"))
+	if _, errs := c.Compile(long, nil); !strings.Contains(fmt.Sprint(errs), "spec.variables[0].expression: Forbidden: its value can hold a string of 524288 characters, more than the 328704") {
+		t.Errorf("two annotation values concatenated: %v, want refused naming the 524288 characters", errs)
+	}
+	ok := newPolicy("p", variable("f", "url(vm.name).getHost()"), matchCondition("m", "variables.f != ''"))
+	if _, errs := c.Compile(ok, nil); len(errs) > 0 {
+		t.Errorf("the host of a URL in the VM's name: %v, want admitted (fits the fixed bound)", errs)
+	}
+}
+
+// Property: for inputs filled to their declared bounds, a policy whose variables compile
+// never fails on a variable's bound, whatever form the variable takes (other run-time errors,
+// such as url() of a name that is no URL, are the expression's own).
+func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
+	c := newCompiler(t)
+	in := boundedInput()
+	forms := []string{
+		"vm.annotations", "vm.labels", "vm", "vm.annotations['huge']", "vm.labels.map(k, k + '=' + vm.labels[k])",
+		"vm.labels.filter(k, k.endsWith('1'))", "vm.annotations.map(k, [k, vm.annotations[k]])",
+		"[vm.name, vm.namespace] + [vm.annotations['mid']]", "vm.annotations['huge'].lowerAscii().substring(0, 10)",
+		"{'a': vm.labels, 'b': {'c': vm.annotations['mid']}}", "holders.vms.map(v, v + '/' + vm.name)",
+		"vm.annotations['mid'].split('m')", "vm.annotations['mid'].replace('m', 'mm')", "vm.labels.map(k, k).join(',')",
+		"lists.range(5000)", "string(interface.index) + vm.name", "vm.labels.map(k, vm.labels.map(j, k + j))",
+		"'%s'.format([vm.name])", "[1, 2, 3].map(i, vm.annotations['mid'])", "vm.?labels", "vm.labels[?'a'].orValue('none')",
+		"vm.annotations[?'huge'].orValue('')", "[vm, vm]", "vm.annotations.huge",
+		"vm.labels.map(k, k).sort()", "vm.annotations['mid'].format([])", "'%s'.format([vm.labels])", "'%s'.format([[vm.name, vm.namespace]])", "strings.quote(vm.annotations['mid'])", "url(vm.name).getHost()",
+		"'%s %d'.format([vm.name, interface.index])", "vm.annotations['mid'].findAll('m+')", "[vm.labels.map(k, k)].flatten()",
+	}
+	for _, form := range forms {
+		for _, read := range []string{"variables.v", "variables.w"} {
+			p := newPolicy("p", variable("v", form), variable("w", "[variables.v, variables.v]"), matchCondition("m", "type("+read+") != int"))
+			compiled, errs := c.Compile(p, nil)
+			if len(errs) > 0 {
+				t.Logf("%s (reading %s): refused: %v", form, read, errs)
+				continue // refused at compile time: never a run-time failure
+			}
+			_ = compiled
+			d := decide(setOf(t, c, p), in)
+			if d.Reason == evaluator.ReasonPolicyError && strings.Contains(d.Message, "beyond the bound") {
+				t.Errorf("%s (reading %s): admitted, then %q on inputs within their bounds", form, read, d.Message)
+			}
 		}
 	}
 }

@@ -76,7 +76,7 @@ func (v *variables) resolve(i int) ref.Val {
 	view.vars = variables{a: a, values: v.values, visible: i}
 	val, err := a.r.eval(a.p, a.p.variables[i].program, &view)
 	if err == nil {
-		if sizeErr := checkVariableSize(val); sizeErr != nil {
+		if sizeErr := checkVariableSize(val, a.p.variables[i].bound); sizeErr != nil {
 			err = &policyError{a.p, a.p.variables[i].program.path, sizeErr}
 		}
 	}

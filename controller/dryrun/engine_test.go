@@ -206,3 +206,21 @@ func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
 		t.Errorf("actions = %+v, want the Auto IPAddress deleted and the VM's networks-spec emptied", res.Actions)
 	}
 }
+
+// A manifest decoded by the dry run (and ipamctl evaluate, which uses the engine) keeps
+// kubectl's last-applied-configuration, but policies do not see it, as in the cluster, whose
+// cache drops it: before, a policy reading it decided None offline and Pass in the cluster.
+func TestPoliciesDoNotSeeLastAppliedConfigurationInTheDryRun(t *testing.T) {
+	e := newEngine(t)
+	reads := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "la"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
+		Priority: 1, Allocation: &v1alpha1.Expression{
+			Expression: "'kubectl.kubernetes.io/last-applied-configuration' in vm.annotations ? 'None' : 'Pass'"}}}
+	installed := installedSet(t, e, reads)
+	body := `vm: {metadata: {name: web, namespace: demo, annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}'}},
+  spec: {networks: [{type: Main}, {type: ClusterNetwork, name: corp}]}}
+objects: [` + corp + "]\n"
+	res := evaluate(t, e, nil, installed, body)
+	if d := res.Interfaces[0].Decision; d.Policy == "la" {
+		t.Errorf("decided by %q (%s), want la to see no last-applied-configuration and pass", d.Policy, d.Allocation)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,5 +103,11 @@ func TestTheDryRunsBudgetErrorPromisesNoRetry(t *testing.T) {
 	if !strings.Contains(last.Message, "evaluation budget") || !strings.Contains(last.Message, "the dry run does not retry") ||
 		strings.Contains(last.Message, "retried with backoff") {
 		t.Errorf("last interface's message = %q, want the VM budget named and that the dry run does not retry", last.Message)
+	}
+	// The status is what the controller would write: its text, not the dry run's notice.
+	// Before, the dry run's notice was in the NetworkReady message too.
+	ready := meta.FindStatusCondition(p.Status.Conditions, ConditionNetworkReady)
+	if ready == nil || !strings.Contains(ready.Message, errVMBudget.Error()) || strings.Contains(ready.Message, "the dry run does not retry") {
+		t.Errorf("NetworkReady = %+v, want the controller's budget text (%q) and not the dry run's", ready, errVMBudget)
 	}
 }

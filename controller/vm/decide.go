@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/vmipam/vmipam/controller/index"
@@ -35,9 +37,13 @@ var (
 	// errVMBudget: the reconciler requeues a VM over its budget with backoff (retry).
 	errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
 	// errDryRunBudget: a dry run answers once and never retries.
-	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " +
-		"the dry run does not retry: this interface is left undecided (the controller would retry it with backoff)")
+	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " + DryRunBudgetNotice)
 )
+
+// DryRunBudgetNotice ends the decision message of every interface a dry run left undecided
+// because the VM's evaluation budget ran out; the status the dry run shows carries the
+// controller's text instead (what it would write), so front ends print this notice apart.
+const DryRunBudgetNotice = "the dry run does not retry: this interface is left undecided (the controller would retry it with backoff)"
 
 // decide asks the policy snapshot for one Decision per additional interface, all within the
 // VM's evaluation budget (s.overBudget says when it ran out). When ctx ends first (a dry run's
@@ -82,12 +88,26 @@ func decideWithin(evalCtx context.Context, set *evaluator.Set, in evaluator.Inpu
 		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}}
 }
 
+// vmInput is what a policy sees of vm, the one place every front end (the controller, the
+// dry run, ipamctl evaluate) builds it: its annotations without kubectl's
+// last-applied-configuration, which the controller's cache drops (slimMeta) and a manifest
+// given to the dry run or ipamctl keeps — before, a policy reading it decided differently
+// offline and in the cluster. vm is not changed (it may be the cache's object).
+func vmInput(vm *vmv1.VirtualMachine) evaluator.VM {
+	annotations := vm.Annotations
+	if _, ok := annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		annotations = maps.Clone(annotations)
+		delete(annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	return evaluator.VM{Name: vm.Name, Namespace: vm.Namespace, UID: string(vm.UID), Labels: vm.Labels,
+		Annotations: annotations, Phase: string(vm.Status.Phase), CreationTimestamp: vm.CreationTimestamp.Time}
+}
+
 // input builds the evaluator's view of one interface (DESIGN.md §3.1).
 func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Input {
 	vm := s.vm
 	in := evaluator.Input{
-		VM: evaluator.VM{Name: vm.Name, Namespace: vm.Namespace, UID: string(vm.UID), Labels: vm.Labels,
-			Annotations: vm.Annotations, Phase: string(vm.Status.Phase), CreationTimestamp: vm.CreationTimestamp.Time},
+		VM: vmInput(vm),
 		Interface: evaluator.Interface{Index: int64(it.index), ID: deref(it.spec.ID), Type: string(it.spec.Type),
 			Name: it.spec.Name, IPAddressName: it.spec.IPAddressName,
 			Spec: evaluator.InterfaceSpec{ID: deref(it.spec.ID), Type: string(it.spec.Type), Name: it.spec.Name,
@@ -192,8 +212,7 @@ func decideRemoved(ctx, evalCtx context.Context, s *scope, opts evaluator.Option
 		from := appliedState(e, it.autoName)
 		it.spec.IPAddressName = from.IPAddressName
 		in := evaluator.Input{
-			VM: evaluator.VM{Name: s.vm.Name, Namespace: s.vm.Namespace, UID: string(s.vm.UID), Labels: s.vm.Labels,
-				Annotations: s.vm.Annotations, Phase: string(s.vm.Status.Phase), CreationTimestamp: s.vm.CreationTimestamp.Time},
+			VM: vmInput(s.vm),
 			Interface: evaluator.Interface{Index: -1, ID: e.ID, Type: e.Type, Name: e.Name, IPAddressName: from.IPAddressName,
 				Spec: evaluator.InterfaceSpec{ID: e.ID, Type: e.Type, Name: e.Name, IPAddressName: from.IPAddressName}},
 			Namespace: namespaceInput(s),

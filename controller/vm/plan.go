@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -111,7 +112,23 @@ func Evaluate(ctx context.Context, reader client.Reader, set *evaluator.Set, vm 
 	if err := decide(ctx, s, opts, errDryRunBudget); err != nil {
 		return nil, err
 	}
+	asTheControllerWrites(s)
 	return plan(s), nil
+}
+
+// asTheControllerWrites rewrites the dry run's budget notice in the NetworkReady items (the
+// problems) to the text the controller writes, since the Plan's status is what the controller
+// would write; the decisions keep the dry run's own notice (nothing retries a dry run).
+// Before, `ipamctl evaluate` showed "the dry run does not retry" under "Status (would be
+// written)", a text the controller never writes.
+func asTheControllerWrites(s *scope) {
+	for _, its := range [][]*iface{s.interfaces, s.removed} {
+		for _, it := range its {
+			if it.problem != nil {
+				it.problem.message = strings.ReplaceAll(it.problem.message, errDryRunBudget.Error(), errVMBudget.Error())
+			}
+		}
+	}
 }
 
 // plan turns the decisions into writes. Pure: a function of the scope only, which it does not

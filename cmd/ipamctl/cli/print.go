@@ -87,6 +87,7 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 			orDash(d.Provenance.Allocation), skippedBy(d), orDash(d.Provenance.Hotplug))
 	}
 	_ = tw.Flush()
+	printBudgetNotice(w, r)
 	printAudit(w, r)
 	fmt.Fprintln(w, "\nActions:")
 	for _, line := range actionLines(r.Actions) {
@@ -99,6 +100,22 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	fmt.Fprintf(w, "\nStatus (%s):\n", written)
 	for _, line := range statusLines(r.VMStatus) {
 		fmt.Fprintln(w, "  "+line)
+	}
+}
+
+// printBudgetNotice says, once, that the VM's evaluation budget left interfaces undecided and
+// that the dry run does not retry them: the status below is what the controller would write
+// ("retried with backoff"), so the dry run's own notice is printed here.
+func printBudgetNotice(w io.Writer, r *dryrunv1.EvaluationStatus) {
+	n := 0
+	for _, it := range r.Interfaces {
+		if strings.Contains(it.Decision.Message, vmctrl.DryRunBudgetNotice) {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "\nNote: %d interface(s) not evaluated: the VM's evaluation budget was spent on the interfaces "+
+			"before them, and the dry run does not retry (the controller would retry the VM with backoff).\n", n)
 	}
 }
 

@@ -1,0 +1,641 @@
+package evaluator
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// varBound bounds the value of a policy variable, derived from its expression at compile
+// time (deriveBound): the static estimate sizes every expression reading the variable by it,
+// and Decide holds the value to it at run time (checkVariableSize), which a value within the
+// declared input bounds cannot exceed by construction. Before, every variable was assumed to
+// hold at most 1,024 entries of at most 317 characters whatever it computed, so that
+// `variables: [{name: anns, expression: vm.annotations}]` failed on any in-bounds annotation
+// value longer than 317 characters.
+type varBound struct {
+	// size bounds the characters of a string (bytes of bytes) or the entries of a list or map.
+	size uint64
+	// elem bounds every element, key and value, at any depth (characters or entries).
+	elem uint64
+	// input, when set, is the input the value is (a path through the input types, e.g.
+	// VM + [annotations]): the estimate sizes variables.x.rest as that input's rest, with its
+	// own key and element bounds, and the run time checks nothing (the input bounds hold).
+	input *typedPath
+	// fixed: not derived (fixedVariableBound); the run time checks the elements too.
+	fixed bool
+}
+
+// typedPath is a path from a Go input type through json field names and @items, @keys,
+// @values steps, as the estimator walks it (typePathSize).
+type typedPath struct {
+	typ   reflect.Type
+	steps []string
+}
+
+// fixedVariableBound is the bound of a variable whose expression the analysis cannot bound.
+var fixedVariableBound = varBound{size: variableSizeBound, elem: variableElemBound, fixed: true}
+
+func (b varBound) String() string {
+	return fmt.Sprintf("%d entries or characters, each element, key or value at most %d", b.size, b.elem)
+}
+
+// boundEnv is what deriveBound knows: the checked AST (for types), the bounds of the
+// variables declared before, and those of the comprehension variables in scope.
+type boundEnv struct {
+	a     *ast.AST
+	vars  map[string]varBound
+	scope map[string]varBound
+}
+
+func (env boundEnv) with(name string, b varBound) boundEnv {
+	scope := make(map[string]varBound, len(env.scope)+1)
+	for k, v := range env.scope {
+		scope[k] = v
+	}
+	scope[name] = b
+	env.scope = scope
+	return env
+}
+
+// unsizedKinds are the result types whose values have no size to hold: checkVariableSize
+// ignores them and the estimator sizes nothing through them.
+var unsizedKinds = map[types.Kind]bool{
+	types.BoolKind: true, types.IntKind: true, types.UintKind: true, types.DoubleKind: true,
+	types.NullTypeKind: true, types.TimestampKind: true, types.DurationKind: true, types.TypeKind: true,
+}
+
+// deriveBound bounds what e evaluates to from the input bounds (the maxSize and elemMaxSize
+// tags of input.go), literals, the bounds of earlier variables, and how the operators and
+// functions it knows grow their operands: concatenation, conditionals, indexing, map and
+// filter over a bounded range, the string functions, lists.range of a literal. false when
+// it cannot.
+func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
+	t := env.a.GetType(e.ID())
+	if t != nil && unsizedKinds[t.Kind()] {
+		return varBound{}, true
+	}
+	if t != nil && t.Kind() == types.OpaqueKind && t.TypeName() != "optional_type" {
+		return varBound{}, true // an IP, a CIDR, a quantity, …: no size of its own
+	}
+	switch e.Kind() {
+	case ast.LiteralKind:
+		switch v := e.AsLiteral().(type) {
+		case types.String:
+			return varBound{size: uint64(len(v))}, true
+		case types.Bytes:
+			return varBound{size: uint64(len(v))}, true
+		}
+		return varBound{}, true
+	case ast.ListKind:
+		b := varBound{size: uint64(len(e.AsList().Elements()))}
+		for _, el := range e.AsList().Elements() {
+			eb, ok := deriveBound(env, el)
+			if !ok {
+				return varBound{}, false
+			}
+			b.elem = max(b.elem, eb.size, eb.elem)
+		}
+		return b, true
+	case ast.MapKind:
+		b := varBound{size: uint64(len(e.AsMap().Entries()))}
+		for _, entry := range e.AsMap().Entries() {
+			for _, x := range []ast.Expr{entry.AsMapEntry().Key(), entry.AsMapEntry().Value()} {
+				eb, ok := deriveBound(env, x)
+				if !ok {
+					return varBound{}, false
+				}
+				b.elem = max(b.elem, eb.size, eb.elem)
+			}
+		}
+		return b, true
+	case ast.IdentKind:
+		if b, ok := env.scope[e.AsIdent()]; ok {
+			return b, true
+		}
+		if typ, ok := inputVariables[e.AsIdent()]; ok {
+			return inputBound(typedPath{typ: typ})
+		}
+	case ast.SelectKind:
+		return selectBound(env, e)
+	case ast.CallKind:
+		return callBound(env, e)
+	case ast.ComprehensionKind:
+		return comprehensionBound(env, e)
+	}
+	return varBound{}, false
+}
+
+// selectBound bounds x.f: a variable, or a field of an input.
+func selectBound(env boundEnv, e ast.Expr) (varBound, bool) {
+	sel := e.AsSelect()
+	if sel.IsTestOnly() {
+		return varBound{}, true
+	}
+	op := sel.Operand()
+	if op.Kind() == ast.IdentKind && op.AsIdent() == "variables" {
+		b, ok := env.vars[sel.FieldName()]
+		return b, ok
+	}
+	ob, ok := deriveBound(env, op)
+	switch {
+	case !ok:
+		return varBound{}, false
+	case ob.input != nil && ob.input.kind() == reflect.Map: // m.key reads a value
+		return inputBound(ob.input.then("@values"))
+	case ob.input != nil:
+		return inputBound(ob.input.then(sel.FieldName()))
+	case env.a.GetType(op.ID()) != nil && env.a.GetType(op.ID()).Kind() == types.MapKind:
+		return varBound{size: ob.elem, elem: ob.elem}, true
+	}
+	return varBound{}, false
+}
+
+// maxInputSize bounds every string (characters) and collection (entries) an input holds, at
+// any depth: the bound of an input object held in a collection, whose fields the estimate
+// cannot follow through a variable (variables.v[0].annotations).
+var maxInputSize = sync.OnceValue(func() uint64 {
+	n := uint64(defaultKeySize)
+	for _, f := range boundedFields() {
+		n = max(n, f.bound, f.elem)
+	}
+	return n
+})
+
+func (p *typedPath) then(step string) typedPath {
+	return typedPath{typ: p.typ, steps: append(append([]string(nil), p.steps...), step)}
+}
+
+// inputBound bounds the input at p from the tags: a string its maxSize, a list or map its
+// maxSize entries of elements and keys at most their bounds, a struct nothing of its own
+// (what is read through it is sized by its fields). false for a field without a bound.
+func inputBound(p typedPath) (varBound, bool) {
+	t, bound, elem, ok := walkInput(p.typ, p.steps)
+	if !ok {
+		return varBound{}, false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		// Its own fields are read through the path; anything in it is at most maxInputSize,
+		// which a collection holding it takes for its elements.
+		return varBound{elem: maxInputSize(), input: &p}, true
+	case reflect.String:
+		if bound == 0 {
+			return varBound{}, false
+		}
+		return varBound{size: bound, input: &p}, true
+	case reflect.Slice, reflect.Map:
+		if bound == 0 {
+			return varBound{}, false
+		}
+		if t.Kind() == reflect.Map {
+			elem = max(elem, defaultKeySize)
+		}
+		return varBound{size: bound, elem: elem, input: &p}, true
+	}
+	return varBound{input: &p}, true
+}
+
+// walkInput follows steps from t as the estimator does: the type reached, its maxSize (0:
+// none) and the bound of its elements.
+func walkInput(t reflect.Type, steps []string) (reflect.Type, uint64, uint64, bool) {
+	bound, elem := uint64(0), uint64(defaultElemSize)
+	for _, step := range steps {
+		switch step {
+		case "@items", "@values":
+			if t.Kind() != reflect.Slice && t.Kind() != reflect.Map {
+				return nil, 0, 0, false
+			}
+			t, bound = t.Elem(), elem
+		case "@keys":
+			if t.Kind() != reflect.Map {
+				return nil, 0, 0, false
+			}
+			t, bound = t.Key(), defaultKeySize
+		default:
+			f, found := fieldByJSONName(t, step)
+			if !found {
+				return nil, 0, 0, false
+			}
+			t, bound, elem = f.Type, sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)
+		}
+	}
+	return t, bound, elem, true
+}
+
+// typePathSize is the estimator's size of the input at steps from t; nil when unbounded.
+func typePathSize(t reflect.Type, steps []string) *checker.SizeEstimate {
+	t, bound, _, ok := walkInput(t, steps)
+	if !ok {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map:
+		if bound == 0 {
+			return nil
+		}
+		return &checker.SizeEstimate{Min: 0, Max: bound}
+	}
+	return nil
+}
+
+// callBound bounds the calls deriveBound knows.
+func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
+	call := e.AsCall()
+	args := call.Args()
+	arg := func(i int) (varBound, bool) { return deriveBound(env, args[i]) }
+	target := func() (varBound, bool) {
+		if !call.IsMemberFunction() {
+			return varBound{}, false
+		}
+		return deriveBound(env, call.Target())
+	}
+	switch fn := call.FunctionName(); fn {
+	case operators.Index:
+		b, ok := arg(0)
+		if !ok {
+			return varBound{}, false
+		}
+		if b.input != nil {
+			k := b.input.kind()
+			if k == reflect.Map {
+				return inputBound(b.input.then("@values"))
+			} else if k == reflect.Slice {
+				return inputBound(b.input.then("@items"))
+			}
+		}
+		return varBound{size: b.elem, elem: b.elem}, true
+	case operators.OptIndex:
+		b, ok := arg(0)
+		if !ok {
+			return varBound{}, false
+		}
+		return varBound{size: b.elem, elem: b.elem}, true
+	case operators.OptSelect:
+		b, ok := arg(0)
+		if !ok {
+			return varBound{}, false
+		}
+		if b.input != nil {
+			if name, isName := literalString(args[1]); isName && b.input.kind() == reflect.Struct {
+				return inputBound(b.input.then(name))
+			}
+		}
+		return varBound{size: b.elem, elem: b.elem}, true
+	case "value":
+		return target()
+	case "orValue":
+		b, ok1 := target()
+		d, ok2 := arg(0)
+		return varBound{size: max(b.size, d.size), elem: max(b.elem, d.elem)}, ok1 && ok2
+	case operators.Conditional:
+		x, ok1 := arg(1)
+		y, ok2 := arg(2)
+		return varBound{size: max(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+	case operators.Add:
+		x, ok1 := arg(0)
+		y, ok2 := arg(1)
+		return varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+	case "dyn":
+		if len(args) == 1 {
+			return arg(0)
+		}
+	case "string", "bytes":
+		if len(args) == 1 {
+			if n, ok := stringSizes[env.a.GetType(args[0].ID()).TypeName()]; ok {
+				return varBound{size: n}, true
+			}
+			if k := env.a.GetType(args[0].ID()).Kind(); k == types.StringKind || k == types.BytesKind {
+				b, ok := arg(0)
+				if fn == "bytes" {
+					b.size = saturatingMul(b.size, 4) // a character is up to 4 bytes
+				}
+				return varBound{size: b.size}, ok
+			}
+		}
+	case "lists.range":
+		if n, ok := literalRange(e); ok {
+			return varBound{size: n}, true
+		}
+	case "lowerAscii", "upperAscii", "trim", "substring", "charAt", "reverse", "sort", "distinct", "slice":
+		b, ok := target()
+		b.input = nil
+		return b, ok
+	case "replace":
+		b, ok := target()
+		if !ok || len(args) < 2 {
+			return varBound{}, false
+		}
+		r, ok := arg(1)
+		return varBound{size: saturatingMul(b.size+1, r.size+1)}, ok
+	case "format":
+		return formatBound(env, call)
+	case "strings.quote":
+		if len(args) == 1 {
+			b, ok := arg(0)
+			return varBound{size: addSaturating(saturatingMul(b.size, 4), 2)}, ok
+		}
+	case "find":
+		b, ok := target()
+		return varBound{size: b.size}, ok
+	case "findAll":
+		b, ok := target()
+		return varBound{size: b.size + 1, elem: b.size}, ok
+	case "flatten":
+		b, ok := target()
+		return varBound{size: saturatingMul(max(b.size, 1), max(b.elem, 1)), elem: b.elem}, ok
+	case "split":
+		b, ok := target()
+		return varBound{size: b.size + 1, elem: b.size}, ok
+	case "join":
+		b, ok := target()
+		sep := varBound{}
+		if len(args) == 1 {
+			var okSep bool
+			if sep, okSep = arg(0); !okSep {
+				return varBound{}, false
+			}
+		}
+		return varBound{size: saturatingMul(b.size, addSaturating(b.elem, sep.size))}, ok
+	}
+	return varBound{}, false
+}
+
+// formatBound bounds s.format([args…]) for a list literal of arguments: the format string
+// plus each argument formatted (formattedBound); false for any other argument list.
+func formatBound(env boundEnv, call ast.CallExpr) (varBound, bool) {
+	if !call.IsMemberFunction() || len(call.Args()) != 1 || call.Args()[0].Kind() != ast.ListKind {
+		return varBound{}, false
+	}
+	t, ok := deriveBound(env, call.Target())
+	if !ok {
+		return varBound{}, false
+	}
+	size := t.size
+	for _, el := range call.Args()[0].AsList().Elements() {
+		n, ok := formattedBound(env, el)
+		if !ok {
+			return varBound{}, false
+		}
+		size = addSaturating(size, n)
+	}
+	return varBound{size: size}, true
+}
+
+// formattedBound bounds the characters el formats to: a string its length (bytes twice, as
+// hex), a flat list or map its entries quoted, with brackets and separators, any other value
+// maxFormattedDouble (a double at the largest precision; an int in binary is 64); false for a
+// collection of collections, which the two-level bound cannot size.
+func formattedBound(env boundEnv, el ast.Expr) (uint64, bool) {
+	b, ok := deriveBound(env, el)
+	t := env.a.GetType(el.ID())
+	if !ok || t == nil {
+		return 0, false
+	}
+	switch t.Kind() {
+	case types.StringKind:
+		return b.size, true
+	case types.BytesKind:
+		return saturatingMul(b.size, 2), true
+	case types.ListKind, types.MapKind:
+		for _, p := range t.Parameters() {
+			if k := p.Kind(); k == types.ListKind || k == types.MapKind || k == types.DynKind || k == types.StructKind {
+				return 0, false
+			}
+		}
+		// Each key and value quoted as %q (up to 4 characters a byte, `\xff`), ": " and ", ".
+		per := addSaturating(saturatingMul(addSaturating(saturatingMul(max(b.elem, maxFormattedDouble), 4), 3), 2), 4)
+		return addSaturating(2, saturatingMul(b.size, per)), true
+	case types.DynKind, types.StructKind:
+		return 0, false
+	}
+	return maxFormattedDouble, true
+}
+
+func (p *typedPath) kind() reflect.Kind {
+	t, _, _, ok := walkInput(p.typ, p.steps)
+	if !ok {
+		return reflect.Invalid
+	}
+	return t.Kind()
+}
+
+// comprehensionBound bounds a comprehension whose step only keeps or extends its accumulator
+// (map, filter, and their conditional forms): the initial value plus, per element of the
+// range, the most one step adds. A comprehension of an unsized result (all, exists) was
+// bounded by its type already.
+func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
+	c := e.AsComprehension()
+	r, ok := deriveBound(env, c.IterRange())
+	if !ok {
+		return varBound{}, false
+	}
+	key, value := varBound{size: r.elem, elem: r.elem}, varBound{size: r.elem, elem: r.elem}
+	if r.input != nil {
+		switch r.input.kind() {
+		case reflect.Map:
+			key, _ = inputBound(r.input.then("@keys"))
+			value, _ = inputBound(r.input.then("@values"))
+		case reflect.Slice:
+			value, _ = inputBound(r.input.then("@items"))
+		}
+	}
+	inner := env
+	rangeType := env.a.GetType(c.IterRange().ID())
+	if c.HasIterVar2() {
+		if rangeType != nil && rangeType.Kind() == types.ListKind {
+			key = varBound{}
+		}
+		inner = inner.with(c.IterVar(), key).with(c.IterVar2(), value)
+	} else if rangeType != nil && rangeType.Kind() == types.ListKind {
+		inner = inner.with(c.IterVar(), value)
+	} else {
+		inner = inner.with(c.IterVar(), key)
+	}
+	init, ok := deriveBound(env, c.AccuInit())
+	if !ok {
+		return varBound{}, false
+	}
+	grow, ok := stepGrowth(inner, c.AccuVar(), c.LoopStep())
+	if !ok {
+		return varBound{}, false
+	}
+	acc := varBound{size: addSaturating(init.size, saturatingMul(r.size, grow.size)), elem: max(init.elem, grow.elem)}
+	return deriveBound(inner.with(c.AccuVar(), acc), c.Result())
+}
+
+// stepGrowth bounds what one loop step adds to the accumulator accu: nothing when it is
+// accu, the right operand when it is accu + x, the larger branch of a conditional.
+func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
+	switch step.Kind() {
+	case ast.IdentKind:
+		if step.AsIdent() == accu {
+			return varBound{}, true
+		}
+	case ast.CallKind:
+		call := step.AsCall()
+		switch call.FunctionName() {
+		case operators.Conditional:
+			x, ok1 := stepGrowth(env, accu, call.Args()[1])
+			y, ok2 := stepGrowth(env, accu, call.Args()[2])
+			return varBound{size: max(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+		case operators.Add:
+			x, ok1 := stepGrowth(env, accu, call.Args()[0])
+			y, ok2 := deriveBound(env, call.Args()[1])
+			return varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+		}
+	}
+	return varBound{}, false
+}
+
+// variableBound is the bound of a variable's value: derived from its expression, or the
+// fixed bound when the analysis cannot derive one. A variable of the fixed bound whose
+// expression reads an input or variable that can exceed it is refused (the returned
+// message): nothing admitted may fail at run time on inputs within their bounds.
+func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
+	env := boundEnv{a: a, vars: vars}
+	if b, ok := deriveBound(env, a.Expr()); ok {
+		return b, longStringError(a, b)
+	}
+	var beyond []string
+	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == "lists.range" {
+			if _, literal := literalRange(e); !literal {
+				beyond = append(beyond, "lists.range() of a computed length (as many entries as its argument)")
+			}
+		}
+		if e.Kind() != ast.SelectKind && e.Kind() != ast.IdentKind {
+			return
+		}
+		b, ok := deriveBound(env, e)
+		if !ok || (b.size <= fixedVariableBound.size && b.elem <= fixedVariableBound.elem) {
+			return
+		}
+		if b.input != nil && b.input.kind() == reflect.Struct {
+			return // an object: what is read through it is a select of its own
+		}
+		if name, ok := readName(e); ok {
+			beyond = append(beyond, fmt.Sprintf("%s (%s)", name, b))
+		}
+	}))
+	if len(beyond) == 0 {
+		return fixedVariableBound, ""
+	}
+	sort.Strings(beyond)
+	return fixedVariableBound, fmt.Sprintf("the size of this value cannot be derived from the expression, so it "+
+		"would be held to the fixed bound of %s; it reads %s, which can exceed that within the declared input bounds: "+
+		"read that input in the expressions that need it, or bound what the variable keeps "+
+		"(substring, a literal list, map or filter over it)",
+		fixedVariableBound, strings.Join(slicesCompact(beyond), ", "))
+}
+
+// longStringError refuses a bound with strings longer than maxFormattedArg, the longest
+// string the estimate assumes wherever it cannot size one (an argument of format(), the
+// result of trim() or replace() matched by a regex): a variable holding a longer one would be
+// charged more at run time than estimated there. "" when within.
+func longStringError(a *ast.AST, b varBound) string {
+	longest := b.elem
+	if k := a.GetType(a.Expr().ID()).Kind(); k == types.StringKind || k == types.BytesKind || k == types.DynKind {
+		longest = max(longest, b.size)
+	}
+	if b.input != nil || longest <= maxFormattedArg {
+		return ""
+	}
+	return fmt.Sprintf("its value can hold a string of %d characters, more than the %d the cost estimate "+
+		"assumes for a string it cannot size (an argument of format(), the result of trim() or replace()): "+
+		"bound it, e.g. with substring()", longest, maxFormattedArg)
+}
+
+func readName(e ast.Expr) (string, bool) {
+	if p, ok := selectPath(e); ok {
+		return p, true
+	}
+	if e.Kind() == ast.SelectKind && e.AsSelect().Operand().Kind() == ast.IdentKind &&
+		e.AsSelect().Operand().AsIdent() == "variables" {
+		return "variables." + e.AsSelect().FieldName(), true
+	}
+	return "", false
+}
+
+func slicesCompact(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// variableSizes gives the estimator the bound of each variable of the policy compiled, by
+// name; one without an entry has the fixed bound.
+type variableSizes map[string]varBound
+
+// size is the estimator's size of the node at path (variables, name, steps…).
+func (vs variableSizes) size(n checker.AstNode) *checker.SizeEstimate {
+	path := n.Path()
+	if len(path) < 2 {
+		return nil
+	}
+	b, ok := vs[path[1]]
+	if !ok {
+		b = fixedVariableBound
+	}
+	if b.input != nil {
+		return typePathSize(b.input.typ, append(append([]string(nil), b.input.steps...), path[2:]...))
+	}
+	if len(path) > 2 {
+		return &checker.SizeEstimate{Min: 0, Max: b.elem}
+	}
+	switch n.Type().Kind() {
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+		return &checker.SizeEstimate{Min: 0, Max: b.size}
+	}
+	return nil
+}
+
+// checkVariableSize reports a variable's value beyond its bound (varBound). A derived bound
+// cannot be exceeded by a value within the input bounds (it is derived from them), so only its
+// top-level size is checked, in constant time, as a guard against a fault of the analysis:
+// walking the elements is work CEL does not charge (a list doubled by lazy concatenation
+// sixteen times holds 6.5 million elements at a cost of 16). A fixed bound, assumed for an
+// expression the analysis cannot bound, is checked in full (at most 1,024 entries, each
+// element, key and value at most 317, at any depth), so that the estimate holds whatever the
+// expression built; such a variable is admitted only when nothing it reads exceeds it.
+func checkVariableSize(v ref.Val, b varBound) error {
+	var err error
+	switch {
+	case b.input != nil:
+		return nil // the input itself, held to its bounds when read
+	case b.fixed:
+		err = sizeWithin(v, b.size, b.elem)
+	default:
+		err = topSizeWithin(v, b.size)
+	}
+	if err != nil {
+		return fmt.Errorf("value of %s, beyond the bound the cost estimate assumes for this variable", err)
+	}
+	return nil
+}
+
+// topSizeWithin checks v's own size (characters, bytes or entries) against bound.
+func topSizeWithin(v ref.Val, bound uint64) error {
+	switch v.(type) {
+	case types.String, types.Bytes:
+		return sizeWithin(v, bound, 0)
+	case traits.Sizer:
+		if n, ok := v.(traits.Sizer).Size().(types.Int); ok && uint64(n) > bound {
+			return fmt.Errorf("%d entries, at most %d", n, bound)
+		}
+	}
+	return nil
+}
