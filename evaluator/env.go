@@ -104,29 +104,7 @@ func (s sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if !ok {
 		return nil
 	}
-	bound, elem := uint64(0), uint64(defaultElemSize)
-	for _, step := range path[1:] {
-		switch step {
-		case "@items", "@values":
-			t, bound = t.Elem(), elem
-		case "@keys":
-			t, bound = t.Key(), defaultKeySize
-		default:
-			f, found := fieldByJSONName(t, step)
-			if !found {
-				return nil
-			}
-			t, bound, elem = f.Type, sizeTag(f, "maxSize"), cmpOr(sizeTag(f, "elemMaxSize"), defaultElemSize)
-		}
-	}
-	switch t.Kind() {
-	case reflect.String, reflect.Slice, reflect.Map:
-		if bound == 0 {
-			return nil
-		}
-		return &checker.SizeEstimate{Min: 0, Max: bound}
-	}
-	return nil
+	return typePathSize(t, path[1:])
 }
 
 // variableSizeBound is the size a policy variable's value is assumed to have at most when
