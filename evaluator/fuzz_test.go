@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
@@ -87,12 +88,7 @@ func FuzzCompileAndDecide(f *testing.F) {
 		if _, storedErrs := c.Compile(p, builtin); len(storedErrs) > len(errs) {
 			t.Errorf("stored compile has more errors (%v) than new (%v)", storedErrs, errs)
 		}
-		if len(errs) > 0 {
-			for _, e := range errs {
-				if e.Field == "" {
-					t.Errorf("error without a field path: %v", e)
-				}
-			}
+		if refused(t, errs) {
 			return
 		}
 		set := evaluator.NewSet([]*evaluator.Policy{compiled}, env.fallback)
@@ -177,6 +173,17 @@ func cpuTime() time.Duration {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// refused reports whether the policy was refused, checking that every error names its field.
+func refused(t *testing.T, errs field.ErrorList) bool {
+	t.Helper()
+	for _, e := range errs {
+		if e.Field == "" {
+			t.Errorf("error without a field path: %v", e)
+		}
+	}
+	return len(errs) > 0
 }
 
 func checkInvariants(t *testing.T, d evaluator.Decision) {
