@@ -377,6 +377,28 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 	return env
 }
 
+// wholeVariables reports whether e uses `variables` other than as the operand of a field
+// selection (variables.x, has(variables.x)). Used whole — made a variable's value, put in a
+// list, passed to dyn() and iterated — it let a variable reach itself (a stack overflow that
+// killed the process) and made the bounds check of every variable holding it walk all the
+// earlier ones again, exponentially in their number, uncharged. Its type (an object of the
+// variables declared before) offers nothing that reading by name does not.
+func wholeVariables(e ast.Expr) bool {
+	operands := map[int64]bool{}
+	found := false
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.SelectKind:
+			operands[e.AsSelect().Operand().ID()] = true
+		case ast.IdentKind:
+			if e.AsIdent() == "variables" && !operands[e.ID()] {
+				found = true
+			}
+		}
+	}))
+	return found
+}
+
 var identifierPattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // celReserved are the words CEL does not accept as identifiers (as in Kubernetes'
@@ -459,6 +481,11 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		return program{path: path.String()}, nil, nil
 	}
 	native := checked.NativeRep()
+	if wholeVariables(native.Expr()) {
+		cc.errs = append(cc.errs, field.Invalid(path, src,
+			"`variables` may only be read by name (variables.<name>), not used as a value"))
+		return program{path: path.String()}, nil, native
+	}
 	if cc.visit != nil {
 		cc.visit(path, checked)
 	}
