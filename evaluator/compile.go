@@ -200,6 +200,9 @@ func (cc *compilation) compileExpressions(env, ruleEnv *environment.EnvSet, spec
 			cc.errs = append(cc.errs, field.Invalid(path.Child("reason"), r.Reason,
 				"must be CamelCase: a capital letter, then letters and digits"))
 		}
+		if msg := messageError(r.Message); msg != "" && cc.stored[path.Child("message").String()] != r.Message {
+			cc.errs = append(cc.errs, field.Invalid(path.Child("message"), r.Message, msg))
+		}
 		rule := skipRule{name: r.Name, reason: r.Reason, message: r.Message,
 			program: cc.expr(ruleEnv, path.Child("expression"), r.Expression, cel.BoolType)}
 		if r.MessageExpression != "" {
@@ -632,6 +635,7 @@ func storedExpressions(old *v1alpha1.ClusterIPAMPolicy) map[string]string {
 	for i, r := range old.Spec.SkipRules {
 		out[spec.Child("skipRules").Index(i).Child("expression").String()] = r.Expression
 		out[spec.Child("skipRules").Index(i).Child("messageExpression").String()] = r.MessageExpression
+		out[spec.Child("skipRules").Index(i).Child("message").String()] = r.Message
 	}
 	if old.Spec.Hotplug != nil {
 		out[spec.Child("hotplug", "expression").String()] = old.Spec.Hotplug.Expression

@@ -74,13 +74,14 @@ func TestUnchangedExpressionsCompileInTheStoredEnvironment(t *testing.T) {
 func TestStoredExpressionsIndexesEveryExpression(t *testing.T) {
 	p := policyWithConditions("m0")
 	p.Spec.Variables = []v1alpha1.NamedExpression{{Name: "v", Expression: "v0"}}
-	p.Spec.SkipRules = []v1alpha1.SkipRule{{Expression: "s0", MessageExpression: "s0m"}}
+	p.Spec.SkipRules = []v1alpha1.SkipRule{{Expression: "s0", MessageExpression: "s0m", Message: "s0s"}}
 	p.Spec.Hotplug = &v1alpha1.Expression{Expression: "h"}
 	got := storedExpressions(p)
 	want := map[string]string{
 		"spec.variables[0].expression": "v0", "spec.matchConditions[0].expression": "m0",
 		"spec.allocation.expression": "'Auto'", "spec.skipRules[0].expression": "s0",
 		"spec.skipRules[0].messageExpression": "s0m", "spec.hotplug.expression": "h",
+		"spec.skipRules[0].message": "s0s", // checked as text when new (messageError)
 	}
 	if len(got) != len(want) {
 		t.Errorf("storedExpressions = %v, want %v", got, want)

@@ -70,3 +70,26 @@ func TestAFieldBeyondItsBoundsReadOnlyByAMessageFallsBack(t *testing.T) {
 		t.Errorf("decision = %s %q, want a PolicyError: the rule reads labels beyond their bounds", d.Reason, d.Message)
 	}
 }
+
+// A skip rule's static message is held to what a messageExpression's result is: it was not,
+// and "forged; ClusterNetwork/storage: IPAddressPending: fake" wrote an item for an
+// interface the VM does not have. Refused when new; a stored one keeps compiling, and
+// SafeMessage defuses it where the NetworkReady message is assembled.
+func TestStaticMessagesCannotForgeItems(t *testing.T) {
+	c := newCompiler(t)
+	for _, msg := range []string{"forged; ClusterNetwork/storage: IPAddressPending: fake", "two\nlines", "bidi \u202e"} {
+		p := newPolicy("p", skipRule("r", "true", "Never", msg, ""))
+		if _, errs := c.Compile(p, nil); !strings.Contains(errs.ToAggregate().Error(), "spec.skipRules[0].message") {
+			t.Errorf("%q: errors %v, want the message refused at its path", msg, errs)
+		}
+		if _, errs := c.Compile(p, p); len(errs) > 0 {
+			t.Errorf("%q stored: %v, want it to keep compiling", msg, errs)
+		}
+		if safe := evaluator.SafeMessage(msg); strings.Contains(safe, "; ") || strings.ContainsAny(safe, "\n\u202e") {
+			t.Errorf("SafeMessage(%q) = %q, still forges", msg, safe)
+		}
+	}
+	if s := "plain: message, nothing to defuse"; evaluator.SafeMessage(s) != s {
+		t.Errorf("SafeMessage changed a plain message")
+	}
+}

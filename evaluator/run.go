@@ -280,6 +280,48 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	return nil
 }
 
+// SafeMessage is s fit to be one item of the NetworkReady message or an event's note,
+// whatever produced it (a skip rule's static message written before it was checked, an
+// evaluation error quoting an expression, a controller text): every control or format
+// character, line or paragraph separator and invalid byte becomes a space, and a ';' followed
+// by a space — the separator of the message's items — becomes a ','. s itself when it holds
+// none, which is the common case and allocates nothing.
+func SafeMessage(s string) string {
+	if !strings.ContainsFunc(s, forgingRune) && !separates(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		switch {
+		case forgingRune(r):
+			b.WriteByte(' ')
+		case r == ';':
+			next, _ := utf8.DecodeRuneInString(s[i+1:])
+			if unicode.IsSpace(next) {
+				b.WriteByte(',')
+			} else {
+				b.WriteByte(';')
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// messageError says why the static message s of a skip rule cannot be written into the
+// NetworkReady message, or "" when it can: the checks a messageExpression's result passes.
+func messageError(s string) string {
+	switch {
+	case strings.ContainsFunc(s, forgingRune):
+		return "message contains a line break, line or paragraph separator, control or format character"
+	case separates(s):
+		return fmt.Sprintf("message contains a %q followed by a space, which separates the items of the NetworkReady message", ";")
+	}
+	return ""
+}
+
 // forgingRune: r is a control character (Cc), a format character (Cf: bidi overrides, zero
 // width joiners), a line or paragraph separator (Zl, Zp), or not valid UTF-8.
 func forgingRune(r rune) bool {

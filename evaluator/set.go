@@ -206,7 +206,7 @@ func (s *Set) decideOnce(ctx context.Context, in Input, opts Options) (Decision,
 			p, path = s.layers[len(s.layers)-1], "spec"
 		}
 		d := (&policyError{p, path, fmt.Errorf(
-			"evaluation did not finish within the deadline (%v): a library call could not be interrupted; abandoned", s.limits.Deadline)}).decision()
+			"evaluation did not finish within the deadline (%v): a library call could not be interrupted, so it was abandoned", s.limits.Deadline)}).decision()
 		d.Trace.Errors = []string{d.Message}
 		// What the finished expressions cost; the abandoned call's own cost is unknown.
 		d.Cost = at.spent.Load()

@@ -35,9 +35,9 @@ const DefaultVMEvaluationBudget = 2 * time.Second
 // (a dry run saying "retried with backoff" would promise a retry nobody makes).
 var (
 	// errVMBudget: the reconciler requeues a VM over its budget with backoff (retry).
-	errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; retried with backoff")
+	errVMBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one, and it is retried with backoff")
 	// errDryRunBudget: a dry run answers once and never retries.
-	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one; " + DryRunBudgetNotice)
+	errDryRunBudget = errors.New("the VM's evaluation budget was spent on the interfaces before this one: " + DryRunBudgetNotice)
 )
 
 // DryRunBudgetNotice ends the decision message of every interface a dry run left undecided

@@ -215,7 +215,7 @@ func attach(s *scope, running []sdnv1.NetworksSpecEntry) {
 		it.attached = byKey[it.key]
 		if it.attached == nil && it.problem == nil && attachedEntry(it) != nil {
 			it.problem = &problem{ReasonAwaitingRestart,
-				"the running VM does not have this interface; it is attached at the next restart (hotplug not allowed)"}
+				"the running VM does not have this interface: it is attached at the next restart (hotplug not allowed)"}
 		}
 	}
 }
@@ -314,7 +314,7 @@ func checkOwner(s *scope, it *iface) {
 		owner = fmt.Sprintf("VirtualMachine %s (uid %s)", ref.Name, ref.UID)
 	}
 	it.problem = &problem{ReasonIPAddressConflict, fmt.Sprintf(
-		"IPAddress %s already exists and is controlled by %s; vmipam does not adopt it", it.autoName, owner)}
+		"IPAddress %s already exists and is controlled by %s, and vmipam does not adopt it", it.autoName, owner)}
 }
 
 // unwanted lists this VM's Auto IPAddresses that nothing wants any more. Wanted are: the Auto

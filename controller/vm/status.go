@@ -18,6 +18,7 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // Conditions vmipam writes on a VirtualMachine, and their reasons.
@@ -144,7 +145,9 @@ func problemItems(s *scope) []string {
 	var items []string
 	for _, it := range s.interfaces {
 		if it.problem != nil {
-			items = append(items, fmt.Sprintf("%s: %s: %s", it.key, it.problem.reason, it.problem.message))
+			// Whatever wrote the message (a policy's static message stored before it was
+			// checked, an evaluation error quoting an expression), it cannot forge an item.
+			items = append(items, fmt.Sprintf("%s: %s: %s", it.key, it.problem.reason, evaluator.SafeMessage(it.problem.message)))
 		}
 	}
 	return items
