@@ -352,20 +352,55 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 	if !isLiteralString((*target).Expr()) {
 		floats = size / 2 // at most one clause every two characters
 	}
+	// %x and %X render each byte of a string as two characters: an argument formats to twice
+	// its length under them (a string estimated at one character a byte was refused at run
+	// time by the per-call limit on a within-bounds annotation).
+	perChar := hexFactor((*target).Expr())
 	if list := args[0].Expr(); list != nil && list.Kind() == ast.ListKind {
 		for _, el := range list.AsList().Elements() {
-			size = addSaturating(size, formattedSize(el))
+			size = addSaturating(size, saturatingMul(perChar, formattedSize(el)))
 		}
 	} else {
 		entries := uint64(variableSizeBound)
 		if est := e.EstimateSize(args[0]); est != nil {
 			entries = est.Max
 		}
-		size = addSaturating(size, saturatingMul(entries, maxFormattedArg))
+		size = addSaturating(size, saturatingMul(perChar, saturatingMul(entries, maxFormattedArg)))
 	}
 	cost := addSaturating(1+uint64(math.Ceil(float64(size)*0.1)), saturatingMul(floatClauseCost, floats))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost},
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
+}
+
+// hexFactor is how many characters a formatted argument may take per character of its %s
+// form under the format string e: 2 when e may hold a %x or %X clause (a literal that has
+// one, or any non-literal format), 1 otherwise.
+func hexFactor(e ast.Expr) uint64 {
+	if s, ok := literalString(e); ok && !hasHexClause(s) {
+		return 1
+	}
+	return 2
+}
+
+// hasHexClause reports whether the format string s has a %x or %X clause.
+func hasHexClause(s string) bool {
+	for i := 0; i < len(s)-1; i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if s[i+1] == '%' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (s[j] == '.' || s[j] >= '0' && s[j] <= '9') {
+			j++
+		}
+		if j < len(s) && (s[j] == 'x' || s[j] == 'X') {
+			return true
+		}
+	}
+	return false
 }
 
 // formattedSize bounds the characters of one formatted argument. A list or map literal is
@@ -757,7 +792,11 @@ func formatListArg(args []ref.Val, maxChars uint64) error {
 	if len(args) < 2 {
 		return nil
 	}
-	if n := formattedLength(args[1], maxChars); n > maxChars {
+	limit := maxChars
+	if f, ok := args[0].Value().(string); ok && hasHexClause(f) {
+		limit = maxChars / 2 // each byte of a string renders as two characters
+	}
+	if n := formattedLength(args[1], limit); n > limit {
 		return fmt.Errorf("the arguments format to more than %d characters, what one call may produce within the per-call cost limit", maxChars)
 	}
 	return nil

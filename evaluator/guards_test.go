@@ -186,3 +186,38 @@ func TestAFailingConstantCallInABranchIsRefusedTruthfully(t *testing.T) {
 		}
 	}
 }
+
+// %x renders a string's bytes as two characters each: the estimate counted one, so
+// '%x'.format([an annotation]) was admitted and then stopped by the per-call limit on a
+// within-bounds annotation of 262,000 characters (tester's finding C).
+func TestHexFormatIsSizedTwoCharactersAByte(t *testing.T) {
+	c := newCompiler(t)
+	for _, expr := range []string{
+		"'%x'.format([vm.annotations[?'a'].orValue('')]).contains('zz')",
+		"'%X'.format([vm.annotations[?'a'].orValue('')]).contains('zz')",
+	} {
+		p := newPolicy("p", matchCondition("m", expr))
+		if _, errs := c.Compile(p, nil); len(errs) > 0 {
+			continue // refused by its estimate: fine
+		}
+		in := pooledAuto()
+		in.VM.Annotations = map[string]string{"a": strings.Repeat("a", 262000)}
+		if d := decide(setOf(t, c, p), in); d.Reason == evaluator.ReasonPolicyError {
+			t.Errorf("%s: admitted, then %q on a within-bounds input", expr, d.Message)
+		}
+	}
+	// A hex clause on a short input stays admitted.
+	mustCompile(t, c, newPolicy("p", matchCondition("m", "'%x'.format([vm.name]) != ''")))
+}
+
+// A variable holding a %x format is bounded at two characters a byte too: on a 253-character
+// name it was held to 255 and failed with "506 characters".
+func TestHexFormatVariableBound(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", variable("hex", "'%x'.format([vm.name])"), matchCondition("m", "size(variables.hex) > 0"))
+	in := pooledAuto()
+	in.VM.Name = strings.Repeat("n", 253)
+	if d := decide(setOf(t, c, p), in); d.Provenance.Allocation != "p" {
+		t.Errorf("decision %s %q, want p's", d.Reason, d.Message)
+	}
+}

@@ -380,13 +380,13 @@ func formatBound(env boundEnv, call ast.CallExpr) (varBound, bool) {
 	if !ok {
 		return varBound{}, false
 	}
-	size := t.size
+	size, perChar := t.size, hexFactor(call.Target())
 	for _, el := range call.Args()[0].AsList().Elements() {
 		n, ok := formattedBound(env, el)
 		if !ok {
 			return varBound{}, false
 		}
-		size = addSaturating(size, n)
+		size = addSaturating(size, saturatingMul(perChar, n))
 	}
 	return varBound{size: size}, true
 }
