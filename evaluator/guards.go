@@ -682,7 +682,7 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 // unbounded (comparing one with a sized value costs what the sized one does).
 func unboundedHint(env *cel.Env, e ast.Expr, total uint64) string {
 	if !hasComprehension(e) {
-		return noIterationHint(e)
+		return noIterationHint(env, e)
 	}
 	var parts []string
 	seen := map[string]bool{}
