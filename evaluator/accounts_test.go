@@ -101,20 +101,23 @@ func TestAnAuditRecordPaysForItsReevaluation(t *testing.T) {
 }
 
 // Once an account is spent nothing more runs on it: the work on one interface stays bounded
-// by the budgets (each crossed by at most one expression's cost). Before, every later
-// expression on a spent account was still evaluated and only then failed: here a second
-// Ignore policy's rule ran for another ~80,000 units after the first had spent the budget.
+// by the budgets (each crossed by at most one expression's cost, and refilled once for a
+// retry). Before, every later expression on a spent account was still evaluated and only then
+// failed. Here first and second each cross the trial budget alone and are passed over; the
+// first retry starts from full accounts, the second inherits second's spend, so third's
+// rule (~80,000 units) never runs.
 func TestNothingRunsOnASpentAccount(t *testing.T) {
 	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
 		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
 	first := layer("first", priority(1), ignoreErrors, skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))
-	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""))
-	d := decide(setOf(t, c, first, second), pooledAuto())
-	if d.Reason == evaluator.ReasonPolicyError || len(d.Trace.Ignored) != 2 {
-		t.Fatalf("decision = %+v, want both passed over and the built-in default deciding", d)
+	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""), skipRule("d", costly, "X", "m", ""))
+	third := layer("third", priority(3), ignoreErrors, skipRule("e", costly, "X", "m", ""))
+	d := decide(setOf(t, c, first, second, third), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || len(d.Trace.Ignored) != 3 {
+		t.Fatalf("decision = %+v, want all three passed over and the built-in default deciding", d)
 	}
-	if d.Cost > 200_000 {
-		t.Errorf("Cost = %d, want at most the trial budget and one expression past it (~160,000)", d.Cost)
+	if d.Cost > 340_000 {
+		t.Errorf("Cost = %d, want at most twice the trial budget and one expression past it (~320,000)", d.Cost)
 	}
 }
 
@@ -143,5 +146,28 @@ func TestTheBudgetErrorNamesThePoliciesThatSpentIt(t *testing.T) {
 	if !strings.Contains(d.Message, "interface cost budget") || first < 0 || second < 0 ||
 		!strings.Contains(d.Message, "the policies evaluated before this one share the budget") {
 		t.Errorf("message %q, want the budget and both policies that spent it, with their costs", d.Message)
+	}
+}
+
+// A retry after passing an Ignore policy over starts from the accounts as they were before the
+// failed attempt: the policies evaluated again are not charged twice. Here "first" (two
+// costly rules, ~160,000 units, within the 200,000 trial budget alone) and "second" (one more)
+// cross the budget in second's rule; second is passed over, and first — which fits alone —
+// decides hotplug. Before, the retry inherited the ~240,000 units the failed attempt spent, so
+// first failed at its first rule and was passed over too (the tester's ta3/tb3 of issue #15).
+func TestARetryDoesNotInheritTheFailedAttemptsSpend(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+		InterfaceCostBudget: 200_000, TrialCostBudget: 200_000})
+	first := layer("first", priority(1), ignoreErrors, hotplug("false"),
+		skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))
+	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""))
+	d := decide(setOf(t, c, first, second), pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || d.Hotplug || d.Provenance.Hotplug != "first" ||
+		len(d.Trace.Ignored) != 1 || d.Trace.Ignored[0] != "second" {
+		t.Fatalf("decision = %+v, want second passed over and first deciding hotplug", d)
+	}
+	// The failed attempt's work is still reported: ~240,000 and the retry's ~160,000.
+	if d.Cost < 350_000 {
+		t.Errorf("Cost = %d, want both attempts' spend (over 350,000)", d.Cost)
 	}
 }

@@ -137,6 +137,9 @@ func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*P
 // compileWith compiles p in the compilation cc.
 func (c *Compiler) compileWith(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList) {
 	spec := field.NewPath("spec")
+	if err := sourceSize(spec, &p.Spec); err != nil {
+		return nil, field.ErrorList{err} // before compiling anything: the bound is on that work
+	}
 	out := &Policy{
 		Name: p.Name, Generation: p.Generation, Priority: p.Spec.Priority,
 		FailurePolicy: cmp.Or(p.Spec.FailurePolicy, v1alpha1.FailurePolicyFail),

@@ -73,6 +73,10 @@ func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
 		{"lists.range(1000000).size() > 0", "exceeds the per-call limit", "is unbounded"},
 		// Without an iteration, the hint blames the calls, not lists.
 		{"'p' in vm.annotations && vm.annotations['p'].matches('a{100}x')", "no iteration: its calls cost that much", "iterate"},
+		// The hint names the inputs read and the call results the estimate cannot size; before,
+		// it blamed an annotation value for an expression reading none (issue #15).
+		{"'p' in vm.annotations && vm.annotations['p'].matches('a{100}x')", "it reads vm.annotations (", ""},
+		{"vm.name.lowerAscii().matches('^a[bc]{1,9}$')", "it reads vm.name (up to 253 characters); the result of vm.name.lowerAscii() is sized", "annotation"},
 		{"lists.range(interface.index).all(i, vm.labels.all(k, i > 0))", "lists.range(interface.index) is unbounded: it grows with the value of interface.index", ""},
 	} {
 		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)

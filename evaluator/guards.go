@@ -717,8 +717,7 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 // unbounded (comparing one with a sized value costs what the sized one does).
 func unboundedHint(env *cel.Env, e ast.Expr, total uint64) string {
 	if !hasComprehension(e) {
-		return "no iteration: its calls cost that much on inputs as large as their bounds allow (an annotation " +
-			"value holds up to 256 KiB): call them on smaller inputs, or with smaller patterns and formats"
+		return noIterationHint(env, e)
 	}
 	var parts []string
 	seen := map[string]bool{}

@@ -367,9 +367,17 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 // over by starting again without it, so that none of its parts counts; the errors of those
 // passed over are returned. With record, errors and passed-over policies go into the run's
 // trace (not for audit runs).
+//
+// The first retry of an evaluation starts from the accounts as they were when the failed
+// attempt started (run.refill): the policies evaluated again are not charged twice, so that
+// one passed over for crossing a budget does not take down those before it, which fit alone.
+// Later retries inherit what was spent. The work on one interface so stays within twice the
+// two budgets (2 × (InterfaceCostBudget + TrialCostBudget), each crossed by at most one
+// expression's cost per attempt), whatever the number of policies passed over.
 func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision, []*policyError) {
 	var ignored []*policyError
 	for {
+		start := r.accounts()
 		a := r.attempt(enforce, safety)
 		if a.err == nil {
 			if record {
@@ -389,6 +397,7 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 			r.trace.Ignored = append(r.trace.Ignored, a.err.p.Name)
 		}
 		enforce = slices.DeleteFunc(slices.Clone(enforce), failed)
+		r.refill(start)
 	}
 }
 

@@ -352,7 +352,12 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: b.size + 1, elem: b.size}, ok
 	case "flatten":
 		b, ok := target()
-		return varBound{size: saturatingMul(max(b.size, 1), max(b.elem, 1)), elem: b.elem}, ok
+		levels, okLevels := flattenLevels(env, call)
+		size := max(b.size, 1)
+		for range levels {
+			size = saturatingMul(size, max(b.elem, 1))
+		}
+		return varBound{size: size, elem: b.elem}, ok && okLevels
 	case "split":
 		b, ok := target()
 		return varBound{size: b.size + 1, elem: b.size}, ok
@@ -368,6 +373,38 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: saturatingMul(b.size, addSaturating(b.elem, sep.size))}, ok
 	}
 	return varBound{}, false
+}
+
+// flattenLevels is how many levels list.flatten([depth]) multiplies the size by: each level
+// flattened replaces an entry by at most elem entries (elem bounds every nested list), so the
+// result has at most size × elem^levels entries. It is the depth (1 without one; false unless
+// a literal int), at most the levels of lists the target's type nests (a deeper depth
+// flattens nothing more) unless a dyn type hides them; at most 64, past which a product of
+// factors of 2 or more saturates anyway.
+func flattenLevels(env boundEnv, call ast.CallExpr) (int, bool) {
+	depth := int64(1)
+	if args := call.Args(); len(args) == 1 {
+		if args[0].Kind() != ast.LiteralKind {
+			return 0, false
+		}
+		n, ok := args[0].AsLiteral().(types.Int)
+		if !ok {
+			return 0, false
+		}
+		depth = int64(n)
+	}
+	depth = min(max(depth, 0), 64)
+	levels := int64(0)
+	for t := env.a.GetType(call.Target().ID()); levels < depth; levels++ {
+		if t.Kind() != types.ListKind {
+			return int(depth), true // dyn: the levels below are unknown
+		}
+		t = t.Parameters()[0]
+		if t.Kind() != types.ListKind && t.Kind() != types.DynKind {
+			return int(levels), true // the entries are no lists: nothing (deeper) to flatten
+		}
+	}
+	return int(levels), true
 }
 
 // formatBound bounds s.format([args…]) for a list literal of arguments: the format string

@@ -109,6 +109,9 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		"vm.annotations[?'huge'].orValue('')", "[vm, vm]", "vm.annotations.huge",
 		"vm.labels.map(k, k).sort()", "vm.annotations['mid'].format([])", "'%s'.format([vm.labels])", "'%s'.format([[vm.name, vm.namespace]])", "strings.quote(vm.annotations['mid'])", "url(vm.name).getHost()",
 		"'%s %d'.format([vm.name, interface.index])", "vm.annotations['mid'].findAll('m+')", "[vm.labels.map(k, k)].flatten()",
+		// flatten(n) multiplies the sizes of n levels (issue #15: bounded as two, 27 entries > 9).
+		"[[[1,2,3],[1,2,3],[1,2,3]],[[1,2,3],[1,2,3],[1,2,3]],[[1,2,3],[1,2,3],[1,2,3]]].flatten(2)",
+		"[[vm.labels.map(k, k), vm.labels.map(k, k)]].flatten(2)", "[[[[vm.name]]]].flatten(99)",
 	}
 	for _, form := range forms {
 		for _, read := range []string{"variables.v", "variables.w"} {

@@ -1,0 +1,71 @@
+package evaluator
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/parser"
+)
+
+// unsizedProbeCost is the estimate of s.matches('a') at and above which s is a string of
+// the largest size an input holds (matching costs about a tenth of a unit per character).
+const unsizedProbeCost = 10_000
+
+// noIterationHint is unboundedHint's for an expression without a comprehension: its calls
+// cost that much on the values they get, so it names what those are — the inputs the
+// expression reads, with their bounds, and the call results it calls a function on that the
+// estimate sizes as the longest string an input holds (an annotation value, 256 KiB; probed,
+// as rangeBlame does).
+// Before, it blamed an annotation value whatever the expression read:
+// vm.name.lowerAscii().matches(…) reads no annotation.
+func noIterationHint(env *cel.Env, e ast.Expr) string {
+	reads := map[string]bool{}
+	inputReads(e, reads)
+	var inputs []string
+	for _, f := range boundedFieldsRead(reads) {
+		switch {
+		case f.bound == 0:
+		case reflect.TypeFor[Input]().FieldByIndex(f.index).Type.Kind() == reflect.String:
+			inputs = append(inputs, fmt.Sprintf("%s (up to %d characters)", f.path, f.bound))
+		default:
+			inputs = append(inputs, fmt.Sprintf("%s (up to %d entries of up to %d characters)", f.path, f.bound, f.elem))
+		}
+	}
+	var results []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind || !e.AsCall().IsMemberFunction() {
+			return
+		}
+		t := e.AsCall().Target()
+		if t.Kind() != ast.CallKind || strings.HasPrefix(t.AsCall().FunctionName(), "_") {
+			return // an input, a variable, a literal, an index or operator
+		}
+		src, err := parser.Unparse(t, nil)
+		if err != nil || slices.Contains(results, src) {
+			return
+		}
+		// Judged by the estimator itself: matching a one-character pattern on a string of
+		// the estimate's size costs about a tenth of a unit per character (~26,000 on a
+		// 256 KiB annotation value, 28 on vm.name).
+		if cost, ok := probeCost(env, "("+src+").matches('a')"); ok && cost >= unsizedProbeCost {
+			results = append(results, src)
+		}
+	}))
+	var parts []string
+	if len(inputs) > 0 {
+		parts = append(parts, "it reads "+strings.Join(inputs, ", "))
+	}
+	for _, r := range results {
+		parts = append(parts, "the result of "+r+" is sized by the estimate as the longest string an input holds (256 KiB)")
+	}
+	why := ""
+	if len(parts) > 0 {
+		why = " (" + strings.Join(parts, "; ") + ")"
+	}
+	return "no iteration: its calls cost that much on values as large as their bounds allow" + why +
+		": call them on smaller inputs or directly on an input, or with smaller patterns and formats"
+}

@@ -1,0 +1,36 @@
+package evaluator
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// MaxPolicySourceBytes bounds the bytes of CEL source one policy's expressions hold together
+// (variables, matchConditions, allocation, skip rules with their messageExpressions,
+// hotplug). The CRD bounds each expression (5,120 characters) and each list, but not their
+// product: 112 OR chains at the per-field limit compiled for 12.5 s of CPU, beyond the
+// webhook's 5 s timeout. Compiling costs ~5 ms of CPU per KiB of short expressions and
+// ~11–22 ms per KiB of 5,120-character OR chains (measured on two loaded cores), so 64 KiB
+// compile in ~0.7–1.4 s in the worst case (BenchmarkCompileLargestAdmittedPolicy), while the
+// built-in default policy holds ~2.5 KiB: a realistic policy fits many times over.
+const MaxPolicySourceBytes = 64 << 10
+
+// sourceSize refuses a spec whose expressions hold more than MaxPolicySourceBytes together,
+// at spec; it is checked before anything is compiled, for a stored policy too (the controller
+// reports it as not compiling, as any other), so that no policy can cost more than the
+// bound's compile time per generation the controller reads.
+func sourceSize(spec *field.Path, s *v1alpha1.ClusterIPAMPolicySpec) *field.Error {
+	total := 0
+	for _, e := range storedExpressions(&v1alpha1.ClusterIPAMPolicy{Spec: *s}) {
+		total += len(e)
+	}
+	if total <= MaxPolicySourceBytes {
+		return nil
+	}
+	return field.Forbidden(spec, fmt.Sprintf("the policy's CEL expressions hold %d bytes together, beyond the %d one policy may hold "+
+		"(compiling takes time in proportion): split it into several policies, or compute shared parts once in variables",
+		total, MaxPolicySourceBytes))
+}
