@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -23,7 +24,8 @@ const hundred = "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,2
 func TestTrialPoliciesDoNotSpendTheEnforcedBudget(t *testing.T) {
 	// Each account holds what its policies spend (an Audit record re-evaluates the enforced
 	// policy's rule too), not both together.
-	limits := evaluator.Limits{InterfaceCostBudget: 100_000, TrialCostBudget: 200_000}
+	// A long deadline: the test is about accounts, and a starved run once hit the 1 s default.
+	limits := evaluator.Limits{InterfaceCostBudget: 100_000, TrialCostBudget: 200_000, Deadline: 30 * time.Second}
 	enforcer := layer("enforcer", priority(200), skipRule("e", costly, "PolicyError", "", ""))
 	cases := map[string]policyOption{
 		"an Ignore policy's skip rules": func(p *v1alpha1.ClusterIPAMPolicy) {

@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -34,8 +35,10 @@ func TestLinearStringWorkIsCharged(t *testing.T) {
 		{"split builds one string per part", "size(vm.annotations['a'].split('b')) < 0", 12_000 + 30_000},
 	}
 	// Raised limits: these calls on annotation values are refused by the default estimate.
+	// The deadline too: this test is about charges, and a starved run (make test beside
+	// API servers) once hit the 1 s default.
 	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e9, PerCallCostLimit: 1e9,
-		InterfaceCostBudget: 1e9, TrialCostBudget: 1e9})
+		InterfaceCostBudget: 1e9, TrialCostBudget: 1e9, Deadline: 30 * time.Second})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := setOf(t, c, newPolicy("p", skipRule("r", tc.expr, "R", "", "")))
