@@ -256,8 +256,11 @@ func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if unk != nil {
 		return unk
 	}
-	if err := deepArgsError(c.Function(), []ref.Val{l, r}, c.limit); err != nil {
-		return err
+	// `in` a map looks one key up: only `in` a list walks its elements.
+	if _, isMap := r.(traits.Mapper); c.Function() != operators.In || !isMap {
+		if err := deepArgsError(c.Function(), []ref.Val{l, r}, c.limit); err != nil {
+			return err
+		}
 	}
 	switch c.Function() {
 	case operators.In:

@@ -63,3 +63,12 @@ func TestDeepOperationsOnSmallNestedValuesDecide(t *testing.T) {
 		}
 	}
 }
+
+// `in` a map looks one key up, whatever the map's values hold: it is not refused.
+func TestInAMapIsNotWalked(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("chain", allocation("('a' in {'a': "+doubling(24)+"}) ? 'Auto' : 'None'"))
+	if d := decide(setOf(t, c, p), pooledAuto()); d.Allocation != evaluator.AllocationAuto {
+		t.Errorf("decision %q %q %q, want Auto", d.Allocation, d.Reason, d.Message)
+	}
+}
