@@ -226,9 +226,25 @@ func cmpOr(a, b uint64) uint64 {
 	return b
 }
 
-// sizeWithin checks v's size against bound and its elements' (at any depth) against elem. The
-// walk visits what the expression built, so it is bounded by the cost already charged for it.
+// maxSizeWalk bounds the values sizeWithin visits: a fixed variable bound (1,024 entries of
+// at most 317 elements) holds at most 325,632 values over two levels. The walk must be bounded
+// by a count, not by the charge: a value that reuses one inner list (.map(x, [x, x])) holds
+// 2^k values for a cost of ~k (issue #15).
+const maxSizeWalk = 1 << 19
+
+// sizeWithin checks v's size against bound and its elements' (at any depth) against elem,
+// visiting at most maxSizeWalk values (past them, the value is beyond the bound).
 func sizeWithin(v ref.Val, bound, elem uint64) error {
+	visits := uint64(maxSizeWalk)
+	return sizeWithinVisits(v, bound, elem, &visits)
+}
+
+// sizeWithinVisits is sizeWithin with *visits values left to visit.
+func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
+	if *visits == 0 {
+		return fmt.Errorf("more than %d values counting nested lists and maps", maxSizeWalk)
+	}
+	*visits--
 	var n uint64
 	unit := "entries"
 	switch x := v.(type) {
@@ -244,10 +260,10 @@ func sizeWithin(v ref.Val, bound, elem uint64) error {
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
 				k := it.Next()
-				if err := sizeWithin(k, elem, elem); err != nil {
+				if err := sizeWithinVisits(k, elem, elem, visits); err != nil {
 					return err
 				}
-				if err := sizeWithin(x.Get(k), elem, elem); err != nil {
+				if err := sizeWithinVisits(x.Get(k), elem, elem, visits); err != nil {
 					return err
 				}
 			}
@@ -256,7 +272,7 @@ func sizeWithin(v ref.Val, bound, elem uint64) error {
 		n = uint64(x.Size().(types.Int))
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
-				if err := sizeWithin(it.Next(), elem, elem); err != nil {
+				if err := sizeWithinVisits(it.Next(), elem, elem, visits); err != nil {
 					return err
 				}
 			}

@@ -61,6 +61,11 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 		return nil, err
 	}
 	opts = append(opts, guarded...)
+	deep, err := deepOverloads(limits)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, deep...)
 	return environment.MustBaseEnvSet(LanguageVersion).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        opts,
@@ -72,6 +77,8 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			regexCostTrackers,
 			rangeCostTracker,
 			stringCostTrackers,
+			deepCostTrackers(limits),
+			deepOperatorDecorator(limits),
 		},
 	})
 }

@@ -211,7 +211,7 @@ func (g *exprGen) intLit() string { return extremeInts[g.next()%len(extremeInts)
 
 func (g *exprGen) boolean(depth int) string {
 	d := depth + 1
-	switch g.pick(depth, 4, 22) {
+	switch g.pick(depth, 4, 23) {
 	case 0:
 		return "true"
 	case 1:
@@ -246,6 +246,8 @@ func (g *exprGen) boolean(depth int) string {
 		return "isURL(" + g.str(d) + ")"
 	case 16:
 		return g.str(d) + ".find(" + patterns[g.next()%len(patterns)] + ") != ''"
+	case 17:
+		return g.doubled(d)
 	default: // comprehensions
 		src := g.list(d)
 		v := g.push()
@@ -368,6 +370,29 @@ func (g *exprGen) list(depth int) string {
 	default:
 		return g.list(d) + ".sort()"
 	}
+}
+
+// doubled is a deep operation on a list whose nesting reuses one inner list k times
+// (.map(x, [x, x])): 2^k elements for a cost of ~k, issue #15. k ≤ 12 over lists of up to
+// hundreds of entries reaches past the per-call limit without tripping the type checker's
+// own slowness on types nested ~18 deep, twice (seconds to check: a separate finding).
+func (g *exprGen) doubled(depth int) string {
+	e := g.list(depth) + ".map(x, [x])"
+	for k := g.next()%12 + 1; k > 0; k-- {
+		e += ".map(x, [x, x])"
+	}
+	v := g.push()
+	defer g.pop()
+	return []string{
+		e + ".exists(" + v + ", " + v + " == " + v + ")",
+		e + " == " + e,
+		"[" + e + "] != []",
+		e + ".flatten().size() > 0",
+		e + ".distinct().size() > 0",
+		e + ".indexOf(" + e + "[0]) >= 0",
+		e + ".exists(" + v + ", " + v + " in " + e + ")",
+		"sets.contains(" + e + ", " + e + ")",
+	}[g.next()%8]
 }
 
 // push brings a new comprehension variable into scope and returns its name.

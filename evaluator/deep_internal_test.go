@@ -1,0 +1,42 @@
+package evaluator
+
+import (
+	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+)
+
+// sharedDoubling is a list nesting one inner list twice at each of k levels: 2^k leaves in
+// k+1 allocations, as .map(x, [x, x]) builds it.
+func sharedDoubling(k int) ref.Val {
+	x := types.DefaultTypeAdapter.NativeToValue([]ref.Val{types.Int(1), types.Int(2)})
+	for range k {
+		x = types.NewRefValList(types.DefaultTypeAdapter, []ref.Val{x, x})
+	}
+	return x
+}
+
+// sizeWithin's walk is bounded by a visit count, not by what the value's top level
+// suggests: a variable holding a shared 2^22-leaf list within every per-level bound is
+// refused, not walked (before, all 8 million nodes were visited and it passed).
+func TestSizeWithinBoundsItsWalk(t *testing.T) {
+	if err := sizeWithin(sharedDoubling(22), 1024, 317); err == nil {
+		t.Error("sizeWithin accepted a 2^22-leaf value")
+	} else {
+		t.Log(err)
+	}
+	if err := sizeWithin(sharedDoubling(4), 1024, 317); err != nil {
+		t.Errorf("sizeWithin refused a 32-leaf value: %v", err)
+	}
+}
+
+// deepSize stops counting past its limit.
+func TestDeepSizeStopsPastTheLimit(t *testing.T) {
+	if n := deepSize(sharedDoubling(40), 1000); n != 1001 {
+		t.Errorf("deepSize = %d, want 1001 (the limit + 1)", n)
+	}
+	if n := deepSize(sharedDoubling(2), 1000); n != 15 {
+		t.Errorf("deepSize = %d, want 15", n)
+	}
+}
