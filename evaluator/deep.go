@@ -153,35 +153,16 @@ func deepOverloads(limits Limits) ([]cel.EnvOption, error) {
 	var opts []cel.EnvOption
 	var missing []string
 	for _, d := range deepCalls {
-		before := len(opts)
-		decl, ok := base.Functions()[d.function]
-		if !ok {
-			return nil, fmt.Errorf("deep function %s is not in the environment", d.function)
-		}
-		bindings, err := decl.Bindings()
+		found, err := rebind(base, d.function, d.overload, func(orig *functions.Overload) cel.OverloadOpt {
+			return deepBinding(d.function, orig, limits.PerCallCostLimit)
+		})
 		if err != nil {
 			return nil, err
 		}
-		var orig *functions.Overload
-		for _, b := range bindings {
-			if b.Operator == d.overload {
-				orig = b
-			}
-		}
-		for _, o := range decl.OverloadDecls() {
-			if o.ID() != d.overload || orig == nil {
-				continue
-			}
-			overload := cel.Overload
-			if o.IsMemberFunction() {
-				overload = cel.MemberOverload
-			}
-			opts = append(opts, cel.Function(d.function,
-				overload(d.overload, o.ArgTypes(), o.ResultType(), deepBinding(d.function, orig, limits.PerCallCostLimit))))
-		}
-		if len(opts) == before {
+		if len(found) == 0 {
 			missing = append(missing, d.overload)
 		}
+		opts = append(opts, found...)
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("deep overloads %v are not in the environment", missing)

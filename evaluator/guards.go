@@ -142,6 +142,39 @@ func (g callGuard) guardError(err error) error {
 
 // guardedOverloads re-declares each guarded overload with its check before the library's own
 // binding; cel-go lets an overload be rebound when its signature is unchanged.
+// rebind declares function's overload again with the binding wrap makes of its
+// implementation in base — a check in front of the library's own code, as a declaration
+// given later replaces the binding of the same overload. It returns no option when base
+// declares the function but not the overload, and an error when base lacks the function.
+func rebind(base *cel.Env, function, overloadID string, wrap func(*functions.Overload) cel.OverloadOpt) ([]cel.EnvOption, error) {
+	decl, ok := base.Functions()[function]
+	if !ok {
+		return nil, fmt.Errorf("function %s is not in the environment", function)
+	}
+	bindings, err := decl.Bindings()
+	if err != nil {
+		return nil, err
+	}
+	var orig *functions.Overload
+	for _, b := range bindings {
+		if b.Operator == overloadID {
+			orig = b
+		}
+	}
+	var opts []cel.EnvOption
+	for _, o := range decl.OverloadDecls() {
+		if o.ID() != overloadID || orig == nil {
+			continue
+		}
+		overload := cel.Overload
+		if o.IsMemberFunction() {
+			overload = cel.MemberOverload
+		}
+		opts = append(opts, cel.Function(function, overload(overloadID, o.ArgTypes(), o.ResultType(), wrap(orig))))
+	}
+	return opts, nil
+}
+
 // limits bound what a guarded call may produce (checkArgs).
 func guardedOverloads(limits Limits) ([]cel.EnvOption, error) {
 	base, err := environment.MustBaseEnvSet(LanguageVersion).Env(environment.NewExpressions)
@@ -150,31 +183,13 @@ func guardedOverloads(limits Limits) ([]cel.EnvOption, error) {
 	}
 	var opts []cel.EnvOption
 	for _, g := range callGuards {
-		decl, ok := base.Functions()[g.function]
-		if !ok {
-			return nil, fmt.Errorf("guarded function %s is not in the environment", g.function)
-		}
-		bindings, err := decl.Bindings()
+		found, err := rebind(base, g.function, g.overload, func(orig *functions.Overload) cel.OverloadOpt {
+			return g.binding(orig, limits)
+		})
 		if err != nil {
 			return nil, err
 		}
-		var orig *functions.Overload
-		for _, b := range bindings {
-			if b.Operator == g.overload {
-				orig = b
-			}
-		}
-		for _, o := range decl.OverloadDecls() {
-			if o.ID() != g.overload || orig == nil {
-				continue
-			}
-			overload := cel.Overload
-			if o.IsMemberFunction() {
-				overload = cel.MemberOverload
-			}
-			opts = append(opts, cel.Function(g.function,
-				overload(g.overload, o.ArgTypes(), o.ResultType(), g.binding(orig, limits))))
-		}
+		opts = append(opts, found...)
 	}
 	if len(opts) != len(callGuards) {
 		return nil, fmt.Errorf("found %d of the %d guarded overloads", len(opts), len(callGuards))
