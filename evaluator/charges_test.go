@@ -74,3 +74,16 @@ func TestLinearStringWorkIsEstimated(t *testing.T) {
 		})
 	}
 }
+
+// quantity() parses with arbitrary precision: ~8 µs a call at the guarded exponents, once
+// charged ~1 unit, so 64 rules iterating it over the holders reached the deadline at 196,000
+// units (FuzzGeneratedPolicy; its input is kept as a seed). Each call is charged its parse.
+func TestQuantityIsChargedItsParse(t *testing.T) {
+	c := newCompiler(t)
+	for _, e := range []string{"quantity('1e-64').isInteger()", "isQuantity('1e-64')"} {
+		d := decide(setOf(t, c, newPolicy("p", matchCondition("m", "lists.range(1000).all(i, "+e+" || true)"))), pooledAuto())
+		if d.Cost < 1000*24 {
+			t.Errorf("%s 1,000 times cost %d, want at least 24 a call", e, d.Cost)
+		}
+	}
+}
