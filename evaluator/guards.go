@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,27 +105,48 @@ func formatArg(args []ref.Val) error {
 	if !ok {
 		return nil
 	}
+	for _, c := range formatClauses(s) {
+		if digits := strings.TrimLeft(c.precision, "0"); len(digits) > 3 || atoi(digits) > maxFormatPrecision {
+			return fmt.Errorf("precision %s, at most %d", truncate(c.precision), maxFormatPrecision)
+		}
+	}
+	return nil
+}
+
+// formatClause is one clause of a format string as cel-go's format reads it:
+// %[.precision]verb.
+type formatClause struct {
+	precision string // the digits after '.', "" without one
+	verb      byte   // 0 when the string ends after the precision
+}
+
+// formatClauses are the clauses of the format string s ("%%" is none).
+func formatClauses(s string) []formatClause {
+	var out []formatClause
 	for i := 0; i < len(s)-1; i++ {
 		if s[i] != '%' {
 			continue
 		}
-		if s[i+1] == '%' {
-			i++
+		j := i + 1
+		if s[j] == '%' {
+			i = j
 			continue
 		}
-		if s[i+1] != '.' {
-			continue
+		var c formatClause
+		if s[j] == '.' {
+			k := j + 1
+			for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+				k++
+			}
+			c.precision, j = s[j+1:k], k
 		}
-		j := i + 2
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
+		if j < len(s) {
+			c.verb = s[j]
 		}
-		if digits := strings.TrimLeft(s[i+2:j], "0"); len(digits) > 3 || atoi(digits) > maxFormatPrecision {
-			return fmt.Errorf("precision %s, at most %d", truncate(s[i+2:j]), maxFormatPrecision)
-		}
+		out = append(out, c)
 		i = j - 1
 	}
-	return nil
+	return out
 }
 
 func atoi(digits string) int {
@@ -305,23 +327,10 @@ const floatClauseCost = 1000
 // floatClauses counts the %f and %e clauses (with or without a precision) of a format string.
 func floatClauses(s string) int {
 	n := 0
-	for i := 0; i < len(s)-1; i++ {
-		if s[i] != '%' {
-			continue
-		}
-		j := i + 1
-		if s[j] == '%' {
-			i = j
-			continue
-		}
-		if s[j] == '.' {
-			for j++; j < len(s) && s[j] >= '0' && s[j] <= '9'; j++ {
-			}
-		}
-		if j < len(s) && (s[j] == 'f' || s[j] == 'e') {
+	for _, c := range formatClauses(s) {
+		if c.verb == 'f' || c.verb == 'e' {
 			n++
 		}
-		i = j - 1
 	}
 	return n
 }
@@ -399,23 +408,7 @@ func hexFactor(e ast.Expr) uint64 {
 
 // hasHexClause reports whether the format string s has a %x or %X clause.
 func hasHexClause(s string) bool {
-	for i := 0; i < len(s)-1; i++ {
-		if s[i] != '%' {
-			continue
-		}
-		if s[i+1] == '%' {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(s) && (s[j] == '.' || s[j] >= '0' && s[j] <= '9') {
-			j++
-		}
-		if j < len(s) && (s[j] == 'x' || s[j] == 'X') {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(formatClauses(s), func(c formatClause) bool { return c.verb == 'x' || c.verb == 'X' })
 }
 
 // formattedSize bounds the characters of one formatted argument. A list or map literal is
