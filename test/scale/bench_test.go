@@ -125,6 +125,8 @@ func detailTable(rs []result) string {
 	row("VM-object writes per VM (IPAddress creates, VM and pod networks-spec, status)", collect(rs, func(r result) float64 { return float64(r.vmWrites()) / float64(r.N) }).fmt("", 1, 2))
 	row("minimum for the outcome (2 creates + VM networks-spec + status + pods that needed it)",
 		collect(rs, func(r result) float64 { return float64(r.MinWrites+r.Writes.OK["patch pods"]) / float64(r.N) }).fmt("", 1, 2))
+	row("IPAddresses SDN answered past UnansweredGrace (each allows one more status, networks-spec and pod patch: the skip, then the hotplug)",
+		collect(rs, func(r result) float64 { return float64(r.LateAnswers) }).fmt("", 1, 0))
 	row("… every write issued, per VM by verb and resource (medians)", byVerb(rs))
 	row("events per VM", collect(rs, func(r result) float64 { return float64(r.Writes.OK["create events"]) / float64(r.N) }).fmt("", 1, 2))
 	row("writes on a full resync of N converged VMs", collect(rs, func(r result) float64 { return float64(r.ResyncWrites) }).fmt("", 1, 0))
