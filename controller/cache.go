@@ -69,7 +69,8 @@ func slimLauncherPod(obj any) (any, error) {
 	}
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	slimMeta(&slim.ObjectMeta)
-	slim.Status.Phase = pod.Status.Phase
+	internMeta(&slim.TypeMeta, &slim.ObjectMeta)
+	slim.Status.Phase = intern(pod.Status.Phase)
 	return slim, nil
 }
 
@@ -86,6 +87,7 @@ func slimVM(obj any) (any, error) {
 	slim := &vmv1.VirtualMachine{TypeMeta: vm.TypeMeta, ObjectMeta: vm.ObjectMeta, Status: vm.Status,
 		Spec: vmv1.VirtualMachineSpec{RunPolicy: vm.Spec.RunPolicy, Networks: vm.Spec.Networks}}
 	slimMeta(&slim.ObjectMeta)
+	internVM(slim)
 	return slim, nil
 }
 
@@ -99,6 +101,7 @@ func slimIPAddress(obj any) (any, error) {
 	if ip, ok := obj.(*sdnv1.IPAddress); ok {
 		slimMeta(&ip.ObjectMeta)
 		ip.Labels = nil
+		internIPAddress(ip)
 	}
 	return obj, nil
 }
@@ -115,5 +118,6 @@ func slimNamespace(obj any) (any, error) {
 	}
 	slim := &corev1.Namespace{TypeMeta: ns.TypeMeta, ObjectMeta: ns.ObjectMeta}
 	slimMeta(&slim.ObjectMeta)
+	internMeta(&slim.TypeMeta, &slim.ObjectMeta)
 	return slim, nil
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
@@ -86,8 +87,11 @@ type policyState struct{ ready, stale bool }
 // so that a scrape costs the number of series, not the number of VMs. It is a
 // prometheus.Collector. Safe for concurrent use.
 type State struct {
-	mu         sync.Mutex
-	vms        map[types.NamespacedName][]Interface
+	mu sync.Mutex
+	// vms holds each VM's interfaces as handles of interned Interface values: a handle is one
+	// pointer, where an Interface is six strings, and thousands of VMs share the same few
+	// (state, reason, mode, network) combinations. Only the counts' bookkeeping reads it.
+	vms        map[types.NamespacedName][]unique.Handle[Interface]
 	interfaces map[interfaceKey]int
 	exhausted  map[Network]int
 	policies   map[string]policyState
@@ -95,7 +99,7 @@ type State struct {
 
 // NewState returns an empty State.
 func NewState() *State {
-	return &State{vms: map[types.NamespacedName][]Interface{}, interfaces: map[interfaceKey]int{},
+	return &State{vms: map[types.NamespacedName][]unique.Handle[Interface]{}, interfaces: map[interfaceKey]int{},
 		exhausted: map[Network]int{}, policies: map[string]policyState{}}
 }
 
@@ -103,30 +107,34 @@ func NewState() *State {
 func (s *State) SetVM(vm types.NamespacedName, ifaces []Interface) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.count(s.vms[vm], -1)
-	s.count(ifaces, +1)
+	for _, h := range s.vms[vm] {
+		s.count(h.Value(), -1)
+	}
 	if len(ifaces) == 0 {
 		delete(s.vms, vm)
 		return
 	}
-	s.vms[vm] = ifaces
+	handles := make([]unique.Handle[Interface], len(ifaces))
+	for i, it := range ifaces {
+		s.count(it, +1)
+		handles[i] = unique.Make(it)
+	}
+	s.vms[vm] = handles
 }
 
 // ForgetVM removes a VM that is gone or being deleted.
 func (s *State) ForgetVM(vm types.NamespacedName) { s.SetVM(vm, nil) }
 
-// count adds delta to the counts of ifaces, dropping counts that reach zero so that a state
-// nobody is in any more has no series.
-func (s *State) count(ifaces []Interface, delta int) {
-	for _, it := range ifaces {
-		k := interfaceKey{it.State, it.Reason, it.Mode}
-		if s.interfaces[k] += delta; s.interfaces[k] == 0 {
-			delete(s.interfaces, k)
-		}
-		if it.Reason == reasonPoolExhausted {
-			if s.exhausted[it.Network] += delta; s.exhausted[it.Network] == 0 {
-				delete(s.exhausted, it.Network)
-			}
+// count adds delta to the counts of interface it, dropping counts that reach zero so that a
+// state nobody is in any more has no series.
+func (s *State) count(it Interface, delta int) {
+	k := interfaceKey{it.State, it.Reason, it.Mode}
+	if s.interfaces[k] += delta; s.interfaces[k] == 0 {
+		delete(s.interfaces, k)
+	}
+	if it.Reason == reasonPoolExhausted {
+		if s.exhausted[it.Network] += delta; s.exhausted[it.Network] == 0 {
+			delete(s.exhausted, it.Network)
 		}
 	}
 }
