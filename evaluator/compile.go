@@ -559,7 +559,8 @@ func addSaturating(a, b uint64) uint64 {
 
 // guardedCompile parses and checks src, refusing before the checker what must not be built:
 // a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
-// regex-literal validator compiles every literal pattern).
+// regex-literal validator compiles every literal pattern), and a value of types nested deeper
+// than maxTypeDepth (the checker's time grows with the depth of the types it unifies).
 func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
@@ -571,6 +572,9 @@ func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	if msg := typeDepthError(env, parsed); msg != "" {
+		return nil, errors.New(msg)
 	}
 	checked, iss := env.Check(parsed)
 	if iss.Err() != nil {
