@@ -521,8 +521,21 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
 		return program{path: path.String()}, nil, native
 	}
+	// The deep operations are charged at run time by their operands' deep size, which
+	// cel-go's estimate does not see (deep_bounds.go).
+	deepExtra, deepOps, deepUnbounded := deepCharges(checked.NativeRep(), cc.varSizes)
+	if limit, _ := cc.c.limits.staticLimit(); est.Max <= limit && mode == environment.NewExpressions && len(deepUnbounded) > 0 {
+		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(deepUnbounded, "; ")+
+			": compare or search flat values, or values built from literals and inputs"))
+		return program{path: path.String()}, nil, native
+	}
+	shallow := est.Max
+	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
 		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
+		if shallow <= limit {
+			hint = deepHint(deepOps)
+		}
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil, native
