@@ -20,7 +20,7 @@ import (
 // the run time charges: for each deep operation whose operands nest (or may: dyn), the deep
 // size of each operand derived from the expression (varBound.deep: literals, inputs, map and
 // filter over a bounded range, concatenation, conditionals, indexing), times the iterations
-// of the comprehensions around it; compileExpression adds it to the expression's estimate, so
+// of the comprehensions around it; exprChecked adds it to the expression's estimate, so
 // that one whose deep operations can exceed the per-call limit is refused when written. An
 // operand whose deep size cannot be derived is refused in a new expression, naming it.
 
@@ -118,7 +118,7 @@ func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 	return 1, true
 }
 
-// deepOperation is one call the estimate charges by deep size: its name and position.
+// deepOperation is one call the estimate charges by deep size, named with its position.
 type deepOperation struct {
 	what string
 	// charge is the deep size of its operands, iterations how often it may run.
