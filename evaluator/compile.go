@@ -521,8 +521,21 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
 		return program{path: path.String()}, nil, native
 	}
+	// The deep operations are charged at run time by their operands' deep size, which
+	// cel-go's estimate does not see (deep_bounds.go).
+	deepExtra, deepOps, deepUnbounded := deepCharges(checked.NativeRep(), cc.varSizes)
+	if limit, _ := cc.c.limits.staticLimit(); est.Max <= limit && mode == environment.NewExpressions && len(deepUnbounded) > 0 {
+		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(deepUnbounded, "; ")+
+			": compare or search flat values, or values built from literals and inputs"))
+		return program{path: path.String()}, nil, native
+	}
+	shallow := est.Max
+	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
 		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
+		if shallow <= limit {
+			hint = deepHint(deepOps)
+		}
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil, native
@@ -559,7 +572,8 @@ func addSaturating(a, b uint64) uint64 {
 
 // guardedCompile parses and checks src, refusing before the checker what must not be built:
 // a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
-// regex-literal validator compiles every literal pattern).
+// regex-literal validator compiles every literal pattern), and a value of types nested deeper
+// than maxTypeDepth (the checker's time grows with the depth of the types it unifies).
 func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
@@ -571,6 +585,9 @@ func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	if msg := typeDepthError(env, parsed); msg != "" {
+		return nil, errors.New(msg)
 	}
 	checked, iss := env.Check(parsed)
 	if iss.Err() != nil {

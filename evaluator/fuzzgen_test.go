@@ -38,6 +38,12 @@ func FuzzGeneratedPolicy(f *testing.F) {
 	// range, every estimate just under its limit; it decided differently run to run.
 	f.Add([]byte{17, 3, 2, 0, 4, 0, 1, 3}, uint8(0x30))
 	f.Add([]byte{17, 3, 3, 0, 4, 0, 9, 8}, uint8(0xb0))
+	// 65 rules of sets.contains of two chains of 9 list levels (1.3 s to type-check at 13,
+	// now refused before the checker), and of 8 (the deepest admitted); an element compared
+	// with a whole chain of the labels on every iteration, on a full input (issue #15).
+	f.Add([]byte{17, 1, 0, 6, 7}, uint8(0x30))
+	f.Add([]byte{17, 1, 0, 5, 7}, uint8(0x30))
+	f.Add([]byte{17, 1, 1, 2, 8}, uint8(0x82))
 	f.Fuzz(func(t *testing.T, program []byte, flags uint8) {
 		g := &exprGen{in: program}
 		expr := g.boolean(0)
@@ -84,6 +90,12 @@ func FuzzGeneratedPolicy(f *testing.F) {
 		if late(first) {
 			t.Errorf("an admitted policy ran into the deadline, not a cost limit: %s %q: %q", first.Message, first.Trace.Errors, expr)
 		}
+		// Each expression's estimate bounds its run-time cost on an input within the bounds:
+		// admitted, no call may exceed the per-call limit (the budgets, shared with the
+		// built-in policies, may be).
+		if perCallLimit(first) {
+			t.Errorf("an admitted policy exceeded the per-call cost limit at run time: %s %q: %q", first.Message, first.Trace.Errors, expr)
+		}
 		if a, b := summary(first), summary(second); a != b {
 			t.Errorf("the same input decided differently:\n  %s\n  %s\nexpression %q", a, b, expr)
 		}
@@ -99,6 +111,17 @@ const maxCompileTime = time.Second
 func late(d evaluator.Decision) bool {
 	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
 		if strings.Contains(e, "deadline") {
+			return true
+		}
+	}
+	return false
+}
+
+// perCallLimit: an expression of d's evaluation was stopped by the per-call cost limit (cel-go's
+// "actual cost limit exceeded", or a call refused by deep.go or the guards before it ran).
+func perCallLimit(d evaluator.Decision) bool {
+	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
+		if strings.Contains(e, "cost limit") {
 			return true
 		}
 	}
@@ -373,12 +396,17 @@ func (g *exprGen) list(depth int) string {
 }
 
 // doubled is a deep operation on a list whose nesting reuses one inner list k times
-// (.map(x, [x, x])): 2^k elements for a cost of ~k, issue #15. k ≤ 12 over lists of up to
-// hundreds of entries reaches past the per-call limit without tripping the type checker's
-// own slowness on types nested ~18 deep, twice (seconds to check: a separate finding).
+// (.map(x, [x, x])): 2^k elements for a cost of ~k, issue #15 — on the whole value, and on
+// each element against the whole (the estimate must charge the operands' deep size on every
+// iteration). k ≤ 7 reaches one level past the 8 list levels an expression may build
+// (maxTypeDepth); a literal nested up to 10 levels probes the same bound.
 func (g *exprGen) doubled(depth int) string {
+	if g.next()%4 == 0 {
+		n := g.next()%10 + 1
+		return strings.Repeat("[", n) + g.str(depth+1) + strings.Repeat("]", n) + " != []"
+	}
 	e := g.list(depth) + ".map(x, [x])"
-	for k := g.next()%12 + 1; k > 0; k-- {
+	for k := g.next()%7 + 1; k > 0; k-- {
 		e += ".map(x, [x, x])"
 	}
 	v := g.push()
@@ -392,7 +420,10 @@ func (g *exprGen) doubled(depth int) string {
 		e + ".indexOf(" + e + "[0]) >= 0",
 		e + ".exists(" + v + ", " + v + " in " + e + ")",
 		"sets.contains(" + e + ", " + e + ")",
-	}[g.next()%8]
+		e + ".exists(" + v + ", [" + v + "] == " + e + ")",
+		e + ".exists(" + v + ", [" + v + "] in [" + e + "])",
+		e + ".exists(" + v + ", (" + e + " + [" + v + "]).indexOf(" + v + ") < 0)",
+	}[g.next()%11]
 }
 
 // push brings a new comprehension variable into scope and returns its name.

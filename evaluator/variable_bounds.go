@@ -33,6 +33,11 @@ type varBound struct {
 	input *typedPath
 	// fixed: not derived (fixedVariableBound); the run time checks the elements too.
 	fixed bool
+	// deep bounds the value's deep size, what deep.go's operations walk (deepSize: itself and
+	// every element, key and value of the lists and maps it nests), and elemDeep that of each
+	// of its elements (map values); 0 when not derived, then deepOf derives them from the
+	// type and size, elem (deep_bounds.go).
+	deep, elemDeep uint64
 }
 
 // typedPath is a path from a Go input type through json field names and @items, @keys,
@@ -98,25 +103,31 @@ func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{}, true
 	case ast.ListKind:
 		b := varBound{size: uint64(len(e.AsList().Elements()))}
+		deep := newDeepSum()
 		for _, el := range e.AsList().Elements() {
 			eb, ok := deriveBound(env, el)
 			if !ok {
 				return varBound{}, false
 			}
 			b.elem = max(b.elem, eb.size, eb.elem)
+			deep.add(env, el, eb, true)
 		}
+		b.deep, b.elemDeep = deep.result()
 		return b, true
 	case ast.MapKind:
 		b := varBound{size: uint64(len(e.AsMap().Entries()))}
+		deep := newDeepSum()
 		for _, entry := range e.AsMap().Entries() {
-			for _, x := range []ast.Expr{entry.AsMapEntry().Key(), entry.AsMapEntry().Value()} {
+			for i, x := range []ast.Expr{entry.AsMapEntry().Key(), entry.AsMapEntry().Value()} {
 				eb, ok := deriveBound(env, x)
 				if !ok {
 					return varBound{}, false
 				}
 				b.elem = max(b.elem, eb.size, eb.elem)
+				deep.add(env, x, eb, i == 1)
 			}
 		}
+		b.deep, b.elemDeep = deep.result()
 		return b, true
 	case ast.IdentKind:
 		if b, ok := env.scope[e.AsIdent()]; ok {
@@ -273,7 +284,7 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 				return inputBound(b.input.then("@items"))
 			}
 		}
-		return varBound{size: b.elem, elem: b.elem}, true
+		return varBound{size: b.elem, elem: b.elem, deep: b.elemDeep}, true
 	case operators.OptIndex:
 		b, ok := arg(0)
 		if !ok {
@@ -296,15 +307,19 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 	case "orValue":
 		b, ok1 := target()
 		d, ok2 := arg(0)
-		return varBound{size: max(b.size, d.size), elem: max(b.elem, d.elem)}, ok1 && ok2
+		return eitherBound(b, d), ok1 && ok2
 	case operators.Conditional:
 		x, ok1 := arg(1)
 		y, ok2 := arg(2)
-		return varBound{size: max(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+		return eitherBound(x, y), ok1 && ok2
 	case operators.Add:
 		x, ok1 := arg(0)
 		y, ok2 := arg(1)
-		return varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+		b := varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}
+		if x.deep > 0 && y.deep > 0 && elemsKnown(x) && elemsKnown(y) { // two lists: one root
+			b.deep, b.elemDeep = addSaturating(x.deep, y.deep)-1, max(x.elemDeep, y.elemDeep)
+		}
+		return b, ok1 && ok2
 	case "dyn":
 		if len(args) == 1 {
 			return arg(0)
@@ -476,7 +491,36 @@ func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
 	if !ok {
 		return varBound{}, false
 	}
-	key, value := varBound{size: r.elem, elem: r.elem}, varBound{size: r.elem, elem: r.elem}
+	inner, _, _ := comprehensionScope(env, c, r, true)
+	init, ok := deriveBound(env, c.AccuInit())
+	if !ok {
+		return varBound{}, false
+	}
+	grow, ok := stepGrowth(inner, c.AccuVar(), c.LoopStep())
+	if !ok {
+		return varBound{}, false
+	}
+	acc := varBound{size: addSaturating(init.size, saturatingMul(r.size, grow.size)), elem: max(init.elem, grow.elem)}
+	if grow.deep > 0 && init.deep > 0 && elemsKnown(init) && elemsKnown(grow) {
+		// grow.deep is one more than the nodes a step adds (stepGrowth).
+		acc.deep = addSaturating(init.deep, saturatingMul(r.size, grow.deep-1))
+		acc.elemDeep = max(init.elemDeep, grow.elemDeep)
+	}
+	return deriveBound(inner.with(c.AccuVar(), acc), c.Result())
+}
+
+// comprehensionScope is env with c's iteration variables bound to the elements (keys, values)
+// of its range, whose bound is r, and the range's size; false when the range cannot be
+// bounded (ok false; its variables are then unbounded too).
+func comprehensionScope(env boundEnv, c ast.ComprehensionExpr, r varBound, ok bool) (boundEnv, uint64, bool) {
+	if !ok {
+		inner := env.with(c.IterVar(), varBound{})
+		if c.HasIterVar2() {
+			inner = inner.with(c.IterVar2(), varBound{})
+		}
+		return inner, 0, false
+	}
+	key, value := varBound{size: r.elem, elem: r.elem}, varBound{size: r.elem, elem: r.elem, deep: r.elemDeep}
 	if r.input != nil {
 		switch r.input.kind() {
 		case reflect.Map:
@@ -498,25 +542,17 @@ func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
 	} else {
 		inner = inner.with(c.IterVar(), key)
 	}
-	init, ok := deriveBound(env, c.AccuInit())
-	if !ok {
-		return varBound{}, false
-	}
-	grow, ok := stepGrowth(inner, c.AccuVar(), c.LoopStep())
-	if !ok {
-		return varBound{}, false
-	}
-	acc := varBound{size: addSaturating(init.size, saturatingMul(r.size, grow.size)), elem: max(init.elem, grow.elem)}
-	return deriveBound(inner.with(c.AccuVar(), acc), c.Result())
+	return inner, r.size, true
 }
 
 // stepGrowth bounds what one loop step adds to the accumulator accu: nothing when it is
-// accu, the right operand when it is accu + x, the larger branch of a conditional.
+// accu, the right operand when it is accu + x, the larger branch of a conditional. Its deep
+// is one more than the nodes it adds (0: unknown), its elemDeep the deep size of each.
 func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 	switch step.Kind() {
 	case ast.IdentKind:
 		if step.AsIdent() == accu {
-			return varBound{}, true
+			return varBound{deep: 1}, true
 		}
 	case ast.CallKind:
 		call := step.AsCall()
@@ -524,11 +560,15 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 		case operators.Conditional:
 			x, ok1 := stepGrowth(env, accu, call.Args()[1])
 			y, ok2 := stepGrowth(env, accu, call.Args()[2])
-			return varBound{size: max(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+			return eitherBound(x, y), ok1 && ok2
 		case operators.Add:
 			x, ok1 := stepGrowth(env, accu, call.Args()[0])
 			y, ok2 := deriveBound(env, call.Args()[1])
-			return varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}, ok1 && ok2
+			b := varBound{size: addSaturating(x.size, y.size), elem: max(x.elem, y.elem)}
+			if x.deep > 0 && y.deep > 0 && elemsKnown(x) && elemsKnown(y) {
+				b.deep, b.elemDeep = addSaturating(x.deep, y.deep)-1, max(x.elemDeep, y.elemDeep)
+			}
+			return b, ok1 && ok2
 		}
 	}
 	return varBound{}, false

@@ -1,0 +1,282 @@
+package evaluator
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+)
+
+// The static side of deep.go. An operation that walks its operands deeply is charged at run
+// time by their deep size (deepCharge) whenever one nests lists or maps, but cel-go's
+// estimate sizes a value by its top level only: `e.exists(z, z in e)` over
+// e = vm.labels.map(k, [k, k]).map(x, [x, x]).map(y, [y, y]) was estimated at a few
+// thousand units and charged ~1,000,000 at run time on 256 labels, so a policy the webhook
+// admitted failed closed on cost on an input within its bounds. deepCharges estimates what
+// the run time charges: for each deep operation whose operands nest (or may: dyn), the deep
+// size of each operand derived from the expression (varBound.deep: literals, inputs, map and
+// filter over a bounded range, concatenation, conditionals, indexing), times the iterations
+// of the comprehensions around it; exprChecked adds it to the expression's estimate, so
+// that one whose deep operations can exceed the per-call limit is refused when written. An
+// operand whose deep size cannot be derived is refused in a new expression, naming it.
+
+// deepSum accumulates the deep size of a list or map literal: its own node plus each entry's.
+type deepSum struct {
+	deep, elemDeep uint64
+	known          bool
+}
+
+func newDeepSum() *deepSum { return &deepSum{deep: 1, known: true} }
+
+// add counts the entry e (bound b); value: it is an element or a map value (not a key), whose
+// deep size bounds the literal's elements'.
+func (s *deepSum) add(env boundEnv, e ast.Expr, b varBound, value bool) {
+	d, ok := deepOf(env, e, b)
+	if !ok {
+		s.known = false
+		return
+	}
+	s.deep = addSaturating(s.deep, d)
+	if value {
+		s.elemDeep = max(s.elemDeep, d)
+	}
+}
+
+// result is the literal's deep size and its elements' (0, 0 when an entry's is unknown).
+func (s *deepSum) result() (uint64, uint64) {
+	if !s.known {
+		return 0, 0
+	}
+	return s.deep, s.elemDeep
+}
+
+// eitherBound bounds a value that is x or y.
+func eitherBound(x, y varBound) varBound {
+	b := varBound{size: max(x.size, y.size), elem: max(x.elem, y.elem)}
+	if x.deep > 0 && y.deep > 0 {
+		b.deep = max(x.deep, y.deep)
+		if elemsKnown(x) && elemsKnown(y) {
+			b.elemDeep = max(x.elemDeep, y.elemDeep)
+		}
+	}
+	return b
+}
+
+// elemsKnown: b's elements' deep size is known, or b's value has no elements (deep 1).
+func elemsKnown(b varBound) bool { return b.elemDeep > 0 || b.deep == 1 }
+
+// deepOf bounds the deep size of e's value, whose bound is b: b.deep when derived, an input's
+// from its Go type (flat lists and maps of strings; an object counts one, as deepSize counts
+// it), else from e's type (deepFromType); false when none says (a computed value of type dyn).
+func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
+	if b.deep > 0 {
+		return b.deep, true
+	}
+	if b.input != nil { // an input or a part of one, of flat Go types (input.go) whatever its CEL type
+		switch b.input.kind() {
+		case reflect.Map:
+			return addSaturating(1, saturatingMul(b.size, 2)), true
+		case reflect.Slice:
+			return addSaturating(1, b.size), true
+		case reflect.Invalid:
+			return 0, false
+		}
+		return 1, true
+	}
+	t := env.a.GetType(e.ID())
+	if t == nil {
+		return 0, false
+	}
+	if b.elemDeep > 0 && isCollection(t) {
+		per := b.elemDeep
+		if t.Kind() == types.MapKind {
+			per = addSaturating(per, 1) // the key
+		}
+		return addSaturating(1, saturatingMul(b.size, per)), true
+	}
+	return deepFromType(t, b.size, b.elem)
+}
+
+// deepFromType bounds the deep size of a value of type t holding at most size entries, each
+// nested collection at most elem: a scalar or object 1, a list 1 + size × its element's, a map
+// 1 + size × (1 + its value's); false for dyn, whose shape the type does not say.
+func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
+	switch {
+	case unknownShape(t):
+		return 0, false
+	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
+		d, ok := deepFromType(t.Parameters()[0], elem, elem)
+		return addSaturating(1, saturatingMul(size, d)), ok
+	case t.Kind() == types.MapKind && len(t.Parameters()) == 2:
+		d, ok := deepFromType(t.Parameters()[1], elem, elem)
+		return addSaturating(1, saturatingMul(size, addSaturating(d, 1))), ok
+	}
+	return 1, true
+}
+
+// deepOperation is one call the estimate charges by deep size, named with its position.
+type deepOperation struct {
+	what string
+	// charge is the deep size of its operands, iterations how often it may run.
+	charge, iterations uint64
+}
+
+// deepCharges is what the run time charges the deep operations of the checked expression a
+// beyond its estimate: the deep sizes of their operands times their iterations, summed
+// (saturating); the operations charged, most expensive first; and the operations whose
+// operands' deep size cannot be derived, each named with the reason.
+func deepCharges(a *ast.AST, vars map[string]varBound) (uint64, []deepOperation, []string) {
+	w := &deepWalk{a: a}
+	w.walk(boundEnv{a: a, vars: vars}, a.Expr(), 1, true)
+	sort.SliceStable(w.ops, func(i, j int) bool {
+		return saturatingMul(w.ops[i].charge, w.ops[i].iterations) > saturatingMul(w.ops[j].charge, w.ops[j].iterations)
+	})
+	return w.total, w.ops, w.unbounded
+}
+
+type deepWalk struct {
+	a         *ast.AST
+	total     uint64
+	ops       []deepOperation
+	unbounded []string
+}
+
+// walk visits e, which runs iterations times (known: the count is derived), binding the
+// variables of the comprehensions it enters as comprehensionBound does.
+func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool) {
+	switch e.Kind() {
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		w.walk(env, c.IterRange(), iterations, known)
+		w.walk(env, c.AccuInit(), iterations, known)
+		r, okRange := deriveBound(env, c.IterRange())
+		inner, rangeSize, ok := comprehensionScope(env, c, r, okRange)
+		loop := inner.with(c.AccuVar(), varBound{})
+		w.walk(loop, c.LoopCondition(), saturatingMul(iterations, rangeSize), known && ok)
+		w.walk(loop, c.LoopStep(), saturatingMul(iterations, rangeSize), known && ok)
+		w.walk(loop, c.Result(), iterations, known)
+		return
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			w.walk(env, call.Target(), iterations, known)
+		}
+		for _, arg := range call.Args() {
+			w.walk(env, arg, iterations, known)
+		}
+		if operands, name := w.deepOperands(call); operands != nil {
+			w.charge(env, e, name, operands, iterations, known)
+		}
+	case ast.SelectKind:
+		w.walk(env, e.AsSelect().Operand(), iterations, known)
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.walk(env, el, iterations, known)
+		}
+	case ast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			w.walk(env, entry.AsMapEntry().Key(), iterations, known)
+			w.walk(env, entry.AsMapEntry().Value(), iterations, known)
+		}
+	}
+}
+
+// deepOperands are the operands of call when it is one of deep.go's operations on a list
+// (equality, `in` a list, distinct, flatten, includes, indexOf, lastIndexOf, sets.*) and one
+// of them nests lists or maps or may (dyn); nil otherwise.
+func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
+	var operands []ast.Expr
+	name := call.FunctionName()
+	switch name {
+	case operators.Equals, operators.NotEquals:
+		operands = call.Args()
+		name = strings.Trim(name, "_")
+	case operators.In:
+		if t := w.a.GetType(call.Args()[1].ID()); t != nil && t.Kind() != types.MapKind {
+			operands = call.Args()
+		}
+		name = "in"
+	case "distinct", "flatten", "includes", "indexOf", "lastIndexOf":
+		if t := w.a.GetType(call.Target().ID()); call.IsMemberFunction() && t != nil && (t.Kind() == types.ListKind || unknownShape(t)) {
+			operands = append([]ast.Expr{call.Target()}, call.Args()...)
+		}
+		name += "()"
+	case "sets.contains", "sets.equivalent", "sets.intersects":
+		operands = call.Args()
+		name += "()"
+	}
+	for _, o := range operands {
+		for _, alt := range seeThrough(o) {
+			if t := w.a.GetType(alt.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) {
+				return operands, name
+			}
+		}
+	}
+	return nil, ""
+}
+
+// charge adds the deep size of operands, times iterations, to the total; or records why it
+// cannot.
+func (w *deepWalk) charge(env boundEnv, e ast.Expr, name string, operands []ast.Expr, iterations uint64, known bool) {
+	loc := w.a.SourceInfo().GetStartLocation(e.ID())
+	what := fmt.Sprintf("%s at %d:%d", name, loc.Line(), loc.Column()+1)
+	charge := uint64(0)
+	for _, o := range operands {
+		d, ok := uint64(0), false
+		for _, alt := range seeThrough(o) {
+			b, okAlt := deriveBound(env, alt)
+			var da uint64
+			if okAlt {
+				da, okAlt = deepOf(env, alt, b)
+			}
+			if !okAlt {
+				ok = false
+				break
+			}
+			d, ok = max(d, da), true
+		}
+		if !ok {
+			w.unbounded = append(w.unbounded, fmt.Sprintf("%s: the nested lists and maps of %s have no size the "+
+				"estimate can derive, and %s walks all of them", what, operandName(w.a, o), name))
+			return
+		}
+		charge = addSaturating(charge, d)
+	}
+	if !known {
+		w.unbounded = append(w.unbounded, fmt.Sprintf("%s walks nested lists and maps in a comprehension over a "+
+			"range whose size the estimate cannot derive", what))
+		return
+	}
+	w.ops = append(w.ops, deepOperation{what: what, charge: charge, iterations: iterations})
+	w.total = addSaturating(w.total, saturatingMul(charge, iterations))
+}
+
+// operandName is o's source when it unparses, else "its operand".
+func operandName(a *ast.AST, o ast.Expr) string {
+	if p, ok := readName(o); ok {
+		return p
+	}
+	loc := a.SourceInfo().GetStartLocation(o.ID())
+	return fmt.Sprintf("the operand at %d:%d", loc.Line(), loc.Column()+1)
+}
+
+// deepHint names the deep operations that cost most, for the error of an estimate they
+// pushed past its limit.
+func deepHint(ops []deepOperation) string {
+	var parts []string
+	for i, op := range ops {
+		if i == 2 {
+			break
+		}
+		s := fmt.Sprintf("%s walks up to %d nested elements, keys and values", op.what, op.charge)
+		if op.iterations > 1 {
+			s += fmt.Sprintf(" on each of up to %d iterations", op.iterations)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ") + ": compare or search flat values, or nest fewer or smaller lists"
+}
