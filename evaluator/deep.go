@@ -23,31 +23,49 @@ import (
 //
 //   - checked before it runs: the deep size of every argument is counted by a walk that stops
 //     past the per-call cost limit, and past it the call fails closed with an error naming
-//     it (the walk is bounded by the limit, the operation never starts);
-//   - charged after it ran by the deep size of its arguments (deepCostTrackers), when any
-//     argument nests lists or maps (flat values are charged by the library already).
+//     it (the walk is bounded by the limit, the operation never starts); so does a call whose
+//     charge (below) would exceed the limit;
+//   - charged by the work it does (deepCostTrackers). Equality, `in`, flatten(), includes(),
+//     indexOf() and lastIndexOf() compare each node of their operands at most once: the
+//     sum of their arguments' deep sizes, when one nests lists or maps (flat values are
+//     charged by the library already). The pairwise ones compare elements with elements:
+//     sets.contains(a, b) and sets.intersects(a, b) compare each element of one with the
+//     elements of the other, at most min(|b| × deep(a), |a| × deep(b)) node comparisons,
+//     sets.equivalent both ways, distinct() each element with those kept so far, at most
+//     n × deep(list); they are charged that plus the walk, deep(a) + deep(b), when one
+//     nests, and the library's |a| × |b| (n² for distinct) when both are flat — the
+//     library's own tracker, which these replace (one tracker per overload).
 //
-// So an operation's work is at most its charge plus one bounded walk.
+// So an operation's work is at most its charge plus bounded walks, and a call whose charge
+// exceeds the per-call limit does not run. The static side, which charges the same at
+// compile time, is deep_bounds.go.
 
 // deepCall is one overload whose work grows with its arguments' deep size.
 type deepCall struct {
 	// function is the CEL name, overload the library's overload ID.
 	function, overload string
+	// charge is its run-time charge.
+	charge deepChargeFunc
 }
+
+// deepChargeFunc is the run-time charge of a deep call on args, whose deep sizes are within
+// limit (deepArgsError); nil leaves it to the cost estimator (cel-go's default charge, or
+// Kubernetes' library.CostEstimator for includes, indexOf and lastIndexOf).
+type deepChargeFunc func(args []ref.Val, limit uint64) *uint64
 
 // deepCalls are the deep overloads with a binding per overload (equality, which the
 // interpreter plans itself, and `in`, bound once for all its overloads, are checked by
 // deepOperatorDecorator).
 var deepCalls = []deepCall{
-	{"distinct", "list_distinct"},
-	{"flatten", "list_flatten"},
-	{"flatten", "list_flatten_int"},
-	{"includes", "list_includes_dyn_dyn"},
-	{"indexOf", "list_a_index_of_int"},
-	{"lastIndexOf", "list_a_last_index_of_int"},
-	{"sets.contains", "list_sets_contains_list"},
-	{"sets.equivalent", "list_sets_equivalent_list"},
-	{"sets.intersects", "list_sets_intersects_list"},
+	{"distinct", "list_distinct", distinctCharge},
+	{"flatten", "list_flatten", linearCharge},
+	{"flatten", "list_flatten_int", linearCharge},
+	{"includes", "list_includes_dyn_dyn", linearCharge},
+	{"indexOf", "list_a_index_of_int", linearCharge},
+	{"lastIndexOf", "list_a_last_index_of_int", linearCharge},
+	{"sets.contains", "list_sets_contains_list", setsCharge(1)},
+	{"sets.equivalent", "list_sets_equivalent_list", setsCharge(2)},
+	{"sets.intersects", "list_sets_intersects_list", setsCharge(1)},
 }
 
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
@@ -112,33 +130,120 @@ func deepArgsError(function string, args []ref.Val, limit uint64) ref.Val {
 	return nil
 }
 
-// deepCharge is the run-time charge of a deep call: the deep size of its arguments when
-// one nests lists or maps, nil (the library's charge) otherwise.
-func deepCharge(limit uint64) func(args []ref.Val, _ ref.Val) *uint64 {
-	return func(args []ref.Val, _ ref.Val) *uint64 {
-		deep := false
-		for _, a := range args {
-			deep = deep || nested(a)
+// anyNested reports whether one of args nests lists or maps.
+func anyNested(args []ref.Val) bool {
+	for _, a := range args {
+		if nested(a) {
+			return true
 		}
-		if !deep {
-			return nil
+	}
+	return false
+}
+
+// listSize is the number of entries of v, 0 for a value without.
+func listSize(v ref.Val) uint64 {
+	if s, ok := v.(traits.Sizer); ok {
+		if n, ok := s.Size().(types.Int); ok && n > 0 {
+			return uint64(n)
 		}
-		cost := uint64(0)
-		for _, a := range args {
-			cost = addSaturating(cost, deepSize(a, limit))
+	}
+	return 0
+}
+
+// linearCharge charges a call that compares each node of its arguments at most once: the
+// sum of their deep sizes when one nests lists or maps, nil (the library's charge) otherwise.
+func linearCharge(args []ref.Val, limit uint64) *uint64 {
+	if !anyNested(args) {
+		return nil
+	}
+	cost := uint64(0)
+	for _, a := range args {
+		cost = addSaturating(cost, deepSize(a, limit))
+	}
+	return &cost
+}
+
+// pairsCharge is the charge of sets.contains or sets.intersects (directions 1) or
+// sets.equivalent (2) on nested lists a and b of na and nb elements and deep sizes da and
+// db: one direction compares each element of b with the elements of a (or the reverse, for
+// intersects), each comparison walking at most the smaller of the two elements, so at most
+// min(nb × da, na × db) node comparisons; plus the walk of both, da + db. Saturating; the
+// static estimate (deep_bounds.go) computes it from the operands' bounds.
+func pairsCharge(directions, na, da, nb, db uint64) uint64 {
+	pairs := min(saturatingMul(nb, da), saturatingMul(na, db))
+	return addSaturating(saturatingMul(directions, pairs), addSaturating(da, db))
+}
+
+// selfPairsCharge is the charge of distinct() on a nested list of n elements and deep size
+// d: each element is compared with the ones kept so far, together at most the list, so at
+// most n × d node comparisons; plus the walk, d. Saturating.
+func selfPairsCharge(n, d uint64) uint64 {
+	return addSaturating(saturatingMul(n, d), d)
+}
+
+// setsCharge charges sets.contains, sets.intersects (directions 1) and sets.equivalent (2):
+// pairsCharge when an operand nests, else cel-go's own charge (ext/sets.go trackSetsCost,
+// which this tracker replaces): 1 + directions × |a| × |b|.
+func setsCharge(directions uint64) deepChargeFunc {
+	return func(args []ref.Val, limit uint64) *uint64 {
+		a, b := args[0], args[1]
+		na, nb := listSize(a), listSize(b)
+		cost := addSaturating(1, saturatingMul(directions, saturatingMul(na, nb)))
+		if anyNested(args) {
+			cost = pairsCharge(directions, na, deepSize(a, limit), nb, deepSize(b, limit))
 		}
 		return &cost
 	}
 }
 
-// deepCostTrackers charges every deep overload, equality included, by deepCharge.
+// distinctCharge charges distinct(): selfPairsCharge when the list nests, else cel-go's own
+// charge (ext/lists.go trackListSelfCompare, which this tracker replaces): 2 × n² (2.1 × n²
+// for strings and bytes) + 11.
+func distinctCharge(args []ref.Val, limit uint64) *uint64 {
+	l := args[0]
+	n := listSize(l)
+	if nested(l) {
+		cost := selfPairsCharge(n, deepSize(l, limit))
+		return &cost
+	}
+	square := saturatingMul(n, n)
+	cost := addSaturating(saturatingMul(square, 2), 11)
+	if lister, ok := l.(traits.Lister); ok && n > 0 {
+		switch lister.Get(types.IntZero).Type() {
+		case types.StringType, types.BytesType:
+			cost = addSaturating(cost, square/10)
+		}
+	}
+	return &cost
+}
+
+// deepCallError is why the deep call d must not run on args: an argument deeper than limit
+// (deepArgsError), or a charge beyond it — the call would be stopped after doing the work.
+func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
+	if err := deepArgsError(d.function, args, limit); err != nil {
+		return err
+	}
+	if cost := d.charge(args, limit); cost != nil && *cost > limit {
+		return types.WrapErr(fmt.Errorf("%s: comparing its arguments' elements would cost %d, beyond the per-call "+
+			"cost limit %d", d.function, *cost, limit))
+	}
+	return nil
+}
+
+// deepCostTrackers charges every deep overload: equality and `in` by linearCharge, the
+// others by their deepCall's charge.
 func deepCostTrackers(limits Limits) cel.ProgramOption {
+	limit := limits.PerCallCostLimit
 	var opts []interpreter.CostTrackerOption
 	for _, id := range []string{overloads.Equals, overloads.NotEquals, overloads.InList} {
-		opts = append(opts, interpreter.OverloadCostTracker(id, deepCharge(limits.PerCallCostLimit)))
+		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
+			return linearCharge(args, limit)
+		}))
 	}
 	for _, d := range deepCalls {
-		opts = append(opts, interpreter.OverloadCostTracker(d.overload, deepCharge(limits.PerCallCostLimit)))
+		opts = append(opts, interpreter.OverloadCostTracker(d.overload, func(args []ref.Val, _ ref.Val) *uint64 {
+			return d.charge(args, limit)
+		}))
 	}
 	return cel.CostTrackerOptions(opts...)
 }
@@ -154,7 +259,7 @@ func deepOverloads(limits Limits) ([]cel.EnvOption, error) {
 	var missing []string
 	for _, d := range deepCalls {
 		found, err := rebind(base, d.function, d.overload, func(orig *functions.Overload) cel.OverloadOpt {
-			return deepBinding(d.function, orig, limits.PerCallCostLimit)
+			return deepBinding(d, orig, limits.PerCallCostLimit)
 		})
 		if err != nil {
 			return nil, err
@@ -170,26 +275,26 @@ func deepOverloads(limits Limits) ([]cel.EnvOption, error) {
 	return opts, nil
 }
 
-// deepBinding is orig's implementation behind the deep-size check.
-func deepBinding(function string, orig *functions.Overload, limit uint64) cel.OverloadOpt {
+// deepBinding is orig's implementation behind deepCallError.
+func deepBinding(d deepCall, orig *functions.Overload, limit uint64) cel.OverloadOpt {
 	switch {
 	case orig.Unary != nil:
 		return cel.UnaryBinding(func(a ref.Val) ref.Val {
-			if err := deepArgsError(function, []ref.Val{a}, limit); err != nil {
+			if err := deepCallError(d, []ref.Val{a}, limit); err != nil {
 				return err
 			}
 			return orig.Unary(a)
 		})
 	case orig.Binary != nil:
 		return cel.BinaryBinding(func(a, b ref.Val) ref.Val {
-			if err := deepArgsError(function, []ref.Val{a, b}, limit); err != nil {
+			if err := deepCallError(d, []ref.Val{a, b}, limit); err != nil {
 				return err
 			}
 			return orig.Binary(a, b)
 		})
 	}
 	return cel.FunctionBinding(func(args ...ref.Val) ref.Val {
-		if err := deepArgsError(function, args, limit); err != nil {
+		if err := deepCallError(d, args, limit); err != nil {
 			return err
 		}
 		return orig.Function(args...)

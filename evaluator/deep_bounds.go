@@ -224,9 +224,9 @@ func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
 func (w *deepWalk) charge(env boundEnv, e ast.Expr, name string, operands []ast.Expr, iterations uint64, known bool) {
 	loc := w.a.SourceInfo().GetStartLocation(e.ID())
 	what := fmt.Sprintf("%s at %d:%d", name, loc.Line(), loc.Column()+1)
-	charge := uint64(0)
-	for _, o := range operands {
-		d, ok := uint64(0), false
+	deeps, sizes := make([]uint64, len(operands)), make([]uint64, len(operands))
+	for i, o := range operands {
+		ok := false
 		for _, alt := range seeThrough(o) {
 			b, okAlt := deriveBound(env, alt)
 			var da uint64
@@ -237,15 +237,15 @@ func (w *deepWalk) charge(env boundEnv, e ast.Expr, name string, operands []ast.
 				ok = false
 				break
 			}
-			d, ok = max(d, da), true
+			deeps[i], sizes[i], ok = max(deeps[i], da), max(sizes[i], entriesWithin(b, da)), true
 		}
 		if !ok {
 			w.unbounded = append(w.unbounded, fmt.Sprintf("%s: the nested lists and maps of %s have no size the "+
 				"estimate can derive, and %s walks all of them", what, operandName(w.a, o), name))
 			return
 		}
-		charge = addSaturating(charge, d)
 	}
+	charge := staticDeepCharge(name, deeps, sizes)
 	if !known {
 		w.unbounded = append(w.unbounded, fmt.Sprintf("%s walks nested lists and maps in a comprehension over a "+
 			"range whose size the estimate cannot derive", what))
@@ -253,6 +253,35 @@ func (w *deepWalk) charge(env boundEnv, e ast.Expr, name string, operands []ast.
 	}
 	w.ops = append(w.ops, deepOperation{what: what, charge: charge, iterations: iterations})
 	w.total = addSaturating(w.total, saturatingMul(charge, iterations))
+}
+
+// entriesWithin bounds the entries of a value of bound b and deep size at most deep: b.size
+// when derived, and never more than deep - 1 (each entry is at least one node of it).
+func entriesWithin(b varBound, deep uint64) uint64 {
+	n := max(deep, 1) - 1
+	if b.size > 0 {
+		n = min(n, b.size)
+	}
+	return n
+}
+
+// staticDeepCharge is what deep.go charges the operation name at most on operands of deep
+// sizes deeps and entries sizes: pairsCharge for sets.*, selfPairsCharge for distinct(), the
+// sum of the deep sizes for the others.
+func staticDeepCharge(name string, deeps, sizes []uint64) uint64 {
+	switch {
+	case name == "sets.equivalent()" && len(deeps) == 2:
+		return pairsCharge(2, sizes[0], deeps[0], sizes[1], deeps[1])
+	case (name == "sets.contains()" || name == "sets.intersects()") && len(deeps) == 2:
+		return pairsCharge(1, sizes[0], deeps[0], sizes[1], deeps[1])
+	case name == "distinct()" && len(deeps) == 1:
+		return selfPairsCharge(sizes[0], deeps[0])
+	}
+	charge := uint64(0)
+	for _, d := range deeps {
+		charge = addSaturating(charge, d)
+	}
+	return charge
 }
 
 // operandName is o's source when it unparses, else "its operand".
@@ -272,7 +301,7 @@ func deepHint(ops []deepOperation) string {
 		if i == 2 {
 			break
 		}
-		s := fmt.Sprintf("%s walks up to %d nested elements, keys and values", op.what, op.charge)
+		s := fmt.Sprintf("%s walks or compares up to %d nested elements, keys and values", op.what, op.charge)
 		if op.iterations > 1 {
 			s += fmt.Sprintf(" on each of up to %d iterations", op.iterations)
 		}

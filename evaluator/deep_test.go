@@ -1,10 +1,14 @@
 package evaluator_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // doubling is [[1, 2]] nested k times by .map(x, [x, x]): every step reuses the inner list
@@ -140,5 +144,109 @@ func TestInAMapIsNotWalked(t *testing.T) {
 	p := newPolicy("chain", allocation("('a' in {'a': "+doubling(5)+"}) ? 'Auto' : 'None'"))
 	if d := decide(setOf(t, c, p), pooledAuto()); d.Allocation != evaluator.AllocationAuto {
 		t.Errorf("decision %q %q %q, want Auto", d.Allocation, d.Reason, d.Message)
+	}
+}
+
+// The pairwise operations compare every element of one operand with every element of the
+// other (sets.contains, sets.intersects, sets.equivalent both ways) or with those kept so far
+// (distinct()), each comparison walking the elements deeply, and are charged that work
+// (issue #15). Before, a nested call was charged the deep size of its operands (~7,200 for
+// sets.intersects below, whose no-overlap case compares 60 × 60 lists of 60 nodes, ~216,000
+// node comparisons), and a flat one was charged 1 (the library's m × n charge was lost under
+// deep.go's own): 1,000 × 1,000 comparisons for one unit.
+func TestPairwiseOperationsAreChargedTheirPairs(t *testing.T) {
+	// a and b: 60 lists of 59 ints that differ only at their last element, none shared.
+	a := "lists.range(60).map(i, lists.range(59).map(j, j == 58 ? i : j))"
+	b := "lists.range(60).map(i, lists.range(59).map(j, j == 58 ? -1 : j))"
+	flat := "lists.range(1000)"
+	const deepA = 1 + 60*60 // deep size of a (and b)
+	cases := []struct {
+		name, expr, operands string
+		atLeast              int64 // the charge of the call alone is at least
+	}{
+		{"sets.intersects nested", "sets.intersects(" + a + ", " + b + ")", a + ", " + b, 60 * deepA},
+		{"sets.contains nested", "sets.contains(" + b + ", " + a + ")", b + ", " + a, 60 * deepA},
+		{"sets.equivalent nested", "sets.equivalent(" + a + ", " + a + ".map(x, x))", a + ", " + a + ".map(x, x)", 2 * 60 * deepA},
+		{"distinct nested", a + ".distinct().size() == 1", a, 60 * deepA},
+		{"sets.intersects flat", "sets.intersects(" + flat + ", " + flat + ".map(i, -i - 1))", flat + ", " + flat + ".map(i, -i - 1)", 1000 * 1000},
+		{"distinct flat", flat + ".distinct().size() == 1", flat, 2 * 1000 * 1000},
+	}
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e12, PerCallCostLimit: 1e12,
+		InterfaceCostBudget: 1e12, TrialCostBudget: 1e12, Deadline: time.Minute})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The operands built alone: what the expression costs besides the call.
+			base := decide(setOf(t, c, newPolicy("p", skipRule("r", "size(["+tc.operands+"]) < 0", "R", "", ""))), pooledAuto())
+			d := decide(setOf(t, c, newPolicy("p", skipRule("r", tc.expr, "R", "", ""))), pooledAuto())
+			if d.Reason == evaluator.ReasonPolicyError || base.Reason == evaluator.ReasonPolicyError {
+				t.Fatalf("decisions %+v, %+v; want no PolicyError", base, d)
+			}
+			// The baseline's list literal costs a few units the call's expression does not.
+			if got := d.Cost - base.Cost; got+20 < tc.atLeast {
+				t.Errorf("call charged %d (%d - %d for its operands), want at least %d", got, d.Cost, base.Cost, tc.atLeast)
+			}
+		})
+	}
+}
+
+// The estimate charges the pairwise operations what the run time does (issue #15): one
+// whose comparisons can exceed the per-call limit on an input within its bounds is refused
+// when written; one that is admitted decides without a cost error on the fullest input.
+// Before, sets.intersects of two lists built from the 256 labels was estimated at their
+// sizes' product plus their deep sizes (~67,000), admitted, and charged ~131,000 at run
+// time: a PolicyError on every such VM.
+func TestPairwiseOperationsAreEstimated(t *testing.T) {
+	c := newCompiler(t)
+	singles := "vm.labels.map(k, [k])" // 256 lists of one label: deep size 513
+	literal := func(n int) string {
+		var parts []string
+		for i := range n {
+			parts = append(parts, fmt.Sprintf("['%d']", i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	refused := []string{
+		"sets.intersects(" + singles + ", vm.labels.map(k, [k, 'x']))",
+		"sets.contains(" + singles + ", vm.labels.map(k, [k, 'x']))",
+		"sets.equivalent(" + singles + ", " + singles + ")",
+		singles + ".distinct().size() > 0",
+		"vm.labels.map(k, [k, k, k, k]).distinct().size() > 0",
+	}
+	admitted := []string{
+		"sets.intersects(" + singles + ", [['a'], ['b']])",
+		"sets.contains(" + singles + ", " + literal(60) + ")",
+		singles + ".exists(p, sets.contains(p, ['a']))",
+		literal(60) + ".distinct().size() == 60",
+	}
+	edge := []string{ // either, but never admitted to fail
+		"sets.contains(" + singles + ", " + literal(90) + ")",
+		"sets.contains(" + singles + ", " + literal(110) + ")",
+		"sets.intersects(" + literal(100) + ", " + singles + ")",
+		"sets.equivalent(" + singles + ", " + literal(45) + ")",
+		literal(150) + ".distinct().size() == 150",
+		literal(170) + ".distinct().size() == 170",
+		"vm.labels.map(k, [k]).filter(p, p[0].startsWith('k')).distinct().size() > 0",
+	}
+	compile := func(expr string) (*evaluator.Policy, *v1alpha1.ClusterIPAMPolicy, error) {
+		p := newPolicy("p", allocation("("+expr+") ? 'Auto' : 'None'"))
+		compiled, errs := c.Compile(p, nil)
+		return compiled, p, errs.ToAggregate()
+	}
+	for _, expr := range refused {
+		if _, _, err := compile(expr); err == nil || !strings.Contains(err.Error(), "per-call limit") {
+			t.Errorf("%s: error %v, want it refused for exceeding the per-call limit", expr, err)
+		}
+	}
+	for _, expr := range append(admitted, edge...) {
+		compiled, p, err := compile(expr)
+		if compiled == nil || err != nil {
+			if slices.Contains(admitted, expr) {
+				t.Errorf("%s: refused (%v), want it admitted", expr, err)
+			}
+			continue
+		}
+		if d := decide(setOf(t, c, p), fullInput(pooledAuto())); d.Reason == evaluator.ReasonPolicyError {
+			t.Errorf("%s: admitted, then %q %q on an input within its bounds", expr, d.Reason, d.Message)
+		}
 	}
 }
