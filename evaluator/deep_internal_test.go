@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/cel-go/common/types"
@@ -38,5 +39,34 @@ func TestDeepSizeStopsPastTheLimit(t *testing.T) {
 	}
 	if n := deepSize(sharedDoubling(2), 1000); n != 15 {
 		t.Errorf("deepSize = %d, want 15", n)
+	}
+}
+
+// A pairwise call whose charge exceeds the per-call limit is refused before it runs, though
+// each argument is within the limit: run, it would do the comparisons and only then be
+// stopped (sets.intersects below: 40 × 201 node comparisons for a limit of 1,000).
+func TestPairwiseCallBeyondTheLimitDoesNotRun(t *testing.T) {
+	rows := func(n, width int, last int64) ref.Val {
+		var l []ref.Val
+		for i := range n {
+			row := make([]ref.Val, width)
+			for j := range row {
+				row[j] = types.Int(j)
+			}
+			row[width-1] = types.Int(last + int64(i))
+			l = append(l, types.DefaultTypeAdapter.NativeToValue(row))
+		}
+		return types.DefaultTypeAdapter.NativeToValue(l)
+	}
+	a, b := rows(40, 4, 0), rows(40, 4, 1000) // deep size 201 each
+	i := slices.IndexFunc(deepCalls, func(d deepCall) bool { return d.function == "sets.intersects" })
+	if i < 0 {
+		t.Fatal("sets.intersects is not a deep call")
+	}
+	if err := deepCallError(deepCalls[i], []ref.Val{a, b}, 1000); err == nil {
+		t.Error("sets.intersects of 40 × 40 nested lists (charge 8,442) ran under a limit of 1,000")
+	}
+	if err := deepCallError(deepCalls[i], []ref.Val{a, b}, 10_000); err != nil {
+		t.Errorf("sets.intersects refused under a limit of 10,000: %v", err)
 	}
 }
