@@ -314,6 +314,8 @@ type compilation struct {
 	storedRuleNames map[string]bool
 	// builtin: compiling the safety policy, whose rule names are reserved.
 	builtin bool
+	// checkWork is the checkWork of the expressions checked so far (MaxPolicyCheckWork).
+	checkWork uint64
 	// visit, when set, sees every expression that type-checks (Lint).
 	visit func(path *field.Path, checked *cel.Ast)
 	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
@@ -481,7 +483,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
 		return program{path: path.String()}, nil, nil
 	}
-	checked, err := guardedCompile(env, src)
+	checked, work, err := guardedCompile(env, src, MaxPolicyCheckWork-min(cc.checkWork, MaxPolicyCheckWork))
+	cc.checkWork = addSaturating(cc.checkWork, work)
 	if err != nil {
 		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
 		return program{path: path.String()}, nil, nil
@@ -572,28 +575,36 @@ func addSaturating(a, b uint64) uint64 {
 
 // guardedCompile parses and checks src, refusing before the checker what must not be built:
 // a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
-// regex-literal validator compiles every literal pattern), and a value of types nested deeper
-// than maxTypeDepth (the checker's time grows with the depth of the types it unifies).
-func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
+// regex-literal validator compiles every literal pattern), a value of types nested deeper
+// than maxTypeDepth (the checker's time grows with the depth of the types it unifies), and an
+// expression whose checkWork exceeds allowance (what is left of MaxPolicyCheckWork). work is
+// the checkWork spent (0 when src did not parse or was refused before the checker).
+func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.Ast, work uint64, err error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
 		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
-			return nil, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
+			return nil, 0, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
 				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
 		}
-		return nil, iss.Err()
+		return nil, 0, iss.Err()
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+		return nil, 0, errors.New(strings.Join(errs, "; "))
 	}
 	if msg := typeDepthError(env, parsed); msg != "" {
-		return nil, errors.New(msg)
+		return nil, 0, errors.New(msg)
 	}
-	checked, iss := env.Check(parsed)
+	if work = checkWork(env.Functions(), parsed.NativeRep().Expr()); work > allowance {
+		return nil, 0, fmt.Errorf("type-checking the expression would copy ~%d type bindings, beyond the %d left of the %d "+
+			"a policy's expressions may spend together (the work grows with the square of an expression's operations, "+
+			"generic ones such as ==, [], in, dyn() and literal lists and maps most): split long expressions into "+
+			"variables, or the policy into several", work, allowance, MaxPolicyCheckWork)
+	}
+	checked, iss = env.Check(parsed)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, work, iss.Err()
 	}
-	return checked, nil
+	return checked, work, nil
 }
 
 // hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).
