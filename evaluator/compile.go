@@ -129,7 +129,8 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 
 // compile is Compile; builtin allows the reserved rule names (the safety policy's).
 func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*Policy, field.ErrorList) {
-	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old),
+	cc := &compilation{c: c, stored: storedExpressions(old), ratchet: newRatchet(c.envSet, p, old),
+		storedDuplicateSkipRules: duplicateSkipRuleNames(old), visibleVariables: allVariables,
 		storedRuleNames: skipRuleNames(old), builtin: builtin}
 	return c.compileWith(cc, p)
 }
@@ -308,6 +309,11 @@ func (cc *compilation) enums(spec *field.Path, out *Policy) {
 type compilation struct {
 	c      *Compiler
 	stored map[string]string
+	// ratchet decides which expressions compile as stored: unchanged text and meaning.
+	ratchet *ratchet
+	// visibleVariables is how many of the variables the expression compiled sees (those
+	// before it while compiling spec.variables, allVariables after).
+	visibleVariables int
 	// storedDuplicateSkipRules are the skip rule names the stored version repeats.
 	storedDuplicateSkipRules map[string]bool
 	// storedRuleNames are the skip rule names of the stored version.
@@ -351,8 +357,10 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return nil
 	}
+	defer func() { cc.visibleVariables = allVariables }()
 	for i, v := range vars {
 		vpath := path.Index(i)
+		cc.visibleVariables = i
 		if msg := variableNameError(v.Name); msg != "" {
 			cc.errs = append(cc.errs, field.Invalid(vpath.Child("name"), v.Name, msg))
 			continue
@@ -471,7 +479,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 // type-check), from which a variable's bound is derived.
 func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path, src string, want *cel.Type) (program, *cel.Type, *ast.AST) {
 	mode := environment.NewExpressions
-	if cc.stored[path.String()] == src {
+	if cc.ratchet.isStored(path.String(), src, cc.visibleVariables) {
 		mode = environment.StoredExpressions
 	}
 	env, err := envSet.Env(mode)
