@@ -555,14 +555,14 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	// expressions are refused for one wherever it is; a stored one only when planning the
 	// program (which folds constants) fails on it.
 	if mode == environment.NewExpressions {
-		if msg := constantCallError(env, ast.NavigateAST(checked.NativeRep())); msg != "" {
+		if msg := constantCallError(env, checked); msg != "" {
 			cc.errs = append(cc.errs, field.Invalid(path, src, msg))
 			return program{path: path.String()}, nil, native
 		}
 	}
 	prog, err := env.Program(checked)
 	if err != nil {
-		msg := constantCallError(env, ast.NavigateAST(checked.NativeRep()))
+		msg := constantCallError(env, checked)
 		if msg == "" {
 			msg = err.Error()
 		}
