@@ -129,7 +129,8 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 
 // compile is Compile; builtin allows the reserved rule names (the safety policy's).
 func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*Policy, field.ErrorList) {
-	cc := &compilation{c: c, stored: storedExpressions(old), storedDuplicateSkipRules: duplicateSkipRuleNames(old),
+	cc := &compilation{c: c, stored: storedExpressions(old), ratchet: newRatchet(c.envSet, p, old),
+		storedDuplicateSkipRules: duplicateSkipRuleNames(old), visibleVariables: allVariables,
 		storedRuleNames: skipRuleNames(old), builtin: builtin}
 	return c.compileWith(cc, p)
 }
@@ -308,12 +309,19 @@ func (cc *compilation) enums(spec *field.Path, out *Policy) {
 type compilation struct {
 	c      *Compiler
 	stored map[string]string
+	// ratchet decides which expressions compile as stored: unchanged text and meaning.
+	ratchet *ratchet
+	// visibleVariables is how many of the variables the expression compiled sees (those
+	// before it while compiling spec.variables, allVariables after).
+	visibleVariables int
 	// storedDuplicateSkipRules are the skip rule names the stored version repeats.
 	storedDuplicateSkipRules map[string]bool
 	// storedRuleNames are the skip rule names of the stored version.
 	storedRuleNames map[string]bool
 	// builtin: compiling the safety policy, whose rule names are reserved.
 	builtin bool
+	// checkWork is the checkWork of the expressions checked so far (MaxPolicyCheckWork).
+	checkWork uint64
 	// visit, when set, sees every expression that type-checks (Lint).
 	visit func(path *field.Path, checked *cel.Ast)
 	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
@@ -349,8 +357,10 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 		cc.errs = append(cc.errs, field.InternalError(path, err))
 		return nil
 	}
+	defer func() { cc.visibleVariables = allVariables }()
 	for i, v := range vars {
 		vpath := path.Index(i)
+		cc.visibleVariables = i
 		if msg := variableNameError(v.Name); msg != "" {
 			cc.errs = append(cc.errs, field.Invalid(vpath.Child("name"), v.Name, msg))
 			continue
@@ -469,7 +479,7 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 // type-check), from which a variable's bound is derived.
 func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path, src string, want *cel.Type) (program, *cel.Type, *ast.AST) {
 	mode := environment.NewExpressions
-	if cc.stored[path.String()] == src {
+	if cc.ratchet.isStored(path.String(), src, cc.visibleVariables) {
 		mode = environment.StoredExpressions
 	}
 	env, err := envSet.Env(mode)
@@ -481,7 +491,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
 		return program{path: path.String()}, nil, nil
 	}
-	checked, err := guardedCompile(env, src)
+	checked, work, err := guardedCompile(env, src, MaxPolicyCheckWork-min(cc.checkWork, MaxPolicyCheckWork))
+	cc.checkWork = addSaturating(cc.checkWork, work)
 	if err != nil {
 		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
 		return program{path: path.String()}, nil, nil
@@ -544,14 +555,14 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	// expressions are refused for one wherever it is; a stored one only when planning the
 	// program (which folds constants) fails on it.
 	if mode == environment.NewExpressions {
-		if msg := constantCallError(env, ast.NavigateAST(checked.NativeRep())); msg != "" {
+		if msg := constantCallError(env, checked); msg != "" {
 			cc.errs = append(cc.errs, field.Invalid(path, src, msg))
 			return program{path: path.String()}, nil, native
 		}
 	}
 	prog, err := env.Program(checked)
 	if err != nil {
-		msg := constantCallError(env, ast.NavigateAST(checked.NativeRep()))
+		msg := constantCallError(env, checked)
 		if msg == "" {
 			msg = err.Error()
 		}
@@ -572,28 +583,36 @@ func addSaturating(a, b uint64) uint64 {
 
 // guardedCompile parses and checks src, refusing before the checker what must not be built:
 // a regex pattern that is not a literal or whose program is beyond the bounds (the checker's
-// regex-literal validator compiles every literal pattern), and a value of types nested deeper
-// than maxTypeDepth (the checker's time grows with the depth of the types it unifies).
-func guardedCompile(env *cel.Env, src string) (*cel.Ast, error) {
+// regex-literal validator compiles every literal pattern), a value of types nested deeper
+// than maxTypeDepth (the checker's time grows with the depth of the types it unifies), and an
+// expression whose checkWork exceeds allowance (what is left of MaxPolicyCheckWork). work is
+// the checkWork spent (0 when src did not parse or was refused before the checker).
+func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.Ast, work uint64, err error) {
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
 		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
-			return nil, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
+			return nil, 0, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
 				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
 		}
-		return nil, iss.Err()
+		return nil, 0, iss.Err()
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+		return nil, 0, errors.New(strings.Join(errs, "; "))
 	}
 	if msg := typeDepthError(env, parsed); msg != "" {
-		return nil, errors.New(msg)
+		return nil, 0, errors.New(msg)
 	}
-	checked, iss := env.Check(parsed)
+	if work = checkWork(env.Functions(), parsed.NativeRep().Expr()); work > allowance {
+		return nil, 0, fmt.Errorf("type-checking the expression would copy ~%d type bindings, beyond the %d left of the %d "+
+			"a policy's expressions may spend together (the work grows with the square of an expression's operations, "+
+			"generic ones such as ==, [], in, dyn() and literal lists and maps most): split long expressions into "+
+			"variables, or the policy into several", work, allowance, MaxPolicyCheckWork)
+	}
+	checked, iss = env.Check(parsed)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, work, iss.Err()
 	}
-	return checked, nil
+	return checked, work, nil
 }
 
 // hasComprehension: e has a comprehension (a macro such as all, exists, map or filter).

@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/functions"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/overloads"
@@ -606,25 +607,60 @@ func saturatingMul(a, b uint64) uint64 {
 // environment folds constant calls when it plans a program, whose error then carried no
 // call and the wording of a compiler fault ("Internal error"). Each call is evaluated
 // within the compiled expression's estimate, which has passed the per-call limit already.
-func constantCallError(env *cel.Env, e ast.NavigableExpr) string {
+//
+// The expression itself, when constant, is planned from checked rather than compiled again:
+// checking it twice doubled the compile time of a policy of constant expressions (issue #15).
+// Re-checking the parts of e costs at most what checking e did (checkWork) and a little
+// (recheckFloor): descending a chain nested 32 deep re-checked most of it at each level, a
+// dozen times over; beyond the allowance the failure named is an outer call.
+func constantCallError(env *cel.Env, checked *cel.Ast) string {
+	e := ast.NavigateAST(checked.NativeRep())
+	funcs := env.Functions()
+	allowance := checkWork(funcs, e) + recheckFloor
 	var calls []ast.NavigableExpr
 	constantCalls(e, &calls)
 	for _, call := range calls {
-		if err := evalConstant(env, call); err != nil {
-			return innermostFailure(env, call, err)
+		var err error
+		if call.ID() == e.ID() {
+			err = evalChecked(env, checked)
+		} else {
+			_, err = evalConstantWithin(env, funcs, call, &allowance)
+		}
+		if err != nil {
+			return innermostFailure(env, funcs, call, err, &allowance)
 		}
 	}
 	return ""
 }
 
-// innermostFailure descends from a failing constant call to the deepest call that fails.
-func innermostFailure(env *cel.Env, call ast.NavigableExpr, err error) string {
+// recheckFloor is the checkWork constantCallError may spend on any expression, however
+// small: enough to name the innermost failing call of every realistic expression.
+const recheckFloor = 10_000
+
+// evalConstantWithin is evalConstant when re-checking e fits in allowance (checkWork), which
+// it then spends; evaluated is false when it does not.
+func evalConstantWithin(env *cel.Env, funcs map[string]*decls.FunctionDecl, e ast.Expr, allowance *uint64) (evaluated bool, err error) {
+	work := checkWork(funcs, e)
+	if work > *allowance {
+		return false, nil
+	}
+	*allowance -= work
+	return true, evalConstant(env, e)
+}
+
+// innermostFailure descends from a failing constant call to the deepest call that fails,
+// as far as allowance lets it re-check calls (evalConstantWithin).
+func innermostFailure(env *cel.Env, funcs map[string]*decls.FunctionDecl, call ast.NavigableExpr, err error, allowance *uint64) string {
 	for _, child := range call.Children() {
 		if child.Kind() != ast.CallKind {
 			continue
 		}
-		if childErr := evalConstant(env, child); childErr != nil {
-			return innermostFailure(env, child, childErr)
+		evaluated, childErr := evalConstantWithin(env, funcs, child, allowance)
+		if !evaluated {
+			break
+		}
+		if childErr != nil {
+			return innermostFailure(env, funcs, child, childErr, allowance)
 		}
 	}
 	src, _ := parser.Unparse(call, nil)
@@ -642,6 +678,15 @@ func evalConstant(env *cel.Env, e ast.Expr) error {
 	if iss.Err() != nil {
 		return nil
 	}
+	prog, err := env.Program(checked)
+	if err == nil {
+		_, _, err = prog.Eval(interpreter.EmptyActivation())
+	}
+	return err
+}
+
+// evalChecked plans and evaluates a checked constant expression.
+func evalChecked(env *cel.Env, checked *cel.Ast) error {
 	prog, err := env.Program(checked)
 	if err == nil {
 		_, _, err = prog.Eval(interpreter.EmptyActivation())

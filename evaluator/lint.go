@@ -63,7 +63,7 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string) bool {
 	if err != nil {
 		return false
 	}
-	checked, err := guardedCompile(env, msg)
+	checked, _, err := guardedCompile(env, msg, MaxPolicyCheckWork)
 	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }
 

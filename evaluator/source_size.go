@@ -12,10 +12,10 @@ import (
 // (variables, matchConditions, allocation, skip rules with their messageExpressions,
 // hotplug). The CRD bounds each expression (5,120 characters) and each list, but not their
 // product: 112 OR chains at the per-field limit compiled for 12.5 s of CPU, beyond the
-// webhook's 5 s timeout. Compiling costs ~5 ms of CPU per KiB of short expressions and
-// ~11–22 ms per KiB of 5,120-character OR chains (measured on two loaded cores), so 64 KiB
-// compile in ~0.7–1.4 s in the worst case (BenchmarkCompileLargestAdmittedPolicy), while the
-// built-in default policy holds ~2.5 KiB: a realistic policy fits many times over.
+// webhook's 5 s timeout. With MaxPolicyCheckWork bounding the type checker's work, which
+// grows faster than the source, 64 KiB compile in ≤ ~0.4 s of CPU in the worst case measured
+// (BenchmarkCompileWorstCase, two loaded cores), while the built-in default policy holds
+// ~2.5 KiB: a realistic policy fits many times over.
 const MaxPolicySourceBytes = 64 << 10
 
 // sourceSize refuses a spec whose expressions hold more than MaxPolicySourceBytes together,

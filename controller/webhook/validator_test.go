@@ -137,3 +137,29 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	}
 	return s
 }
+
+// formattingPolicy is the tester's pair (issue #15): variable a and a rule formatting it.
+func formattingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
+	p := policy("'%s'.format([variables.a]) == ''")
+	p.Spec.Variables = []v1alpha1.NamedExpression{{Name: "a", Expression: a}}
+	return p
+}
+
+// An update that changes only the variable a rule reads is checked as the new policy it is,
+// not with the rule as stored: before, the rule's unchanged text let the update through
+// (then it failed at run time) while a create of the same object — and `ipamctl lint` — was
+// refused at the rule.
+func TestUpdateOfAVariableRechecksTheRulesReadingIt(t *testing.T) {
+	v := newValidator(t)
+	old, updated := formattingPolicy("[vm.name]"), formattingPolicy("vm.labels.map(k, vm.labels)")
+	if _, err := v.ValidateCreate(context.Background(), old); err != nil {
+		t.Fatalf("the stored policy: %v", err)
+	}
+	_, createErr := v.ValidateCreate(context.Background(), updated)
+	_, updateErr := v.ValidateUpdate(context.Background(), old, updated)
+	for name, err := range map[string]error{"create": createErr, "update": updateErr} {
+		if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[0].expression" {
+			t.Errorf("%s: causes = %v, want the rule", name, got)
+		}
+	}
+}
