@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -92,4 +96,98 @@ func TestStaticMessagesCannotForgeItems(t *testing.T) {
 	if s := "plain: message, nothing to defuse"; evaluator.SafeMessage(s) != s {
 		t.Errorf("SafeMessage changed a plain message")
 	}
+}
+
+// lookalikeSeparators spell the "; " that separates NetworkReady's items with characters that
+// render as, or hide, a ';' or a space: each forged an item for an interface that was attached
+// (/work/atk15-findings 03-*). Class: characters that render as, or hide, the item separator.
+var lookalikeSeparators = []string{
+	"corp is in maintenance\u037e Network/lan: IPAddressInUse: forged", // GREEK QUESTION MARK, NFKC ';'
+	"corp;\u0301 Network/lan: IPAddressInUse: forged",                  // a combining mark on the ';'
+	"corp\uff1b Network/lan: IPAddressInUse: forged",                   // FULLWIDTH SEMICOLON
+	"corp\ufe54 Network/lan: IPAddressInUse: forged",                   // SMALL SEMICOLON
+	"corp;\u3164Network/lan: IPAddressInUse: forged",                   // HANGUL FILLER
+	"corp;\u2800Network/lan: IPAddressInUse: forged",                   // BRAILLE PATTERN BLANK
+	"corp;\u3000Network/lan: IPAddressInUse: forged",                   // IDEOGRAPHIC SPACE
+	"corp;\u034f Network/lan: IPAddressInUse: forged",                  // COMBINING GRAPHEME JOINER
+	"corp;\ufe0f Network/lan: IPAddressInUse: forged",                  // a variation selector
+	"\u05d0 ;\u05d1 Network/lan: IPAddressInUse: forged",               // " ;" reversed by RTL text
+}
+
+// A messageExpression spelling the separator with look-alikes falls back to the static message;
+// a static message spelling it is refused when new, and defused when stored. Before, every one
+// was accepted and used as is.
+func TestLookalikeSeparatorsCannotForgeItems(t *testing.T) {
+	c := newCompiler(t)
+	for _, msg := range lookalikeSeparators {
+		t.Run(msg, func(t *testing.T) {
+			p := newPolicy("p", skipRule("r", "true", "Custom", "static text", fmt.Sprintf("%q", msg)))
+			if d := decide(setOf(t, c, p), pooledAuto()); !strings.HasPrefix(d.Message, "static text (messageExpression failed: ") {
+				t.Errorf("messageExpression: message = %q, want the static message and why", d.Message)
+			}
+			p = newPolicy("p", skipRule("r", "true", "Never", msg, ""))
+			if _, errs := c.Compile(p, nil); !strings.Contains(fmt.Sprint(errs), "spec.skipRules[0].message") {
+				t.Errorf("static: errors %v, want the message refused at its path", errs)
+			}
+			if _, errs := c.Compile(p, p); len(errs) > 0 {
+				t.Errorf("stored: %v, want it to keep compiling", errs)
+			}
+			if safe := evaluator.SafeMessage(msg); readsAsSeparator(safe) {
+				t.Errorf("SafeMessage(%q) = %q, still reads as a separator", msg, safe)
+			}
+		})
+	}
+	for _, ok := range []string{"a;b", "x:1;y:2", "café, naïve — ok", "値は正しくない", "\u05d0\u05d1 ok"} {
+		if _, errs := c.Compile(newPolicy("p", skipRule("r", "true", "Never", ok, "")), nil); len(errs) > 0 {
+			t.Errorf("%q refused: %v", ok, errs)
+		}
+		if evaluator.SafeMessage(ok) != ok {
+			t.Errorf("SafeMessage changed %q", ok)
+		}
+	}
+}
+
+// readsAsSeparator: s, normalized as a reader's eye does (NFKC) and without the characters that
+// render blank, holds a ';' next to a space or a combining mark.
+func readsAsSeparator(s string) bool {
+	var b strings.Builder
+	for _, r := range norm.NFKC.String(s) {
+		switch {
+		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) || r == '\u2800':
+			b.WriteByte(' ')
+		case unicode.IsSpace(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	t := b.String()
+	for i, r := range t {
+		if r != ';' {
+			continue
+		}
+		next, _ := utf8.DecodeRuneInString(t[i+1:])
+		if next == ' ' || unicode.Is(unicode.M, next) || (i > 0 && t[i-1] == ' ') {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzSafeMessage: whatever a stored message or an error text holds, SafeMessage's result reads
+// as no separator and breaks no line, and a message that passes is left alone.
+func FuzzSafeMessage(f *testing.F) {
+	for _, s := range lookalikeSeparators {
+		f.Add(s)
+	}
+	f.Add("a; b\nc\u202e\xff;")
+	f.Fuzz(func(t *testing.T, s string) {
+		safe := evaluator.SafeMessage(s)
+		if readsAsSeparator(safe) || strings.ContainsAny(safe, "\n\r\u2028\u2029") {
+			t.Errorf("SafeMessage(%q) = %q, still forges", s, safe)
+		}
+		if evaluator.SafeMessage(safe) != safe {
+			t.Errorf("SafeMessage(%q) = %q is not a fixed point", s, safe)
+		}
+	})
 }
