@@ -191,3 +191,23 @@ func FuzzSafeMessage(f *testing.F) {
 		}
 	})
 }
+
+// A PolicyError's text quotes at most a bounded part of the value CEL failed on: timestamp() on
+// a 200 KB annotation echoed all of it, in the decision's message and in the trace's errors.
+// Class: a text built from unbounded input that lands in the condition or an event.
+func TestPolicyErrorsQuoteABoundedPartOfTheValue(t *testing.T) {
+	p := newPolicy("p", skipRule("ttl", "timestamp(vm.annotations['expires']) < timestamp('2026-01-01T00:00:00Z')", "Expired", "", ""))
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"expires": "2020-01-01T00:00:00Z" + strings.Repeat("é", 100_000)}
+	d := explain(setOf(t, newCompiler(t), p), in)
+	if d.Reason != evaluator.ReasonPolicyError || len(d.Message) > 1024 || !utf8.ValidString(d.Message) ||
+		!strings.Contains(d.Message, "2020-01-01T00:00:00Zé") || !strings.HasSuffix(d.Message, "…") {
+		t.Errorf("decision %s, message of %d bytes: %.120q…, want a PolicyError of at most 1024 valid bytes ending in …",
+			d.Reason, len(d.Message), d.Message)
+	}
+	for _, e := range d.Trace.Errors {
+		if len(e) > 1024 {
+			t.Errorf("trace error of %d bytes", len(e))
+		}
+	}
+}
