@@ -581,6 +581,9 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	env := boundEnv{a: a, vars: vars}
 	if b, ok := deriveBound(env, a.Expr()); ok {
+		if b.deep == 0 && scalarThrough(a, a.Expr()) {
+			b.deep = 1 // a scalar its dyn type hides: it nests nothing (deep_bounds.go)
+		}
 		return b, longStringError(a, b)
 	}
 	var beyond []string
