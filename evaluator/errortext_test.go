@@ -1,6 +1,9 @@
 package evaluator_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Harmless expressions whose dyn() hides a scalar compile: before, each was refused as "the
 // nested lists and maps of … have no size the estimate can derive" (atk15 07-*). Class: an
@@ -14,6 +17,29 @@ func TestDynOfAScalarIsNoNestedCollection(t *testing.T) {
 	} {
 		if _, errs := c.Compile(newPolicy("p", p...), nil); len(errs) > 0 {
 			t.Errorf("refused: %v", errs)
+		}
+	}
+}
+
+// An expression reading a refused variable says so, instead of an estimated cost of
+// 18446744073709551615 and a hint to "iterate over … a variable" (atk15
+// 07-cascade-hint-contradiction.yaml). Class: an error that blames the wrong thing.
+func TestAnExpressionReadingARefusedVariableNamesIt(t *testing.T) {
+	p := newPolicy("p", variable("a", "vm.annotations[?'x'].orValue('').split(',')"),
+		variable("b", "variables.a.filter(x, x != '')"),
+		skipRule("r", "variables.b.exists(x, x == 'a')", "X", "", ""))
+	_, errs := newCompiler(t).Compile(p, nil)
+	want := map[string]string{
+		"spec.variables[0].expression": "exceeds the per-call limit",
+		"spec.variables[1].expression": "reads variables.a (refused at spec.variables[0].expression)",
+		"spec.skipRules[0].expression": "reads variables.b (refused at spec.variables[1].expression)",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %v, want one for each of %v", errs, want)
+	}
+	for _, e := range errs {
+		if !strings.Contains(e.Error(), want[e.Field]) || strings.Contains(e.Error(), "18446744073709551615") {
+			t.Errorf("%s: %v, want it to say %q", e.Field, e, want[e.Field])
 		}
 	}
 }

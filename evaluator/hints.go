@@ -69,3 +69,32 @@ func noIterationHint(env *cel.Env, e ast.Expr) string {
 	return "no iteration: its calls cost that much on values as large as their bounds allow" + why +
 		": call them on smaller inputs or directly on an input, or with smaller patterns and formats"
 }
+
+// refusedVariablesHint is the error of an expression whose estimate fails and that reads
+// variables refused already (refused: name → path of its expression), or "" when it reads
+// none. A refused variable has no bound: the estimate of what reads it was the cost
+// 18446744073709551615 with a hint to "iterate over … a variable", blaming the expression for
+// the variable's fault.
+func refusedVariablesHint(e ast.Expr, refused map[string]string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	var names []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.SelectKind {
+			return
+		}
+		sel := e.AsSelect()
+		if op := sel.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "variables" {
+			if path, ok := refused[sel.FieldName()]; ok {
+				names = append(names, fmt.Sprintf("variables.%s (refused at %s)", sel.FieldName(), path))
+			}
+		}
+	}))
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("reads %s: its cost can be estimated once that variable compiles; fix the variable first",
+		strings.Join(slices.Compact(names), ", "))
+}
