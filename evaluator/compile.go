@@ -548,7 +548,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	shallow := est.Max
 	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
+		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max, cc.varSizes)
 		if shallow <= limit {
 			hint = deepHint(deepOps)
 		}

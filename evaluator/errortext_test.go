@@ -43,3 +43,23 @@ func TestAnExpressionReadingARefusedVariableNamesIt(t *testing.T) {
 		}
 	}
 }
+
+// A chain of variables ending in dyn() is sized by its derived bound: before, the estimate
+// left a dyn variable unsized and refused `variables.b + variables.b` at a cost of ~1.8e18,
+// "no iteration", naming nothing. An expression refused without iteration names the
+// variables it reads with their sizes, as it names the inputs.
+func TestDynVariablesAreSizedAndNamed(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", variable("a", "vm.name"), variable("b", "dyn(variables.a + variables.a)"),
+		variable("c", "variables.b + variables.b"), skipRule("r", "variables.c.contains('x')", "X", "", ""))
+	if _, errs := c.Compile(p, nil); len(errs) > 0 {
+		t.Errorf("refused: %v", errs)
+	}
+	p = newPolicy("p", variable("a", "vm.annotations[?'x'].orValue('')"),
+		skipRule("r", "variables.a.lowerAscii().contains(variables.a.upperAscii())", "X", "", ""))
+	_, errs := c.Compile(p, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no iteration") ||
+		!strings.Contains(errs[0].Error(), "variables.a (up to 262144 characters or entries)") {
+		t.Errorf("errors %v, want the rule refused, naming variables.a and its size", errs)
+	}
+}

@@ -677,7 +677,10 @@ func (vs variableSizes) size(n checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Min: 0, Max: b.elem}
 	}
 	switch n.Type().Kind() {
-	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind,
+		// a variable whose expression ends in dyn(): its bound holds whatever it is. Before, it
+		// was left unsized, and `variables.b + variables.b` over b = dyn(…) cost ~1.8e18.
+		types.DynKind:
 		return &checker.SizeEstimate{Min: 0, Max: b.size}
 	}
 	return nil
