@@ -2,6 +2,7 @@ package evaluator_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode"
@@ -209,5 +210,31 @@ func TestPolicyErrorsQuoteABoundedPartOfTheValue(t *testing.T) {
 		if len(e) > 1024 {
 			t.Errorf("trace error of %d bytes", len(e))
 		}
+	}
+}
+
+// A messageExpression's result of the wrong type is named within bounds: a list of 4,096
+// copies of a 16 KiB annotation value, built for a few units of cost (its elements share the
+// value), was formatted in full by fmt.Sprint — 64 MiB and more, outside CEL's accounting; with
+// more doublings, past the deadline, which then failed the next expression evaluated, the
+// built-in policy's. Class: a text built from unbounded input.
+func TestAHugeMessageOfTheWrongTypeIsNamedWithinBounds(t *testing.T) {
+	opts := []policyOption{variable("a0", "lists.range(64).map(i, vm.annotations[?'x'].orValue(''))")}
+	for i := 1; i <= 6; i++ {
+		opts = append(opts, variable(fmt.Sprintf("a%d", i), fmt.Sprintf("variables.a%d + variables.a%d", i-1, i-1)))
+	}
+	opts = append(opts, skipRule("r", "true", "Custom", "static", "dyn(variables.a6)"))
+	s := setOf(t, newCompiler(t), newPolicy("p", opts...))
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"x": strings.Repeat("v", 16<<10)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := decide(s, in)
+	runtime.ReadMemStats(&after)
+	if d.Reason != "Custom" || !strings.HasPrefix(d.Message, `static (messageExpression failed: policy p: spec.skipRules[0].messageExpression: evaluated to ["vvv`) {
+		t.Errorf("decision %s %.200q, want Custom with the static message and why", d.Reason, d.Message)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("deciding allocated %d MiB, want the value formatted within bounds", alloc>>20)
 	}
 }

@@ -262,8 +262,11 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	s, ok := valueString(v)
 	switch {
 	case !ok:
+		// Formatted within bounds, as an allocation of the wrong type is: fmt.Sprint walked a
+		// list of a million elements built for a few units, past the deadline.
+		shown, _ := formatValue(v, maxTraceValueLength)
 		return &policyError{p, rule.messageProgram.path,
-			fmt.Errorf("evaluated to %s of type %s, not a string", truncate(fmt.Sprint(v.Value())), v.Type().TypeName())}
+			fmt.Errorf("evaluated to %s of type %s, not a string", shown, v.Type().TypeName())}
 	case strings.TrimSpace(s) == "":
 		return &policyError{p, rule.messageProgram.path, errors.New("evaluated to an empty message")}
 	case len(s) > maxMessageLength:
