@@ -212,11 +212,20 @@ func within(path, unit string, n int, bound uint64) error {
 	return nil
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+// truncate is s cut to 64 bytes (see cut), for quoting an input value in an error.
+func truncate(s string) string { return cut(s, 64) }
+
+// cut is s cut to at most max bytes followed by "…" when longer, on a UTF-8 character boundary
+// (a cut character would be invalid UTF-8 in a message, an event or the JSON of a trace).
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
-	return s
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func cmpOr(a, b uint64) uint64 {

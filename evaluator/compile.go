@@ -333,6 +333,9 @@ type compilation struct {
 	estimated uint64
 	// varSizes are the bounds of the variables compiled so far, for the estimator.
 	varSizes variableSizes
+	// refusedVariables are the variables refused so far, by name, each with the path of its
+	// expression: an expression reading one is not blamed for what that refusal leaves unknown.
+	refusedVariables map[string]string
 }
 
 func (cc *compilation) selector(path *field.Path, s *v1.LabelSelector) labels.Selector {
@@ -369,6 +372,7 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 			cc.errs = append(cc.errs, field.Duplicate(vpath.Child("name"), v.Name))
 			continue
 		}
+		before := len(cc.errs)
 		prog, outType, checked := cc.exprChecked(env, vpath.Child("expression"), v.Expression, nil)
 		bound := fixedVariableBound
 		if checked != nil {
@@ -376,6 +380,12 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 			if bound, refused = variableBound(checked, cc.varSizes); refused != "" {
 				cc.errs = append(cc.errs, field.Forbidden(vpath.Child("expression"), refused))
 			}
+		}
+		if len(cc.errs) > before {
+			if cc.refusedVariables == nil {
+				cc.refusedVariables = map[string]string{}
+			}
+			cc.refusedVariables[v.Name] = vpath.Child("expression").String()
 		}
 		if cc.varSizes == nil {
 			cc.varSizes = variableSizes{}
@@ -535,6 +545,12 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	// The deep operations are charged at run time by their operands' deep size, which
 	// cel-go's estimate does not see (deep_bounds.go).
 	deepExtra, deepOps, deepUnbounded := deepCharges(checked.NativeRep(), cc.varSizes)
+	if limit, _ := cc.c.limits.staticLimit(); est.Max > limit || len(deepUnbounded) > 0 {
+		if msg := refusedVariablesHint(checked.NativeRep().Expr(), cc.refusedVariables); msg != "" {
+			cc.errs = append(cc.errs, field.Forbidden(path, msg))
+			return program{path: path.String()}, nil, native
+		}
+	}
 	if limit, _ := cc.c.limits.staticLimit(); est.Max <= limit && mode == environment.NewExpressions && len(deepUnbounded) > 0 {
 		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(deepUnbounded, "; ")+
 			": compare or search flat values, or values built from literals and inputs"))
@@ -543,7 +559,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	shallow := est.Max
 	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max)
+		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max, cc.varSizes)
 		if shallow <= limit {
 			hint = deepHint(deepOps)
 		}

@@ -211,13 +211,43 @@ func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
 	}
 	for _, o := range operands {
 		for _, alt := range seeThrough(o) {
-			if t := w.a.GetType(alt.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) {
+			if t := w.a.GetType(alt.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) && !scalarThrough(w.a, alt) {
 				return operands, name
 			}
 		}
 	}
 	return nil, ""
 }
+
+// scalarThrough: e, of type dyn, is a scalar all the same — arithmetic or a conditional over
+// dyn() of scalars, each seen through (dyn(1) + dyn(2)): it nests nothing. Before, its
+// dyn type made `dyn(1) + dyn(2) == dyn(3)` "nested lists and maps … no size".
+func scalarThrough(a *ast.AST, e ast.Expr) bool {
+	for _, alt := range seeThrough(e) {
+		t := a.GetType(alt.ID())
+		switch {
+		case t == nil:
+			return false
+		case !unknownShape(t):
+			if isCollection(t) || len(t.Parameters()) > 0 { // a list, a map, an optional of one
+				return false
+			}
+		case alt.Kind() == ast.CallKind && arithmetic[alt.AsCall().FunctionName()]:
+			for _, arg := range alt.AsCall().Args() {
+				if !scalarThrough(a, arg) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// arithmetic are the operators whose result is a scalar when their operands are.
+var arithmetic = map[string]bool{operators.Add: true, operators.Subtract: true, operators.Multiply: true,
+	operators.Divide: true, operators.Modulo: true, operators.Negate: true}
 
 // charge adds the deep size of operands, times iterations, to the total; or records why it
 // cannot.

@@ -766,11 +766,13 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 // estimate agree: a syntactic rule blamed vm.name.lowerAscii().split(',') as unbounded
 // though the estimate had sized it.
 //
+// vars are the sizes of the variables, named when an expression without iteration reads them.
+//
 // total is the expression's estimate: elements without a size are blamed only when it is
 // unbounded (comparing one with a sized value costs what the sized one does).
-func unboundedHint(env *cel.Env, e ast.Expr, total uint64) string {
+func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) string {
 	if !hasComprehension(e) {
-		return noIterationHint(env, e)
+		return noIterationHint(env, e, vars)
 	}
 	var parts []string
 	seen := map[string]bool{}

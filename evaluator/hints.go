@@ -21,8 +21,9 @@ const unsizedProbeCost = 10_000
 // estimate sizes as the longest string an input holds (an annotation value, 256 KiB; probed,
 // as rangeBlame does).
 // Before, it blamed an annotation value whatever the expression read:
-// vm.name.lowerAscii().matches(…) reads no annotation.
-func noIterationHint(env *cel.Env, e ast.Expr) string {
+// vm.name.lowerAscii().matches(…) reads no annotation; and it named nothing for an expression
+// reading only variables, whose sizes vars holds.
+func noIterationHint(env *cel.Env, e ast.Expr, vars variableSizes) string {
 	reads := map[string]bool{}
 	inputReads(e, reads)
 	var inputs []string
@@ -35,6 +36,7 @@ func noIterationHint(env *cel.Env, e ast.Expr) string {
 			inputs = append(inputs, fmt.Sprintf("%s (up to %d entries of up to %d characters)", f.path, f.bound, f.elem))
 		}
 	}
+	inputs = append(inputs, variablesRead(e, vars)...)
 	var results []string
 	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.CallKind || !e.AsCall().IsMemberFunction() {
@@ -68,4 +70,61 @@ func noIterationHint(env *cel.Env, e ast.Expr) string {
 	}
 	return "no iteration: its calls cost that much on values as large as their bounds allow" + why +
 		": call them on smaller inputs or directly on an input, or with smaller patterns and formats"
+}
+
+// refusedVariablesHint is the error of an expression whose estimate fails and that reads
+// variables refused already (refused: name → path of its expression), or "" when it reads
+// none. A refused variable has no bound: the estimate of what reads it was the cost
+// 18446744073709551615 with a hint to "iterate over … a variable", blaming the expression for
+// the variable's fault.
+func refusedVariablesHint(e ast.Expr, refused map[string]string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	var names []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.SelectKind {
+			return
+		}
+		sel := e.AsSelect()
+		if op := sel.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "variables" {
+			if path, ok := refused[sel.FieldName()]; ok {
+				names = append(names, fmt.Sprintf("variables.%s (refused at %s)", sel.FieldName(), path))
+			}
+		}
+	}))
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("reads %s: its cost can be estimated once that variable compiles; fix the variable first",
+		strings.Join(slices.Compact(names), ", "))
+}
+
+// variablesRead names the variables e reads with the sizes the estimate gives them (vars; the
+// fixed bound for one not derived), sorted: "variables.a (up to 262144 characters or entries)".
+func variablesRead(e ast.Expr, vars variableSizes) []string {
+	var out []string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.SelectKind {
+			return
+		}
+		sel := e.AsSelect()
+		if op := sel.Operand(); op.Kind() != ast.IdentKind || op.AsIdent() != "variables" {
+			return
+		}
+		b, ok := vars[sel.FieldName()]
+		if !ok {
+			b = fixedVariableBound
+		}
+		size := b.size
+		if b.input != nil {
+			if est := typePathSize(b.input.typ, b.input.steps); est != nil {
+				size = est.Max
+			}
+		}
+		out = append(out, fmt.Sprintf("variables.%s (up to %d characters or entries)", sel.FieldName(), size))
+	}))
+	slices.Sort(out)
+	return slices.Compact(out)
 }

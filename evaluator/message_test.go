@@ -2,8 +2,13 @@ package evaluator_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -91,5 +96,145 @@ func TestStaticMessagesCannotForgeItems(t *testing.T) {
 	}
 	if s := "plain: message, nothing to defuse"; evaluator.SafeMessage(s) != s {
 		t.Errorf("SafeMessage changed a plain message")
+	}
+}
+
+// lookalikeSeparators spell the "; " that separates NetworkReady's items with characters that
+// render as, or hide, a ';' or a space: each forged an item for an interface that was attached
+// (/work/atk15-findings 03-*). Class: characters that render as, or hide, the item separator.
+var lookalikeSeparators = []string{
+	"corp is in maintenance\u037e Network/lan: IPAddressInUse: forged", // GREEK QUESTION MARK, NFKC ';'
+	"corp;\u0301 Network/lan: IPAddressInUse: forged",                  // a combining mark on the ';'
+	"corp\uff1b Network/lan: IPAddressInUse: forged",                   // FULLWIDTH SEMICOLON
+	"corp\ufe54 Network/lan: IPAddressInUse: forged",                   // SMALL SEMICOLON
+	"corp;\u3164Network/lan: IPAddressInUse: forged",                   // HANGUL FILLER
+	"corp;\u2800Network/lan: IPAddressInUse: forged",                   // BRAILLE PATTERN BLANK
+	"corp;\u3000Network/lan: IPAddressInUse: forged",                   // IDEOGRAPHIC SPACE
+	"corp;\u034f Network/lan: IPAddressInUse: forged",                  // COMBINING GRAPHEME JOINER
+	"corp;\ufe0f Network/lan: IPAddressInUse: forged",                  // a variation selector
+	"\u05d0 ;\u05d1 Network/lan: IPAddressInUse: forged",               // " ;" reversed by RTL text
+}
+
+// A messageExpression spelling the separator with look-alikes falls back to the static message;
+// a static message spelling it is refused when new, and defused when stored. Before, every one
+// was accepted and used as is.
+func TestLookalikeSeparatorsCannotForgeItems(t *testing.T) {
+	c := newCompiler(t)
+	for _, msg := range lookalikeSeparators {
+		t.Run(msg, func(t *testing.T) {
+			p := newPolicy("p", skipRule("r", "true", "Custom", "static text", fmt.Sprintf("%q", msg)))
+			if d := decide(setOf(t, c, p), pooledAuto()); !strings.HasPrefix(d.Message, "static text (messageExpression failed: ") {
+				t.Errorf("messageExpression: message = %q, want the static message and why", d.Message)
+			}
+			p = newPolicy("p", skipRule("r", "true", "Never", msg, ""))
+			if _, errs := c.Compile(p, nil); !strings.Contains(fmt.Sprint(errs), "spec.skipRules[0].message") {
+				t.Errorf("static: errors %v, want the message refused at its path", errs)
+			}
+			if _, errs := c.Compile(p, p); len(errs) > 0 {
+				t.Errorf("stored: %v, want it to keep compiling", errs)
+			}
+			if safe := evaluator.SafeMessage(msg); readsAsSeparator(safe) {
+				t.Errorf("SafeMessage(%q) = %q, still reads as a separator", msg, safe)
+			}
+		})
+	}
+	for _, ok := range []string{"a;b", "x:1;y:2", "café, naïve — ok", "値は正しくない", "\u05d0\u05d1 ok"} {
+		if _, errs := c.Compile(newPolicy("p", skipRule("r", "true", "Never", ok, "")), nil); len(errs) > 0 {
+			t.Errorf("%q refused: %v", ok, errs)
+		}
+		if evaluator.SafeMessage(ok) != ok {
+			t.Errorf("SafeMessage changed %q", ok)
+		}
+	}
+}
+
+// readsAsSeparator: s, normalized as a reader's eye does (NFKC) and without the characters that
+// render blank, holds a ';' next to a space or a combining mark.
+func readsAsSeparator(s string) bool {
+	var b strings.Builder
+	for _, r := range norm.NFKC.String(s) {
+		switch {
+		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) || r == '\u2800':
+			b.WriteByte(' ')
+		case unicode.IsSpace(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	t := b.String()
+	for i, r := range t {
+		if r != ';' {
+			continue
+		}
+		next, _ := utf8.DecodeRuneInString(t[i+1:])
+		if next == ' ' || unicode.Is(unicode.M, next) || (i > 0 && t[i-1] == ' ') {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzSafeMessage: whatever a stored message or an error text holds, SafeMessage's result reads
+// as no separator and breaks no line, and a message that passes is left alone.
+func FuzzSafeMessage(f *testing.F) {
+	for _, s := range lookalikeSeparators {
+		f.Add(s)
+	}
+	f.Add("a; b\nc\u202e\xff;")
+	f.Fuzz(func(t *testing.T, s string) {
+		safe := evaluator.SafeMessage(s)
+		if readsAsSeparator(safe) || strings.ContainsAny(safe, "\n\r\u2028\u2029") {
+			t.Errorf("SafeMessage(%q) = %q, still forges", s, safe)
+		}
+		if evaluator.SafeMessage(safe) != safe {
+			t.Errorf("SafeMessage(%q) = %q is not a fixed point", s, safe)
+		}
+	})
+}
+
+// A PolicyError's text quotes at most a bounded part of the value CEL failed on: timestamp() on
+// a 200 KB annotation echoed all of it, in the decision's message and in the trace's errors.
+// Class: a text built from unbounded input that lands in the condition or an event.
+func TestPolicyErrorsQuoteABoundedPartOfTheValue(t *testing.T) {
+	p := newPolicy("p", skipRule("ttl", "timestamp(vm.annotations['expires']) < timestamp('2026-01-01T00:00:00Z')", "Expired", "", ""))
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"expires": "2020-01-01T00:00:00Z" + strings.Repeat("é", 100_000)}
+	d := explain(setOf(t, newCompiler(t), p), in)
+	if d.Reason != evaluator.ReasonPolicyError || len(d.Message) > 1024 || !utf8.ValidString(d.Message) ||
+		!strings.Contains(d.Message, "2020-01-01T00:00:00Zé") || !strings.HasSuffix(d.Message, "…") {
+		t.Errorf("decision %s, message of %d bytes: %.120q…, want a PolicyError of at most 1024 valid bytes ending in …",
+			d.Reason, len(d.Message), d.Message)
+	}
+	for _, e := range d.Trace.Errors {
+		if len(e) > 1024 {
+			t.Errorf("trace error of %d bytes", len(e))
+		}
+	}
+}
+
+// A messageExpression's result of the wrong type is named within bounds: a list of 4,096
+// copies of a 16 KiB annotation value, built for a few units of cost (its elements share the
+// value), was formatted in full by fmt.Sprint — 64 MiB and more, outside CEL's accounting; with
+// more doublings, past the deadline, which then failed the next expression evaluated, the
+// built-in policy's. Class: a text built from unbounded input.
+func TestAHugeMessageOfTheWrongTypeIsNamedWithinBounds(t *testing.T) {
+	opts := []policyOption{variable("a0", "lists.range(64).map(i, vm.annotations[?'x'].orValue(''))")}
+	for i := 1; i <= 6; i++ {
+		opts = append(opts, variable(fmt.Sprintf("a%d", i), fmt.Sprintf("variables.a%d + variables.a%d", i-1, i-1)))
+	}
+	opts = append(opts, skipRule("r", "true", "Custom", "static", "dyn(variables.a6)"))
+	s := setOf(t, newCompiler(t), newPolicy("p", opts...))
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"x": strings.Repeat("v", 16<<10)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := decide(s, in)
+	runtime.ReadMemStats(&after)
+	if d.Reason != "Custom" || !strings.HasPrefix(d.Message, `static (messageExpression failed: policy p: spec.skipRules[0].messageExpression: evaluated to ["vvv`) {
+		t.Errorf("decision %s %.200q, want Custom with the static message and why", d.Reason, d.Message)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("deciding allocated %d MiB, want the value formatted within bounds", alloc>>20)
 	}
 }

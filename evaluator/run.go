@@ -8,8 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -264,89 +262,22 @@ func checkMessage(p *Policy, rule skipRule, v ref.Val) *policyError {
 	s, ok := valueString(v)
 	switch {
 	case !ok:
+		// Formatted within bounds, as an allocation of the wrong type is: fmt.Sprint walked a
+		// list of a million elements built for a few units, past the deadline.
+		shown, _ := formatValue(v, maxTraceValueLength)
 		return &policyError{p, rule.messageProgram.path,
-			fmt.Errorf("evaluated to %s of type %s, not a string", truncate(fmt.Sprint(v.Value())), v.Type().TypeName())}
+			fmt.Errorf("evaluated to %s of type %s, not a string", shown, v.Type().TypeName())}
 	case strings.TrimSpace(s) == "":
 		return &policyError{p, rule.messageProgram.path, errors.New("evaluated to an empty message")}
 	case len(s) > maxMessageLength:
 		return &policyError{p, rule.messageProgram.path,
 			fmt.Errorf("message of %d bytes exceeds the limit of %d", len(s), maxMessageLength)}
-	case strings.ContainsFunc(s, forgingRune):
-		// As Kubernetes refuses a multi-line messageExpression result: a line break, a line or
-		// paragraph separator, a control or format character (a bidi override) could forge
-		// lines in events and logs or make them read differently than they are.
-		return &policyError{p, rule.messageProgram.path, errors.New(
-			"message contains a line break, line or paragraph separator, control or format character")}
-	case separates(s):
-		return &policyError{p, rule.messageProgram.path,
-			fmt.Errorf("message contains a %q followed by a space, which separates the items of the NetworkReady message", ";")}
+	default:
+		if why := messageError(s); why != "" {
+			return &policyError{p, rule.messageProgram.path, errors.New(why)}
+		}
 	}
 	return nil
-}
-
-// SafeMessage is s fit to be one item of the NetworkReady message or an event's note,
-// whatever produced it (a skip rule's static message written before it was checked, an
-// evaluation error quoting an expression, a controller text): every control or format
-// character, line or paragraph separator and invalid byte becomes a space, and a ';' followed
-// by a space — the separator of the message's items — becomes a ','. s itself when it holds
-// none, which is the common case and allocates nothing.
-func SafeMessage(s string) string {
-	if !strings.ContainsFunc(s, forgingRune) && !separates(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i, r := range s {
-		switch {
-		case forgingRune(r):
-			b.WriteByte(' ')
-		case r == ';':
-			next, _ := utf8.DecodeRuneInString(s[i+1:])
-			if unicode.IsSpace(next) {
-				b.WriteByte(',')
-			} else {
-				b.WriteByte(';')
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// messageError says why the static message s of a skip rule cannot be written into the
-// NetworkReady message, or "" when it can: the checks a messageExpression's result passes.
-func messageError(s string) string {
-	switch {
-	case strings.ContainsFunc(s, forgingRune):
-		return "message contains a line break, line or paragraph separator, control or format character"
-	case separates(s):
-		return fmt.Sprintf("message contains a %q followed by a space, which separates the items of the NetworkReady message", ";")
-	}
-	return ""
-}
-
-// forgingRune: r is a control character (Cc), a format character (Cf: bidi overrides, zero
-// width joiners), a line or paragraph separator (Zl, Zp), or not valid UTF-8.
-func forgingRune(r rune) bool {
-	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
-}
-
-// separates: s holds a ';' followed by any Unicode space ("; ", ";\u00a0"), which would read
-// as the separator of the NetworkReady message's items.
-func separates(s string) bool {
-	for i := strings.IndexByte(s, ';'); i >= 0; {
-		r, _ := utf8.DecodeRuneInString(s[i+1:])
-		if unicode.IsSpace(r) {
-			return true
-		}
-		j := strings.IndexByte(s[i+1:], ';')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
 }
 
 func valueString(v ref.Val) (string, bool) {

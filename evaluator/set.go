@@ -435,9 +435,14 @@ type policyError struct {
 	err  error
 }
 
-// Error renders "policy <name>: <field path>: <error>".
+// maxErrorText bounds the error part of a policyError's text. CEL's errors quote the value
+// they failed on (timestamp() a 256 KiB annotation): unbounded, one interface's PolicyError
+// filled the whole NetworkReady message, and the other interfaces' items were cut off.
+const maxErrorText = 512
+
+// Error renders "policy <name>: <field path>: <error>", the error cut to maxErrorText bytes.
 func (e *policyError) Error() string {
-	return fmt.Sprintf("policy %s: %s: %v", e.p.Name, e.path, e.err)
+	return fmt.Sprintf("policy %s: %s: %s", e.p.Name, e.path, cut(fmt.Sprint(e.err), maxErrorText))
 }
 
 // Unwrap returns the CEL error, so that errors.Is(err, context.DeadlineExceeded) works.

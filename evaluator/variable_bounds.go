@@ -581,6 +581,9 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	env := boundEnv{a: a, vars: vars}
 	if b, ok := deriveBound(env, a.Expr()); ok {
+		if b.deep == 0 && scalarThrough(a, a.Expr()) {
+			b.deep = 1 // a scalar its dyn type hides: it nests nothing (deep_bounds.go)
+		}
 		return b, longStringError(a, b)
 	}
 	var beyond []string
@@ -674,7 +677,10 @@ func (vs variableSizes) size(n checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Min: 0, Max: b.elem}
 	}
 	switch n.Type().Kind() {
-	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind,
+		// a variable whose expression ends in dyn(): its bound holds whatever it is. Before, it
+		// was left unsized, and `variables.b + variables.b` over b = dyn(…) cost ~1.8e18.
+		types.DynKind:
 		return &checker.SizeEstimate{Min: 0, Max: b.size}
 	}
 	return nil

@@ -142,15 +142,39 @@ func truncate(s string, max int) string {
 
 // problemItems are the NetworkReady items, "<Type>/<name>: <Reason>: <message>", in spec order.
 func problemItems(s *scope) []string {
+	n := 0
+	for _, it := range s.interfaces {
+		if it.problem != nil {
+			n++
+		}
+	}
 	var items []string
 	for _, it := range s.interfaces {
 		if it.problem != nil {
-			// Whatever wrote the message (a policy's static message stored before it was
-			// checked, an evaluation error quoting an expression), it cannot forge an item.
-			items = append(items, fmt.Sprintf("%s: %s: %s", it.key, it.problem.reason, evaluator.SafeMessage(it.problem.message)))
+			items = append(items, problemItem(it.key, it.problem.reason, it.problem.message, n))
 		}
 	}
 	return items
+}
+
+// maxItemLength bounds one NetworkReady item: with 31 interfaces not ready, every item still
+// fits the condition's maxConditionMessage.
+const maxItemLength = 1024
+
+// minItemLength is the least an item is cut to when many interfaces share the condition.
+const minItemLength = 128
+
+// problemItem is one interface's NetworkReady item — and its event's note — of n items:
+// "<key>: <reason>: <message>" made safe and cut to maxItemLength bytes, less when n items of
+// that length would not fit the condition. Whatever wrote the message (a policy's static
+// message stored before it was checked, an evaluation error quoting a 256 KiB input value), it
+// cannot forge an item nor push the other interfaces' items out of the condition.
+func problemItem(key, reason, message string, n int) string {
+	bound := maxItemLength
+	if n > 0 {
+		bound = max(minItemLength, min(maxItemLength, (maxConditionMessage-len("; ")*(n-1))/n))
+	}
+	return truncate(fmt.Sprintf("%s: %s: %s", key, reason, evaluator.SafeMessage(message)), bound)
 }
 
 // +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/status,verbs=patch
@@ -263,11 +287,18 @@ func (r *Reconciler) announceSkips(s *scope, p *Plan) {
 	if c := meta.FindStatusCondition(s.vm.Status.Conditions, ConditionNetworkReady); c != nil && c.Status == metav1.ConditionFalse {
 		prev = c.Message
 	}
+	n := 0
+	for _, res := range p.Interfaces {
+		if res.Reason != "" {
+			n++
+		}
+	}
 	for i, res := range p.Interfaces { // one result per observed interface, in the same order
 		if res.Reason == "" {
 			continue
 		}
-		item := fmt.Sprintf("%s: %s: %s", s.interfaces[i].key, res.Reason, res.Message)
+		// The item as the condition holds it, so that an item already there brings no event.
+		item := problemItem(s.interfaces[i].key, res.Reason, res.Message, n)
 		if !strings.Contains(prev, item) {
 			r.event(s.vm, relatedIPAddress(s.interfaces[i]), corev1.EventTypeWarning, res.Reason, "Skip", "%s", item)
 		}

@@ -21,6 +21,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 func allocatedIP(name, addr string) *sdnv1.IPAddress {
@@ -95,9 +96,14 @@ func TestAwaitingRestartIsRemovedOnlyWhenItIsOurs(t *testing.T) {
 	}
 }
 
+// With more interfaces not ready than fit, each item at minItemLength, the message is cut at
+// the CRD's limit.
 func TestNetworkReadyMessageIsCappedAtTheCRDLimit(t *testing.T) {
 	s := statusScope()
-	s.interfaces[1].problem.message = strings.Repeat("m", 2*maxConditionMessage)
+	for i := range maxConditionMessage / minItemLength {
+		s.interfaces = append(s.interfaces, &iface{key: fmt.Sprintf("Network/n%d", i), dupOf: -1,
+			problem: &problem{"Busy", strings.Repeat("m", 2*maxConditionMessage)}})
+	}
 	c := meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionNetworkReady)
 	if len(c.Message) != maxConditionMessage {
 		t.Errorf("message length %d, want %d", len(c.Message), maxConditionMessage)
@@ -207,4 +213,48 @@ func TestSkipWarningsFollowASuccessfulStatusWrite(t *testing.T) {
 	if err := r.writeStatus(context.Background(), s, nil, p); err != nil || len(rec.notes) != 1 {
 		t.Errorf("successful write: error %v, events %q; want one Warning for Network/x", err, rec.notes)
 	}
+}
+
+// Every interface's item appears in NetworkReady, each within maxItemLength, however long the
+// text before it: a PolicyError of CEL's timestamp() quotes the 200 KB annotation it failed on.
+// Before, the first item took the whole 32,768 bytes and the second interface's item was cut
+// off (atk15 finding 4). Class: a text built from unbounded input that lands in the condition
+// or an event.
+func TestEveryInterfacesItemAppearsWhateverTheOthersSay(t *testing.T) {
+	set := compiledSetWith(t, evaluator.Limits{}, &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ttl"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{SkipRules: []v1alpha1.SkipRule{
+			{Name: "ttl", Reason: "TTLExpired", Expression: "interface.name == 'n0' && " +
+				"timestamp(vm.annotations[?'expires'].orValue('2100-01-01T00:00:00Z')) < timestamp('2026-01-01T00:00:00Z')"},
+			{Name: "busy", Reason: "Busy", Message: "n1 is busy", Expression: "interface.name == 'n1'"}}}})
+	s := manyInterfaces(set, 2)
+	s.vm.Annotations = map[string]string{"expires": "2020-01-01T00:00:00Z" + strings.Repeat("0", 200_000)}
+	if err := decide(context.Background(), s, evaluator.Options{}, errVMBudget); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		c := meta.FindStatusCondition(desiredStatus(s).Conditions, ConditionNetworkReady)
+		items := strings.Split(c.Message, "; ")
+		if len(items) != 2 || !strings.HasPrefix(items[0], "ClusterNetwork/n0: ") ||
+			items[1] != "ClusterNetwork/n1: Busy: n1 is busy" {
+			t.Fatalf("%s: NetworkReady (%d bytes) = %.200q…, want the items of n0 and n1", what, len(c.Message), c.Message)
+		}
+		for _, item := range items {
+			if len(item) > maxItemLength {
+				t.Errorf("%s: item of %d bytes, want at most %d", what, len(item), maxItemLength)
+			}
+		}
+		rec := &recordingRecorder{}
+		(&Reconciler{Recorder: rec}).announceSkips(s, &Plan{Interfaces: results(s)})
+		if len(rec.notes) != 2 || rec.notes[0] != items[0] || rec.notes[1] != items[1] {
+			t.Errorf("%s: events %.200q, want the two items", what, rec.notes)
+		}
+	}
+	if s.interfaces[0].problem == nil || s.interfaces[0].problem.reason != string(evaluator.ReasonPolicyError) {
+		t.Fatalf("n0: %+v, want a PolicyError", s.interfaces[0].problem)
+	}
+	check("a PolicyError quoting the value")
+	// A text no evaluator bound applies to — a controller text, a stored message.
+	s.interfaces[0].problem.message = strings.Repeat("ü", 200_000)
+	check("a 400 KB message")
 }

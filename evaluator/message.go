@@ -1,0 +1,132 @@
+package evaluator
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The characters a skip rule's message may hold. A message becomes one item of the NetworkReady
+// message ("<Type>/<name>: <Reason>: <message>", items separated by "; ") and an event's note,
+// so it must neither break a line nor show anything that reads as that separator. Refused:
+//
+//   - anywhere: a control or format character (bidi overrides, zero-width characters), a line or
+//     paragraph separator, a private-use character, invalid UTF-8, any space but the ASCII space,
+//     a default-ignorable character (Hangul fillers, variation selectors, the combining grapheme
+//     joiner) or U+2800 BRAILLE PATTERN BLANK — each renders blank or not at all — and any
+//     character that is ';' after NFKC normalization but not ';' itself (U+037E GREEK QUESTION
+//     MARK, U+FF1B FULLWIDTH SEMICOLON, U+FE54 SMALL SEMICOLON);
+//   - a ';' followed by a space or a combining mark, or preceded by a space: "; " is the
+//     separator, and " ;" reads as "; " once a right-to-left script reverses it.
+
+// messageError says why s cannot be written into the NetworkReady message, naming the first
+// offending character and its byte offset, or "" when it can. Both a static message (at
+// compile time) and a messageExpression's result (at run time) are held to it.
+func messageError(s string) string {
+	prev := rune(-1)
+	for i, r := range s {
+		if why := refusedRune(s, i, r); why != "" {
+			return fmt.Sprintf("message holds %s (%s) at byte %d: it could forge or hide the %q that separates the items of the NetworkReady message, or a line of an event",
+				runeName(r), why, i, "; ")
+		}
+		if r == ';' && (unicode.IsSpace(prev) || blankAfterSemicolon(nextRune(s, i))) {
+			return fmt.Sprintf("message holds a %q next to a space or a combining mark at byte %d: it reads as the %q that separates the items of the NetworkReady message",
+				";", i, "; ")
+		}
+		prev = r
+	}
+	return ""
+}
+
+// SafeMessage is s fit to be one item of the NetworkReady message or an event's note, whatever
+// produced it (a skip rule's static message stored before the rules above, an evaluation error
+// quoting an input value, a controller text): every character refused anywhere becomes a space
+// (a look-alike of ';' a ','), then every ';' next to a space or a combining mark becomes a ','.
+// The result passes messageError. s itself when it passes already, which is the common case
+// and allocates nothing.
+func SafeMessage(s string) string {
+	if messageError(s) == "" {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		switch {
+		case refusedRune(s, i, r) == "":
+			b.WriteRune(r)
+		case semicolonLike(s, i, r):
+			b.WriteByte(',')
+		default:
+			b.WriteByte(' ')
+		}
+	}
+	out := []byte(b.String())
+	for i, c := range out {
+		if c != ';' {
+			continue
+		}
+		next, _ := utf8.DecodeRune(out[i+1:])
+		if (i > 0 && out[i-1] == ' ') || blankAfterSemicolon(next) {
+			out[i] = ','
+		}
+	}
+	return string(out)
+}
+
+// refusedRune says why r, at byte i of s, may appear nowhere in a message, or "".
+func refusedRune(s string, i int, r rune) string {
+	switch {
+	case r < utf8.RuneSelf:
+		if unicode.IsControl(r) {
+			return "a control character"
+		}
+		return ""
+	case r == utf8.RuneError:
+		return "invalid UTF-8 or a replacement character"
+	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co):
+		return "a control, format, private-use character or line or paragraph separator"
+	case unicode.IsSpace(r) || unicode.Is(unicode.Zs, r):
+		return "a space other than the ASCII space"
+	case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == '\u2800':
+		return "a character that renders blank or not at all"
+	case semicolonLike(s, i, r):
+		return "a look-alike of ';'"
+	}
+	return ""
+}
+
+// semicolonLike: r, at byte i of s, is not ';' but its NFKC decomposition holds one. The
+// decomposition tables are read in place: nothing is allocated.
+func semicolonLike(s string, i int, r rune) bool {
+	if r < utf8.RuneSelf {
+		return false
+	}
+	return bytes.IndexByte(norm.NFKC.PropertiesString(s[i:]).Decomposition(), ';') >= 0
+}
+
+// blankAfterSemicolon: r, right after a ';', would make it read as the items' separator.
+func blankAfterSemicolon(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.M, r)
+}
+
+// nextRune is the rune after the one at byte i of s, or -1 at the end.
+func nextRune(s string, i int) rune {
+	_, size := utf8.DecodeRuneInString(s[i:])
+	if i+size >= len(s) {
+		return -1
+	}
+	r, _ := utf8.DecodeRuneInString(s[i+size:])
+	return r
+}
+
+// runeName is r as "U+037E", with the character itself when it is visible.
+func runeName(r rune) string {
+	if unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.Is(unicode.M, r) {
+		return fmt.Sprintf("U+%04X %q", r, r)
+	}
+	return fmt.Sprintf("U+%04X", r)
+}
