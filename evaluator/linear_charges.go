@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"math"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -23,7 +24,7 @@ import (
 //     on failure strconv copies it into its error (timestamp() quotes it): one traversal
 //     (duration() of a 256 KiB "0s0s…" took ~3.6 ms for 1 unit; double() of a 262,000-
 //     character value allocated 262 KB per call);
-//   - size() of a string counts its runes: one traversal;
+//   - size() of a string counts its runes: one unit per runeCharsPerUnit characters;
 //   - `key in map` hashes the key (and compares it to an equal one): one traversal of the key
 //     (9,000 lookups of a 262,000-character key took 0.4-0.9 s for 270,000 units);
 //   - the timestamp accessors with a time zone (getHours('Europe/Berlin'), …) load the zone
@@ -75,6 +76,29 @@ const keyCharsPerUnit = 1024
 // keyCost is the charge of looking a key of n characters up in a map.
 func keyCost(n uint64) uint64 { return 1 + (n+keyCharsPerUnit-1)/keyCharsPerUnit }
 
+// runeCharsPerUnit is how many characters of a string one unit pays for when size() counts
+// its runes: ~2.4 ns a character of two-byte runes on a loaded machine, so 32 characters a
+// unit measure ~75 ns a unit, against the ~320–380 ns of the worst construct
+// (BenchmarkCostCalibration "size-runes"). A traversal's 0.1 a character would refuse
+// `s.size()` of any string the checker cannot size in a loop of a few iterations.
+const runeCharsPerUnit = 32
+
+// runeCountCost is the charge of size() of a string of n characters (bytes).
+func runeCountCost(n uint64) uint64 { return 1 + (n+runeCharsPerUnit-1)/runeCharsPerUnit }
+
+// argBound bounds the length of a string argument: the size the checker computed for it (a
+// concatenation, a call the estimator sizes: lowerAscii(), join(), format(), …), else
+// stringBound (a literal, an input or variable path, else the largest string the
+// estimate assumes).
+func (e estimator) argBound(a checker.AstNode) uint64 {
+	if cs := a.ComputedSize(); cs != nil && cs.Max != math.MaxUint64 {
+		if _, literal := literalString(a.Expr()); !literal {
+			return cs.Max
+		}
+	}
+	return e.stringBound(a)
+}
+
 // tzCost is the charge of a timestamp accessor given the time zone tz: a name is loaded, an
 // offset (it holds ':') parsed.
 func tzCost(tz string, n uint64) uint64 {
@@ -108,9 +132,13 @@ func (l linearCosts) CallCost(function, overloadID string, args []ref.Val, resul
 // charges (false otherwise).
 func linearCost(function string, args []ref.Val) (uint64, bool) {
 	switch {
-	case (parsedFromString[function] || function == overloads.Size) && len(args) == 1:
+	case parsedFromString[function] && len(args) == 1:
 		if s, ok := args[0].(types.String); ok {
 			return 1 + traversal(uint64(len(s))), true
+		}
+	case function == overloads.Size && len(args) == 1:
+		if s, ok := args[0].(types.String); ok {
+			return runeCountCost(uint64(len(s))), true
 		}
 	case tzAccessors[function] && len(args) == 2:
 		if s, ok := args[1].(types.String); ok {
@@ -143,20 +171,23 @@ func (e estimator) linearCallEstimate(overloadID string, target *checker.AstNode
 	if len(all) == 0 {
 		return nil
 	}
-	cost := 1 + traversal(e.stringBound(all[0]))
+	n := e.argBound(all[0])
+	cost := 1 + traversal(n)
 	switch overloadID {
+	case overloads.SizeString, overloads.SizeStringInst:
+		cost = runeCountCost(n)
 	case overloads.InMap:
 		if k := all[0].Type().Kind(); k != types.StringKind && k != types.BytesKind && k != types.DynKind && k != types.AnyKind {
 			return nil // a fixed-size key: the library's charge stands
 		}
-		cost = keyCost(e.stringBound(all[0]))
+		cost = keyCost(n)
 	default:
 		if strings.HasPrefix(overloadID, "timestamp_to_") && len(all) == 2 {
 			tz, literal := literalString(all[1].Expr())
 			if !literal {
 				tz = "" // unknown: the name of a zone, the dearer
 			}
-			cost = tzCost(tz, e.stringBound(all[1]))
+			cost = tzCost(tz, e.argBound(all[1]))
 		}
 	}
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost},
