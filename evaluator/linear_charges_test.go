@@ -129,3 +129,40 @@ func TestStringArgumentWorkWithinItsEstimate(t *testing.T) {
 		})
 	}
 }
+
+// An input map answers a lookup of a key longer than all of its keys without hashing it
+// (linear_charges.go): the answers are those of a lookup. (Keys over 317 characters are
+// beyond the declared bounds: a policy reading such a map fails before any lookup.)
+func TestLongKeysInInputMaps(t *testing.T) {
+	c := newCompiler(t)
+	longest := strings.Repeat("p", 253) + "/" + strings.Repeat("n", 63)
+	for _, tc := range []struct {
+		name, key string
+		want      bool // the key is present
+	}{
+		{"longer than every key", strings.Repeat("p", 400), false},
+		{"one character longer than the longest key", longest + "n", false},
+		{"as long as the longest key, present", longest, true},
+		{"short, present", "k", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := withAnnotation(tc.key)
+			in.VM.Labels = map[string]string{longest: "v", "k": "v"}
+			for _, expr := range []string{
+				"vm.annotations['a'] in vm.labels",
+				"vm.labels[?vm.annotations['a']].hasValue()",
+				"vm.labels[?vm.annotations['a']].orValue('') == 'v'",
+			} {
+				s := setOf(t, c, newPolicy("p", skipRule("r", expr, "R", "", "")))
+				if d := decide(s, in); d.Reason == evaluator.ReasonPolicyError || d.Skip != tc.want {
+					t.Errorf("%s: decision = %s %q (skip %v), want skip %v", expr, d.Reason, d.Message, d.Skip, tc.want)
+				}
+			}
+			s := setOf(t, c, newPolicy("p", skipRule("r", "vm.labels[vm.annotations['a']] == 'v'", "R", "", "")))
+			d := decide(s, in)
+			if want := evaluator.Reason("R"); !tc.want && !strings.Contains(d.Message, "no such key") || tc.want && d.Reason != want {
+				t.Errorf("index: decision = %s %q, want skip %v or a no-such-key error", d.Reason, d.Message, tc.want)
+			}
+		})
+	}
+}
