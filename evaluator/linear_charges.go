@@ -41,20 +41,6 @@ import (
 // calibrated ~0.35 µs per unit.
 const tzLoadCost = 170
 
-// parsedFromString are the conversions that parse their string argument.
-var parsedFromString = map[string]bool{
-	overloads.TypeConvertInt: true, overloads.TypeConvertUint: true, overloads.TypeConvertDouble: true,
-	overloads.TypeConvertBool: true, overloads.TypeConvertDuration: true, overloads.TypeConvertTimestamp: true,
-}
-
-// tzAccessors are the timestamp accessors taking a time zone as their argument.
-var tzAccessors = map[string]bool{
-	overloads.TimeGetFullYear: true, overloads.TimeGetMonth: true, overloads.TimeGetDayOfYear: true,
-	overloads.TimeGetDayOfMonth: true, overloads.TimeGetDate: true, overloads.TimeGetDayOfWeek: true,
-	overloads.TimeGetHours: true, overloads.TimeGetMinutes: true, overloads.TimeGetSeconds: true,
-	overloads.TimeGetMilliseconds: true,
-}
-
 // linearCostOverloads are the overload IDs linearCallEstimate charges, by function.
 var linearCostOverloads = map[string]bool{
 	overloads.StringToInt: true, overloads.StringToUint: true, overloads.StringToDouble: true,
@@ -131,20 +117,33 @@ func (l linearCosts) CallCost(function, overloadID string, args []ref.Val, resul
 // linearCost is the run-time charge of function on args when it is one linearCallEstimate
 // charges (false otherwise).
 func linearCost(function string, args []ref.Val) (uint64, bool) {
-	switch {
-	case parsedFromString[function] && len(args) == 1:
-		if s, ok := args[0].(types.String); ok {
-			return 1 + traversal(uint64(len(s))), true
+	// A switch, not a map lookup: this runs for every call the overload trackers leave.
+	switch function {
+	case overloads.TypeConvertInt, overloads.TypeConvertUint, overloads.TypeConvertDouble,
+		overloads.TypeConvertBool, overloads.TypeConvertDuration, overloads.TypeConvertTimestamp:
+		if len(args) == 1 {
+			if s, ok := args[0].(types.String); ok {
+				return 1 + traversal(uint64(len(s))), true
+			}
 		}
-	case function == overloads.Size && len(args) == 1:
-		if s, ok := args[0].(types.String); ok {
-			return runeCountCost(uint64(len(s))), true
+	case overloads.Size:
+		if len(args) == 1 {
+			if s, ok := args[0].(types.String); ok {
+				return runeCountCost(uint64(len(s))), true
+			}
 		}
-	case tzAccessors[function] && len(args) == 2:
-		if s, ok := args[1].(types.String); ok {
-			return tzCost(string(s), uint64(len(s))), true
+	case overloads.TimeGetFullYear, overloads.TimeGetMonth, overloads.TimeGetDayOfYear,
+		overloads.TimeGetDayOfMonth, overloads.TimeGetDate, overloads.TimeGetDayOfWeek,
+		overloads.TimeGetHours, overloads.TimeGetMinutes, overloads.TimeGetSeconds, overloads.TimeGetMilliseconds:
+		if len(args) == 2 {
+			if s, ok := args[1].(types.String); ok {
+				return tzCost(string(s), uint64(len(s))), true
+			}
 		}
-	case function == operators.In && len(args) == 2:
+	case operators.In:
+		if len(args) != 2 {
+			break
+		}
 		if _, isMap := args[1].(traits.Mapper); isMap {
 			switch k := args[0].(type) {
 			case types.String:
