@@ -25,8 +25,10 @@ import (
 //     (duration() of a 256 KiB "0s0s…" took ~3.6 ms for 1 unit; double() of a 262,000-
 //     character value allocated 262 KB per call);
 //   - size() of a string counts its runes: one unit per runeCharsPerUnit characters;
-//   - `key in map` hashes the key (and compares it to an equal one): one traversal of the key
-//     (9,000 lookups of a 262,000-character key took 0.4-0.9 s for 270,000 units);
+//   - `key in map` hashes the key (and compares it to an equal one): one unit per
+//     keyCharsPerUnit characters of the key (9,000 lookups of a 262,000-character key took
+//     0.4-0.9 s for 270,000 units); `m[k]` and `m[?k]` are estimated so (indexEstimate) but
+//     cannot be charged at run time;
 //   - the timestamp accessors with a time zone (getHours('Europe/Berlin'), …) load the zone
 //     on every call (time.LoadLocation reads and parses the tz database, ~40 KB): tzLoadCost
 //     units plus one traversal of the name; a numeric offset ('+02:00') is parsed only: one
@@ -36,9 +38,11 @@ import (
 // library's, keyed by function name and argument values rather than by overload ID, so that a
 // call dispatched at run time (a dyn argument, no single overload) is charged too.
 
-// tzLoadCost is what loading a time zone by name costs on top of the call: ~60 µs of CPU and
-// ~40 KB allocated per call (BenchmarkCostCalibration "time-zone"), 170 units at the
-// calibrated ~0.35 µs per unit.
+// tzLoadCost is what loading a time zone by name costs on top of the call: ~12 µs for a zone
+// in /usr/share/zoneinfo, ~40 µs and ~40 KB allocated for an absent name, which tries every
+// source, Go's zoneinfo.zip included (BenchmarkCostCalibration "time-zone", "time-zone-absent",
+// at load average ~9: 70 and 227 ns a unit, where building a map measured 366); 170 units
+// keep the absent name under the worst construct's rate.
 const tzLoadCost = 170
 
 // linearCostOverloads are the overload IDs linearCallEstimate charges, by function.
