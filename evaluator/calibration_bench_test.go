@@ -49,11 +49,31 @@ func BenchmarkCostCalibration(b *testing.B) {
 		{"find-all-long", "size(vm.annotations['a'].findAll('a', 30000)) == 0"},
 		{"char-at-long", list(3, "1") + ".exists(i, vm.annotations['a'].charAt(i) == '#')"},
 		{"replace", list(300, "1") + ".exists(i, size(vm.name.replace('', '-')) == 0)"},
+		// The calls charged for their string argument's length or a per-call constant
+		// (linear_charges.go): parsing conversions, rune counting, looking a long key up in a
+		// map, loading a time zone (by a name absent from the tz database, the slower path,
+		// and by a present one).
+		{"duration-parse", list(3, "1") + ".exists(i, duration(vm.annotations['d']) == duration('1s'))"},
+		{"double-parse", list(3, "1") + ".exists(i, double(vm.annotations['f']) == 2.0)"},
+		{"int-parse", list(3, "1") + ".exists(i, int(vm.annotations['f']) == 2)"},
+		// An invalid timestamp is quoted into its error, an invalid bool copied into its
+		// (`err && false` is false: the construct decides).
+		{"timestamp-invalid", list(3, "1") + ".exists(i, timestamp(vm.annotations['a']) == timestamp('2020-01-01T00:00:00Z') && i < 0)"},
+		{"bool-invalid", list(3, "1") + ".exists(i, bool(vm.annotations['a']) && i < 0)"},
+		{"size-runes", list(10, "1") + ".exists(i, vm.annotations['u'].size() == 0)"},
+		{"map-key-hash", "[{'x': 1}].exists(m, " + list(300, "1") + ".exists(i, vm.annotations['a'] in m))"},
+		{"time-zone-absent", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Nowhere/Zone') == 25 && i < 0)"},
+		{"time-zone", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)"},
 	}
 	c := newCompiler(b)
 	in := pooledAuto()
 	in.VM.Name = long[:253-3]
-	in.VM.Annotations = map[string]string{"a": strings.Repeat("a", 70_000)} // a match per character
+	in.VM.Annotations = map[string]string{
+		"a": strings.Repeat("a", 70_000),       // a match per character
+		"d": strings.Repeat("0s", 35_000),      // a valid duration, parsed to its end
+		"f": strings.Repeat("0", 69_999) + "1", // a valid int and double
+		"u": strings.Repeat("é", 35_000),       // two bytes per rune
+	}
 	for _, k := range constructs {
 		b.Run(k.name, func(b *testing.B) {
 			p := newPolicy("calibrate", skipRule("construct", k.expr, "PolicyError", "", ""))

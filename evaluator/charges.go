@@ -118,6 +118,9 @@ func trackReplace(args []ref.Val, result ref.Val) *uint64 {
 // when the overload is not one of them or its sizes are unknown (the library's estimate
 // stands).
 func (e estimator) stringCallEstimate(overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if est := e.linearCallEstimate(overloadID, target, args); est != nil {
+		return est
+	}
 	if target == nil {
 		if (overloadID == "string_to_quantity" || overloadID == "is_quantity_string") && len(args) == 1 {
 			return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: quantityCost(e.stringBound(args[0]))}}

@@ -1,0 +1,173 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// The standard calls whose work grows with a string argument (parsing conversions, size(),
+// `key in map`) were charged one unit whatever its length, and the timestamp accessors with
+// a time zone one unit though each loads the zone: an admitted policy on an in-bounds input
+// ran into the deadline rather than a cost limit (issue #15, findings 1 and 2). Each call
+// is now charged for its argument (linear_charges.go): its charge on a 60,000-character
+// argument exceeds its charge on a 10-character one by the work. Class: a library call
+// charged a constant for work that grows with its argument.
+func TestStringArgumentWorkIsCharged(t *testing.T) {
+	const n = 60_000
+	cases := []struct {
+		name, expr  string
+		short, long string
+		atLeast     int64 // units the long argument costs more, at least
+	}{
+		{"duration parses", "duration(vm.annotations['a']) == duration('1s')", "0s", strings.Repeat("0s", n/2), n/10 - 100},
+		{"int parses", "int(vm.annotations['a']) == 2", "1", strings.Repeat("0", n-1) + "1", n/10 - 100},
+		{"uint parses", "uint(vm.annotations['a']) == 2u", "1", strings.Repeat("0", n-1) + "1", n/10 - 100},
+		{"double parses", "double(vm.annotations['a']) == 2.0", "1", strings.Repeat("0", n-1) + "1", n/10 - 100},
+		// `err && false` is false: the failed conversion still decides.
+		{"bool copies an invalid argument into its error", "bool(vm.annotations['a']) && false", "x", strings.Repeat("x", n), n/10 - 100},
+		{"timestamp quotes an invalid argument into its error",
+			"timestamp(vm.annotations['a']) == timestamp('2020-01-01T00:00:00Z') && false", "x", strings.Repeat("x", n), n/10 - 100},
+		{"a dyn argument dispatched at run time", "int(dyn(vm.annotations['a'])) == 2", "1", strings.Repeat("0", n-1) + "1", n/10 - 100},
+		{"size() counts runes", "vm.annotations['a'].size() == 0", "é", strings.Repeat("é", n/2), n/32 - 10},
+		{"size(s) counts runes", "size(vm.annotations['a']) == 0", "é", strings.Repeat("é", n/2), n/32 - 10},
+		{"in an input map hashes the key", "vm.annotations['a'] in vm.labels", "x", strings.Repeat("k", n), n / 1024},
+		{"in a built map hashes the key", "vm.annotations['a'] in {'k': 1}", "x", strings.Repeat("k", n), n / 1024},
+	}
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e9, PerCallCostLimit: 1e9,
+		InterfaceCostBudget: 1e9, TrialCostBudget: 1e9, Deadline: 30 * time.Second})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setOf(t, c, newPolicy("p", skipRule("r", tc.expr, "R", "", "")))
+			short, long := decide(s, withAnnotation(tc.short)), decide(s, withAnnotation(tc.long))
+			for _, d := range []evaluator.Decision{short, long} {
+				if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+					t.Fatalf("decision = %+v, want the rule evaluated to false", d)
+				}
+			}
+			if long.Cost-short.Cost < tc.atLeast {
+				t.Errorf("cost on %d characters = %d, on %d = %d: want at least %d more, the call's work on its argument",
+					len(tc.long), long.Cost, len(tc.short), short.Cost, tc.atLeast)
+			}
+		})
+	}
+}
+
+// Every timestamp accessor with a time zone name loads the zone on each call (~40 KB read
+// and parsed); it is charged a measured constant per call, and a numeric offset, which is
+// only parsed, is not.
+func TestTimeZoneLoadsAreCharged(t *testing.T) {
+	c := newCompiler(t)
+	for _, fn := range []string{"getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate",
+		"getDayOfWeek", "getHours", "getMinutes", "getSeconds", "getMilliseconds"} {
+		t.Run(fn, func(t *testing.T) {
+			cost := func(tz string) int64 {
+				s := setOf(t, c, newPolicy("p", skipRule("r", "vm.creationTimestamp."+fn+"('"+tz+"') < 0", "R", "", "")))
+				d := decide(s, pooledAuto())
+				if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+					t.Fatalf("%s: decision = %+v, want the rule evaluated to false", tz, d)
+				}
+				return d.Cost
+			}
+			if named, offset := cost("Europe/Berlin"), cost("+01:00"); named-offset < 150 {
+				t.Errorf("cost with a zone name = %d, with an offset = %d: want the zone's load (at least 150 units) charged", named, offset)
+			}
+		})
+	}
+}
+
+// The reproductions of findings 1 and 2 (/work/atk15-findings 01-*, 02-*): each was admitted
+// and ran into the 1 s deadline on an input within the declared bounds. Their estimates now
+// charge the same work, so each is refused when it is written.
+func TestStringArgumentWorkIsEstimated(t *testing.T) {
+	cases := []struct{ name, variable, expr string }{
+		{"duration loop", "vm.annotations[?'dur'].orValue('')", "lists.range(9000).exists(i, duration(variables.v) > duration('1s'))"},
+		{"int loop", "vm.annotations[?'num'].orValue('')", "lists.range(9000).exists(i, int(variables.v) > 1)"},
+		{"double loop", "vm.annotations[?'flt'].orValue('')", "lists.range(9000).exists(i, double(variables.v) > 1.0)"},
+		{"timestamp loop", "vm.annotations[?'ts'].orValue('')",
+			"lists.range(9000).exists(i, timestamp(variables.v) > timestamp('2020-01-01T00:00:00Z'))"},
+		{"size loop", "vm.annotations[?'uni'].orValue('')", "lists.range(9000).exists(i, variables.v.size() == 0)"},
+		{"duration of every annotation", "''", "vm.annotations.exists(k, duration(vm.annotations[k]) > duration('1h'))"},
+		{"size of every annotation", "''", "vm.annotations.exists(k, vm.annotations[k].size() > 300000)"},
+		{"time zone loop", "''", "lists.range(9000).exists(i, vm.creationTimestamp.getHours('Nowhere/Zone') == 25)"},
+		{"long key loop", "vm.annotations[?'x'].orValue('')", "lists.range(9000).exists(i, variables.v in vm.labels)"},
+		{"every annotation as a key", "''", "lists.range(35).exists(i, vm.annotations.exists(k, vm.annotations[k] in vm.labels))"},
+		// An index is charged one unit at run time whatever the key (cel-go plans it as an
+		// attribute qualifier, which no cost tracker sees; a missing key is formatted whole
+		// into its error): its estimate bounds the lookups instead.
+		{"long key index loop", "vm.annotations[?'x'].orValue('')", "lists.range(5000).exists(i, vm.labels[variables.v] == 'x' && i < 0)"},
+		{"long key optional index loop", "vm.annotations[?'x'].orValue('')", "lists.range(5000).exists(i, vm.labels[?variables.v].hasValue())"},
+	}
+	c := newCompiler(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := c.Compile(newPolicy("p", variable("v", tc.variable), skipRule("r", tc.expr, "R", "", "")), nil)
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.skipRules[0].expression: Forbidden: estimated worst-case cost") {
+				t.Errorf("Compile errors = %v, want the rule's estimate to refuse it", errs)
+			}
+		})
+	}
+}
+
+// What stays admitted stays within its estimate: the largest loops the per-call limit admits
+// of each call on an argument at its declared bound (a 256 KiB annotation value) end within
+// the cost limits, never by the deadline.
+func TestStringArgumentWorkWithinItsEstimate(t *testing.T) {
+	c := newCompiler(t)
+	big := strings.Repeat("0", 256<<10-1) + "1"
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"a": big}
+	in.VM.Labels = map[string]string{"k": "v"}
+	for _, expr := range []string{
+		"lists.range(3).exists(i, int(vm.annotations['a']) == 2)",
+		"lists.range(10).exists(i, vm.annotations['a'].size() == 0)",
+		"lists.range(350).exists(i, vm.annotations['a'] in vm.labels)",
+		"lists.range(550).exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			s := setOf(t, c, newPolicy("p", skipRule("r", expr, "R", "", "")))
+			if d := decide(s, in); d.Reason == evaluator.ReasonPolicyError || d.Skip || d.Cost < 50_000 {
+				t.Errorf("decision = %s %q at %d units, want the rule evaluated to false at over 50,000 units", d.Reason, d.Message, d.Cost)
+			}
+		})
+	}
+}
+
+// An input map answers a lookup of a key longer than all of its keys without hashing it
+// (linear_charges.go): the answers are those of a lookup. (Keys over 317 characters are
+// beyond the declared bounds: a policy reading such a map fails before any lookup.)
+func TestLongKeysInInputMaps(t *testing.T) {
+	c := newCompiler(t)
+	longest := strings.Repeat("p", 253) + "/" + strings.Repeat("n", 63)
+	for _, tc := range []struct {
+		name, key string
+		want      bool // the key is present
+	}{
+		{"longer than every key", strings.Repeat("p", 400), false},
+		{"one character longer than the longest key", longest + "n", false},
+		{"as long as the longest key, present", longest, true},
+		{"short, present", "k", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := withAnnotation(tc.key)
+			in.VM.Labels = map[string]string{longest: "v", "k": "v"}
+			for _, expr := range []string{
+				"vm.annotations['a'] in vm.labels",
+				"vm.labels[?vm.annotations['a']].hasValue()",
+				"vm.labels[?vm.annotations['a']].orValue('') == 'v'",
+			} {
+				s := setOf(t, c, newPolicy("p", skipRule("r", expr, "R", "", "")))
+				if d := decide(s, in); d.Reason == evaluator.ReasonPolicyError || d.Skip != tc.want {
+					t.Errorf("%s: decision = %s %q (skip %v), want skip %v", expr, d.Reason, d.Message, d.Skip, tc.want)
+				}
+			}
+			s := setOf(t, c, newPolicy("p", skipRule("r", "vm.labels[vm.annotations['a']] == 'v'", "R", "", "")))
+			d := decide(s, in)
+			if want := evaluator.Reason("R"); !tc.want && !strings.Contains(d.Message, "no such key") || tc.want && d.Reason != want {
+				t.Errorf("index: decision = %s %q, want skip %v or a no-such-key error", d.Reason, d.Message, tc.want)
+			}
+		})
+	}
+}
