@@ -34,7 +34,7 @@ func BenchmarkCostCalibration(b *testing.B) {
 		{"regex-big-program-short-input", list(400, "1") + ".exists(i, 'a'.matches('" + bigPattern + "'))"},
 		{"regex-big-program-long-input", list(40, "1") + ".exists(i, vm.name.matches('" + bigPattern + "'))"},
 		{"nested-comprehension", list(100, "1") + ".exists(x, " + list(100, "1") + ".exists(y, x == y + 1))"},
-		{"string-concat", list(300, "'"+long+"'") + ".exists(s, (s + s + s + s).size() == 0)"},
+		{"string-concat", list(200, "'"+long+"'") + ".exists(s, (s + s + s + s).size() == 0)"},
 		{"string-join", list(100, "1") + ".exists(i, " + list(60, "'"+long[:60]+"'") + ".join(',').size() == 0)"},
 		{"string-format", list(800, "1") + ".exists(i, '%s%s'.format([vm.name, vm.name]).size() == 0)"},
 		{"list-building", list(80, "1") + ".exists(i, " + list(50, "1") + ".map(x, [x, x]).size() == 0)"},
