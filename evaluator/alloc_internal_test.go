@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -71,14 +72,7 @@ func TestIdleEvaluatorsAreBounded(t *testing.T) {
 // Every input field reads as the same CEL value through orderedTypes' getters as through
 // cel-go's native-type registry, and a string field costs one allocation (it cost two).
 func TestInputFieldsReadAsTheRegistryReadsThem(t *testing.T) {
-	c, err := NewCompiler(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := c.envSet.Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := newExpressionsEnv(t)
 	in := Input{
 		VM:        VM{Name: "vm-a", Namespace: "ns", UID: "uid", Phase: "Running"},
 		Interface: Interface{Index: 3, ID: 300, Type: "Network", Name: "n", IPAddressName: "ip", Spec: InterfaceSpec{ID: 7, Type: "Network", Name: "n"}},
@@ -146,4 +140,19 @@ func compileSpec(t *testing.T, name string, spec v1alpha1.ClusterIPAMPolicySpec)
 		t.Fatal(errs.ToAggregate())
 	}
 	return p
+}
+
+// newExpressionsEnv is the environment for new expressions of a compiler with the default
+// limits, for tests that parse, check or evaluate against it directly.
+func newExpressionsEnv(t *testing.T) *cel.Env {
+	t.Helper()
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.envSet.Env(environment.NewExpressions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }

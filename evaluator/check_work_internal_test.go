@@ -3,8 +3,6 @@ package evaluator
 import (
 	"testing"
 
-	"k8s.io/apiserver/pkg/cel/environment"
-
 	"github.com/vmipam/vmipam/policies"
 )
 
@@ -12,14 +10,7 @@ import (
 // default policy, which holds ~2.5 KiB of CEL, spends under 1% of MaxPolicyCheckWork; and
 // the estimate grows with the square of a generic chain's length, as the checker does.
 func TestCheckWorkOfARealisticPolicyIsFarBelowTheBound(t *testing.T) {
-	c, err := NewCompiler(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := c.envSet.Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := newExpressionsEnv(t)
 	work := func(src string) uint64 {
 		parsed, iss := env.Parse(src)
 		if iss.Err() != nil {
