@@ -537,7 +537,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 			return program{path: path.String()}, nil, native
 		}
 	}
-	est, err := env.EstimateCost(checked, estimatorFor(cc.varSizes))
+	est, err := env.EstimateCost(checked, estimatorOf(checked.NativeRep(), cc.varSizes))
 	if err != nil {
 		cc.errs = append(cc.errs, field.InternalError(path, fmt.Errorf("estimating cost: %w", err)))
 		return program{path: path.String()}, nil, native

@@ -134,7 +134,12 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 // declared input sizes, plus result sizes for string() of fixed-size values. cel-go leaves
 // those unbounded, which would reject `'nic ' + string(interface.index)` as infinitely
 // expensive; the library does not ask its SizeEstimator about calls, hence this wrapper.
-type estimator struct{ lib *library.CostEstimator }
+type estimator struct {
+	lib *library.CostEstimator
+	// bounds, when set, derives the bound of any subexpression of the expression estimated
+	// (deriveBound): format() and join() size the elements of a literal list by it.
+	bounds *boundEnv
+}
 
 var _ checker.CostEstimator = estimator{}
 
@@ -163,7 +168,7 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 			return constantCall
 		}
 	case "join":
-		if est := joinEstimate(target, args); est != nil {
+		if est := e.joinEstimate(target, args); est != nil {
 			return est
 		}
 	case "orValue":
@@ -254,6 +259,23 @@ var costEstimator = estimatorFor(nil)
 // estimatorFor is the static estimator of a policy whose variables have the bounds vars.
 func estimatorFor(vars variableSizes) estimator {
 	return estimator{lib: &library.CostEstimator{SizeEstimator: sizeEstimator{vars: vars}}}
+}
+
+// estimatorOf is the static estimator of the checked expression a of a policy whose
+// variables have the bounds vars: it derives its subexpressions' bounds as a variable's are.
+func estimatorOf(a *ast.AST, vars variableSizes) estimator {
+	e := estimatorFor(vars)
+	e.bounds = &boundEnv{a: a, vars: vars}
+	return e
+}
+
+// derivedBound is the bound of the subexpression x of the expression estimated; false when
+// the estimator knows no expression or the analysis cannot bound x.
+func (e estimator) derivedBound(x ast.Expr) (varBound, bool) {
+	if e.bounds == nil {
+		return varBound{}, false
+	}
+	return deriveBound(*e.bounds, x)
 }
 
 // boundedRange: r is a literal list or map, lists.range of a literal, or a field path from

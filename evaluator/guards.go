@@ -352,7 +352,8 @@ var formatCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("
 // formatted. A literal argument's length is known; a double formats to at most
 // maxFormattedDouble characters with the precision bound; an input field (vm.name,
 // vm.annotations['k'], vm.labels) formats to at most its declared bound (formattedInput); any
-// other argument to at most maxFormattedArg characters: the larger of the longest string an
+// other argument to its derived bound (formattedBound), and one the analysis cannot bound to
+// at most maxFormattedArg characters: the larger of the longest string an
 // input holds (an annotation value, 256 KiB) and a variable's flat bound (1,024 elements of
 // 317 characters and separators); a list or map literal its elements' bounds at any depth. A
 // computed nested collection is refused in a new expression (nestedFormatErrors) and, in a
@@ -383,18 +384,39 @@ func (e estimator) formatEstimate(target *checker.AstNode, args []checker.AstNod
 	perChar := hexFactor((*target).Expr())
 	if list := args[0].Expr(); list != nil && list.Kind() == ast.ListKind {
 		for _, el := range list.AsList().Elements() {
-			size = addSaturating(size, saturatingMul(perChar, formattedSize(el)))
+			size = addSaturating(size, saturatingMul(perChar, e.formattedSize(el)))
 		}
 	} else {
-		entries := uint64(variableSizeBound)
-		if est := e.EstimateSize(args[0]); est != nil {
-			entries = est.Max
-		}
-		size = addSaturating(size, saturatingMul(perChar, saturatingMul(entries, maxFormattedArg)))
+		size = addSaturating(size, saturatingMul(perChar, e.formattedElements(args[0])))
 	}
 	cost := addSaturating(1+uint64(math.Ceil(float64(size)*0.1)), saturatingMul(floatClauseCost, floats))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: cost},
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
+}
+
+// formattedElements bounds the characters the elements of a computed argument list l
+// format to: its derived bound's entries times its longest element when they are flat
+// (strings, bytes as hex, scalars); else as many entries as its size estimate, each
+// maxFormattedArg long.
+func (e estimator) formattedElements(l checker.AstNode) uint64 {
+	if b, ok := e.derivedBound(l.Expr()); ok && b.input == nil {
+		if t := l.Type(); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 {
+			switch t.Parameters()[0].Kind() {
+			case types.StringKind:
+				return saturatingMul(b.size, b.elem)
+			case types.BytesKind:
+				return saturatingMul(b.size, saturatingMul(b.elem, 2))
+			case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.NullTypeKind,
+				types.TimestampKind, types.DurationKind:
+				return saturatingMul(b.size, maxFormattedDouble)
+			}
+		}
+	}
+	entries := uint64(variableSizeBound)
+	if est := e.EstimateSize(l); est != nil {
+		entries = est.Max
+	}
+	return saturatingMul(entries, maxFormattedArg)
 }
 
 // hexFactor is how many characters a formatted argument may take per character of its %s
@@ -416,11 +438,18 @@ func hasHexClause(s string) bool {
 // its elements' bounds with brackets and separators, at any depth (before, one was assumed
 // as long as a flat variable, and a literal list of three annotation maps was estimated at a
 // 300th of what it formats to).
-func formattedSize(el ast.Expr) uint64 {
+//
+// Any other element is sized by its derived bound (formattedBound), as a variable's value is:
+// a variable, a concatenation, an optional's value. Before, each was assumed to format to
+// maxFormattedArg characters whatever it held, so `'%s'.format([variables.v + variables.v])`
+// (524,000 characters) was admitted and then stopped by the per-call limit, and a list
+// variable of four 262,000-character strings by the 1,000,000-character guard. Only an
+// element the analysis cannot bound is still assumed to be maxFormattedArg long.
+func (e estimator) formattedSize(el ast.Expr) uint64 {
 	if alts := seeThrough(el); len(alts) != 1 || alts[0] != el {
 		size := uint64(0)
 		for _, alt := range alts {
-			size = max(size, formattedSize(alt))
+			size = max(size, e.formattedSize(alt))
 		}
 		return size
 	}
@@ -428,20 +457,25 @@ func formattedSize(el ast.Expr) uint64 {
 	case ast.ListKind:
 		size := uint64(2)
 		for _, child := range el.AsList().Elements() {
-			size = addSaturating(size, addSaturating(formattedSize(child), 2))
+			size = addSaturating(size, addSaturating(e.formattedSize(child), 2))
 		}
 		return size
 	case ast.MapKind:
 		size := uint64(2)
 		for _, entry := range el.AsMap().Entries() {
-			e := entry.AsMapEntry()
-			size = addSaturating(size, addSaturating(addSaturating(formattedSize(e.Key()), formattedSize(e.Value())), 4))
+			kv := entry.AsMapEntry()
+			size = addSaturating(size, addSaturating(addSaturating(e.formattedSize(kv.Key()), e.formattedSize(kv.Value())), 4))
 		}
 		return size
 	}
 	if el.Kind() != ast.LiteralKind {
 		if n, _, ok := formattedInput(el); ok {
 			return n
+		}
+		if e.bounds != nil {
+			if n, ok := formattedBound(*e.bounds, el); ok {
+				return n
+			}
 		}
 		return maxFormattedArg
 	}
@@ -532,7 +566,11 @@ func stringBound(e ast.Expr) (uint64, bool) {
 // joinEstimate estimates l.join(sep) where l is a list literal of bounded strings, or
 // s.split(x) of a bounded string s (at most len(s)+1 parts of len(s) characters in all):
 // the library cannot bound the elements' sizes and refused both as unbounded.
-func joinEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+//
+// An element that is neither a literal nor an input string is sized by its derived bound
+// (a variable, an optional's value, a concatenation): before, `[variables.nm, 'a'].join('-')`
+// was left to the library, which cannot size it, and refused at ~1.8e18.
+func (e estimator) joinEstimate(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	if target == nil || (*target).Expr() == nil {
 		return nil
 	}
@@ -548,7 +586,7 @@ func joinEstimate(target *checker.AstNode, args []checker.AstNode) *checker.Call
 	switch l := (*target).Expr(); {
 	case l.Kind() == ast.ListKind:
 		for _, el := range l.AsList().Elements() {
-			n, ok := stringBound(el)
+			n, ok := e.elementStringBound(el)
 			if !ok {
 				return nil
 			}
@@ -566,6 +604,22 @@ func joinEstimate(target *checker.AstNode, args []checker.AstNode) *checker.Call
 	size := addSaturating(chars, saturatingMul(parts, sep))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + uint64(math.Ceil(float64(size)*0.2))},
 		ResultSize: &checker.SizeEstimate{Min: 0, Max: size}}
+}
+
+// elementStringBound bounds the characters of the string el evaluates to: stringBound's, or
+// else el's derived bound when el is a string.
+func (e estimator) elementStringBound(el ast.Expr) (uint64, bool) {
+	if n, ok := stringBound(el); ok {
+		return n, true
+	}
+	if e.bounds == nil {
+		return 0, false
+	}
+	if t := e.bounds.a.GetType(el.ID()); t == nil || t.Kind() != types.StringKind {
+		return 0, false
+	}
+	b, ok := e.derivedBound(el)
+	return b.size, ok
 }
 
 // orValueEstimate estimates m[?k].orValue(d) for a map of the input and a bounded default:

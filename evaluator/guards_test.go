@@ -221,3 +221,49 @@ func TestHexFormatVariableBound(t *testing.T) {
 		t.Errorf("decision %s %q, want p's", d.Reason, d.Message)
 	}
 }
+
+// format() and join() size each element of a literal argument list by the same derived
+// bounds as every other expression (variables, concatenations, an optional's value): format()
+// assumed any element neither a literal nor an input path formats to 328,704 characters, so
+// it admitted `'%s'.format([variables.v + variables.v])`, then stopped it at run time on the
+// per-call limit (524,000 characters) or on its 1,000,000-character guard (a list variable of
+// four long strings), and join() refused `[variables.nm, 'a'].join('-')` at ~1.8e18 (issue #15).
+func TestFormatAndJoinSizeElementsByTheirDerivedBounds(t *testing.T) {
+	c := newCompiler(t)
+	v := variable("v", "vm.annotations[?'x'].orValue('')")
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"x": strings.Repeat("a", 262000)}
+	for _, p := range []*v1alpha1.ClusterIPAMPolicy{
+		newPolicy("p", v, matchCondition("m", "'%s'.format([variables.v + variables.v]).size() > 0")),
+		newPolicy("p", v, matchCondition("m", "'%s'.format([{'k': variables.v + variables.v}]).size() > 0")),
+		newPolicy("p", v, variable("l", "lists.range(4).map(i, variables.v)"), matchCondition("m", "'%s'.format([variables.l]).size() > 0")),
+		newPolicy("p", v, variable("l", "lists.range(4).map(i, variables.v)"), matchCondition("m", "'%s'.format(variables.l).size() > 0")),
+	} {
+		expr := p.Spec.MatchConditions[0].Expression
+		_, errs := c.Compile(p, nil)
+		if len(errs) == 0 {
+			d := decide(setOf(t, c, p), in)
+			t.Errorf("%s: admitted, then %s %q on a within-bounds input; want it refused at compile time", expr, d.Reason, d.Message)
+		} else if !strings.Contains(fmt.Sprint(errs), "estimated worst-case cost") {
+			t.Errorf("%s: %v, want refused by its estimate", expr, errs)
+		}
+	}
+	in.VM.Name = strings.Repeat("n", 253)
+	in.VM.Labels = map[string]string{"team": strings.Repeat("t", 63)}
+	for _, p := range []*v1alpha1.ClusterIPAMPolicy{
+		newPolicy("p", variable("nm", "vm.name"), matchCondition("m", "[variables.nm, 'a'].join('-') != 'x'")),
+		newPolicy("p", matchCondition("m", "[vm.labels[?'team'].orValue(''), 'a'].join('-') != 'x'")),
+		newPolicy("p", variable("nm", "vm.name"), matchCondition("m", "'%s-%s'.format([variables.nm + variables.nm, [variables.nm]]) != 'x'")),
+		newPolicy("p", v, matchCondition("m", "'%s'.format([variables.v]).size() > 0")),
+		newPolicy("p", v, variable("l", "lists.range(2).map(i, vm.name)"), matchCondition("m", "'%s'.format(variables.l).size() > 0")),
+	} {
+		expr := p.Spec.MatchConditions[0].Expression
+		if _, errs := c.Compile(p, nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want admitted (its elements are bounded)", expr, errs)
+			continue
+		}
+		if d := decide(setOf(t, c, p), in); d.Reason == evaluator.ReasonPolicyError {
+			t.Errorf("%s: admitted, then %q on a within-bounds input", expr, d.Message)
+		}
+	}
+}
