@@ -473,7 +473,7 @@ func (e estimator) formattedSize(el ast.Expr) uint64 {
 			return n
 		}
 		if e.bounds != nil {
-			if n, ok := formattedBound(*e.bounds, el); ok {
+			if n, ok := formattedBound(e.scopeOf(el), el); ok {
 				return n
 			}
 		}

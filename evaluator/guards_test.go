@@ -228,6 +228,8 @@ func TestHexFormatVariableBound(t *testing.T) {
 // it admitted `'%s'.format([variables.v + variables.v])`, then stopped it at run time on the
 // per-call limit (524,000 characters) or on its 1,000,000-character guard (a list variable of
 // four long strings), and join() refused `[variables.nm, 'a'].join('-')` at ~1.8e18 (issue #15).
+// A comprehension's variable is sized by its range's elements in format(), join() and the
+// regex calls alike (x.matches() over a 524,000-character x was estimated at 328,704).
 func TestFormatAndJoinSizeElementsByTheirDerivedBounds(t *testing.T) {
 	c := newCompiler(t)
 	v := variable("v", "vm.annotations[?'x'].orValue('')")
@@ -238,6 +240,9 @@ func TestFormatAndJoinSizeElementsByTheirDerivedBounds(t *testing.T) {
 		newPolicy("p", v, matchCondition("m", "'%s'.format([{'k': variables.v + variables.v}]).size() > 0")),
 		newPolicy("p", v, variable("l", "lists.range(4).map(i, variables.v)"), matchCondition("m", "'%s'.format([variables.l]).size() > 0")),
 		newPolicy("p", v, variable("l", "lists.range(4).map(i, variables.v)"), matchCondition("m", "'%s'.format(variables.l).size() > 0")),
+		// A comprehension's variable is sized by its range's elements, not assumed 328,704 long.
+		newPolicy("p", v, matchCondition("m", "[variables.v + variables.v].exists(x, '%s'.format([x]).size() > 0)")),
+		newPolicy("p", v, matchCondition("m", "[variables.v + variables.v].exists(x, x.matches('b'))")),
 	} {
 		expr := p.Spec.MatchConditions[0].Expression
 		_, errs := c.Compile(p, nil)
@@ -256,6 +261,7 @@ func TestFormatAndJoinSizeElementsByTheirDerivedBounds(t *testing.T) {
 		newPolicy("p", variable("nm", "vm.name"), matchCondition("m", "'%s-%s'.format([variables.nm + variables.nm, [variables.nm]]) != 'x'")),
 		newPolicy("p", v, matchCondition("m", "'%s'.format([variables.v]).size() > 0")),
 		newPolicy("p", v, variable("l", "lists.range(2).map(i, vm.name)"), matchCondition("m", "'%s'.format(variables.l).size() > 0")),
+		newPolicy("p", variable("nm", "vm.name"), matchCondition("m", "[variables.nm].exists(x, [x, 'a'].join('-') == 'x')")),
 	} {
 		expr := p.Spec.MatchConditions[0].Expression
 		if _, errs := c.Compile(p, nil); len(errs) > 0 {

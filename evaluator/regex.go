@@ -271,5 +271,12 @@ func (e estimator) stringBound(str checker.AstNode) uint64 {
 	if est := e.EstimateSize(str); est != nil && est.Max != math.MaxUint64 {
 		return est.Max
 	}
+	// A string the checker cannot size, such as a comprehension's variable, by its derived
+	// bound (an element of its range), as the estimate sizes a variable's value.
+	if t := str.Type(); t != nil && t.Kind() == types.StringKind {
+		if b, ok := e.derivedBound(str.Expr()); ok {
+			return b.size
+		}
+	}
 	return maxFormattedArg
 }
