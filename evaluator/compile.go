@@ -607,6 +607,12 @@ func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.As
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
 		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
+			if op, n := longestOperatorChain(src); n >= maxNestingDepth/2 {
+				return nil, 0, fmt.Errorf("the expression nests more than %d levels deep, the most an expression may "+
+					"(checking one grows with the cube of its nesting): it holds a chain of %d `%s` operators, and each "+
+					"is a level; split the chain into variables, or build a string with join() or format()",
+					maxNestingDepth, n, op)
+			}
 			return nil, 0, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
 				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
 		}
@@ -730,4 +736,62 @@ func declTypeOf(t *cel.Type) *apiservercel.DeclType {
 		return apiservercel.NewMapType(declTypeOf(params[0]), declTypeOf(params[1]), -1)
 	}
 	return apiservercel.DynType
+}
+
+// longestOperatorChain is the arithmetic operator (+ - * / %) with the longest chain in src
+// at one bracket level, and its length. cel-go's parser balances chains of || and && but
+// nests every other binary operator left to right, one level an operator: a refusal of a
+// long chain `'a' + 'b' + …` for its nesting names the chain, not brackets it does not have.
+// String literals are skipped; a '-' after an operator or bracket is a sign, not counted.
+func longestOperatorChain(src string) (string, int) {
+	type level struct{ counts map[byte]int }
+	stack := []level{{counts: map[byte]int{}}}
+	bestOp, best := "", 0
+	operand := false // the previous token ends an operand: a following '-' is binary
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			if strings.HasPrefix(src[i:], strings.Repeat(string(c), 3)) {
+				end := strings.Index(src[i+3:], strings.Repeat(string(c), 3))
+				if end < 0 {
+					return bestOp, best
+				}
+				i, operand = i+3+end+2, true
+				continue
+			}
+			for j < len(src) && src[j] != c {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i, operand = j, true
+		case c == '(' || c == '[' || c == '{':
+			stack, operand = append(stack, level{counts: map[byte]int{}}), false
+		case c == ')' || c == ']' || c == '}':
+			if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+			}
+			operand = true
+		case strings.IndexByte("+-*/%", c) >= 0 && (c != '-' || operand):
+			counts := stack[len(stack)-1].counts
+			counts[c]++
+			if counts[c] > best {
+				bestOp, best = string(c), counts[c]
+			}
+			operand = false
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c == '=' || c == '!' || c == '<' || c == '>' || c == '&' || c == '|' || c == '?' || c == ':' || c == ',':
+			operand = false
+			if c == ',' || c == '?' || c == ':' || c == '&' || c == '|' {
+				// a new operand list or branch starts a new chain at this level
+				stack[len(stack)-1].counts = map[byte]int{}
+			}
+		default:
+			operand = true
+		}
+	}
+	return bestOp, best
 }

@@ -126,3 +126,24 @@ func BenchmarkDeepestAdmittedTypes(b *testing.B) {
 		}
 	}
 }
+
+// cel-go nests a chain of `+` one level an operator (it balances only || and &&): a 34-term
+// concatenation is refused for its nesting, and the refusal names the chain and what to do
+// instead of brackets the expression does not have (it spoke of "brackets, calls, operands").
+func TestALongOperatorChainIsNamed(t *testing.T) {
+	c := newCompiler(t)
+	terms := make([]string, 34)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("'%d'", i)
+	}
+	expr := strings.Join(terms, " + ") + " == vm.name"
+	_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "a chain of 33 `+` operators") ||
+		!strings.Contains(errs[0].Error(), "split the chain into variables") || strings.Contains(errs[0].Error(), "brackets") {
+		t.Errorf("errors %v, want one naming the chain of 33 `+` operators", errs)
+	}
+	if _, errs := c.Compile(newPolicy("p", skipRule("r", nested(240), "R", "", "")), nil); len(errs) != 1 ||
+		strings.Contains(errs[0].Error(), "chain") {
+		t.Errorf("nested brackets: %v, want the nesting refusal without a chain", errs)
+	}
+}
