@@ -63,6 +63,8 @@ func BenchmarkCostCalibration(b *testing.B) {
 		{"size-runes", list(10, "1") + ".exists(i, vm.annotations['u'].size() == 0)"},
 		{"map-key-hash", "[{'x': 1}].exists(m, " + list(300, "1") + ".exists(i, vm.annotations['a'] in m))"},
 		{"in-list-compare", list(150, "1") + ".exists(i, vm.annotations['a'] in [vm.annotations['b'], vm.annotations['b']])"},
+		{"quantity-arithmetic", "[quantity('1e64').add(quantity('1e-64'))].exists(q, " + list(1500, "1") +
+			".exists(i, q.add(q).sub(q).isInteger() && q.compareTo(q.add(1)) == 5))"},
 		{"time-zone-absent", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Nowhere/Zone') == 25 && i < 0)"},
 		{"time-zone", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)"},
 	}
