@@ -62,6 +62,9 @@ func BenchmarkCostCalibration(b *testing.B) {
 		{"bool-invalid", list(3, "1") + ".exists(i, bool(vm.annotations['a']) && i < 0)"},
 		{"size-runes", list(10, "1") + ".exists(i, vm.annotations['u'].size() == 0)"},
 		{"map-key-hash", "[{'x': 1}].exists(m, " + list(300, "1") + ".exists(i, vm.annotations['a'] in m))"},
+		{"in-list-compare", list(150, "1") + ".exists(i, vm.annotations['a'] in [vm.annotations['b'], vm.annotations['b']])"},
+		{"quantity-arithmetic", "[quantity('1e64').add(quantity('1e-64'))].exists(q, " + list(1500, "1") +
+			".exists(i, q.add(q).sub(q).isInteger() && q.compareTo(q.add(1)) == 5))"},
 		{"time-zone-absent", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Nowhere/Zone') == 25 && i < 0)"},
 		{"time-zone", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)"},
 	}
@@ -73,6 +76,7 @@ func BenchmarkCostCalibration(b *testing.B) {
 		"d": strings.Repeat("0s", 35_000),      // a valid duration, parsed to its end
 		"f": strings.Repeat("0", 69_999) + "1", // a valid int and double
 		"u": strings.Repeat("é", 35_000),       // two bytes per rune
+		"b": strings.Repeat("a", 69_999) + "b", // as long as a, compared to its end
 	}
 	for _, k := range constructs {
 		b.Run(k.name, func(b *testing.B) {

@@ -121,6 +121,9 @@ func (e estimator) stringCallEstimate(overloadID string, target *checker.AstNode
 	if est := e.linearCallEstimate(overloadID, target, args); est != nil {
 		return est
 	}
+	if isQuantityOp(overloadID) {
+		return quantityOpEstimate
+	}
 	if target == nil {
 		if (overloadID == "string_to_quantity" || overloadID == "is_quantity_string") && len(args) == 1 {
 			return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: quantityCost(e.stringBound(args[0]))}}

@@ -230,16 +230,22 @@ func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 	return nil
 }
 
-// deepCostTrackers charges every deep overload: equality and `in` by linearCharge, the
-// others by their deepCall's charge.
+// deepCostTrackers charges every deep overload: equality by linearCharge (flat:
+// flatEqualCharge), `in` a list by inListCharge (compare_charges.go), the others by their deepCall's charge.
 func deepCostTrackers(limits Limits) cel.ProgramOption {
 	limit := limits.PerCallCostLimit
 	var opts []interpreter.CostTrackerOption
-	for _, id := range []string{overloads.Equals, overloads.NotEquals, overloads.InList} {
+	for _, id := range []string{overloads.Equals, overloads.NotEquals} {
 		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
-			return linearCharge(args, limit)
+			if cost := linearCharge(args, limit); cost != nil {
+				return cost
+			}
+			return flatEqualCharge(args)
 		}))
 	}
+	opts = append(opts, interpreter.OverloadCostTracker(overloads.InList, func(args []ref.Val, _ ref.Val) *uint64 {
+		return inListCharge(args, limit)
+	}))
 	for _, d := range deepCalls {
 		opts = append(opts, interpreter.OverloadCostTracker(d.overload, func(args []ref.Val, _ ref.Val) *uint64 {
 			return d.charge(args, limit)
@@ -345,6 +351,9 @@ func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	// `in` a map looks one key up: only `in` a list walks its elements.
 	if _, isMap := r.(traits.Mapper); c.Function() != operators.In || !isMap {
 		if err := deepArgsError(c.Function(), []ref.Val{l, r}, c.limit); err != nil {
+			return err
+		}
+		if err := flatCompareError(c.Function(), l, r, c.limit); err != nil {
 			return err
 		}
 	}

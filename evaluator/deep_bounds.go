@@ -171,6 +171,8 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		if operands, name := w.deepOperands(call); operands != nil {
 			w.charge(env, e, name, operands, iterations, known)
 		}
+		// Nested or not, the strings compared are charged too (compare_charges.go).
+		w.flatCompare(env, e, call, iterations, known)
 	case ast.SelectKind:
 		w.walk(env, e.AsSelect().Operand(), iterations, known)
 	case ast.ListKind:

@@ -77,6 +77,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			regexCostTrackers,
 			rangeCostTracker,
 			stringCostTrackers,
+			quantityCostTrackers(),
 			linearCostTracking,
 			deepCostTrackers(limits),
 			deepOperatorDecorator(limits),
