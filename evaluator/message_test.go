@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -236,5 +237,32 @@ func TestAHugeMessageOfTheWrongTypeIsNamedWithinBounds(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("deciding allocated %d MiB, want the value formatted within bounds", alloc>>20)
+	}
+}
+
+// QuoteName keeps a plain (DNS-like) name as it is and quotes any other so that it holds no
+// item separator, no ';' at all, no line break and no format or non-ASCII character, and
+// unquotes to the name. Names reach the NetworkReady message unvalidated (the VirtualMachine
+// CRD accepts any spec.networks[].name).
+func TestQuoteNameCannotProduceTheSeparatorOrALineBreak(t *testing.T) {
+	for _, name := range []string{"corp", "a-b.c_d", "ABC9"} {
+		if got := evaluator.QuoteName(name); got != name {
+			t.Errorf("QuoteName(%q) = %q, want it as it is", name, got)
+		}
+	}
+	for _, name := range []string{"", "corp: Attached; ClusterNetwork/x", "a\nb", "x\u202e", "a;b", "a\u037e b",
+		"\x1b[2J", "é", "a\u200bb", `q"uote\`, "\xff"} {
+		got := evaluator.QuoteName(name)
+		if strings.ContainsAny(got, ";\n\r") || evaluator.SafeMessage(got) != got {
+			t.Errorf("QuoteName(%q) = %q: holds a separator, a line break or a refused character", name, got)
+		}
+		for _, r := range got {
+			if r >= utf8.RuneSelf || unicode.IsControl(r) {
+				t.Errorf("QuoteName(%q) = %q: holds %U", name, got, r)
+			}
+		}
+		if back, err := strconv.Unquote(got); err != nil || (utf8.ValidString(name) && back != name) {
+			t.Errorf("QuoteName(%q) = %q: unquotes to %q, %v", name, got, back, err)
+		}
 	}
 }
