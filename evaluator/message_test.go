@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,7 +115,20 @@ var lookalikeSeparators = []string{
 	"corp;\u034f Network/lan: IPAddressInUse: forged",                  // COMBINING GRAPHEME JOINER
 	"corp;\ufe0f Network/lan: IPAddressInUse: forged",                  // a variation selector
 	"\u05d0 ;\u05d1 Network/lan: IPAddressInUse: forged",               // " ;" reversed by RTL text
+	// Semicolons NFKC leaves alone, and a symbol drawn empty (atk15b finding 8).
+	"corp\u204f Network/lan: IPAddressInUse: forged",     // REVERSED SEMICOLON
+	"corp\u061b Network/lan: IPAddressInUse: forged",     // ARABIC SEMICOLON
+	"corp\u2e35 Network/lan: IPAddressInUse: forged",     // TURNED SEMICOLON
+	"corp\u1364 Network/lan: IPAddressInUse: forged",     // ETHIOPIC SEMICOLON
+	"corp\u236e Network/lan: IPAddressInUse: forged",     // APL FUNCTIONAL SYMBOL SEMICOLON UNDERBAR
+	"corp\ua6f6 Network/lan: IPAddressInUse: forged",     // BAMUM SEMICOLON
+	"corp\U0001da89 Network/lan: IPAddressInUse: forged", // SIGNWRITING SEMICOLON
+	"corp;\U0001d159Network/lan: IPAddressInUse: forged", // MUSICAL SYMBOL NULL NOTEHEAD, drawn empty
 }
+
+// readerSemicolons are what a reader's eye takes for ';' beyond NFKC: the characters whose
+// Unicode name holds SEMICOLON.
+var readerSemicolons = []rune{'\u061b', '\u1364', '\u204f', '\u236e', '\u2e35', '\ua6f6', '\U0001da89'}
 
 // A messageExpression spelling the separator with look-alikes falls back to the static message;
 // a static message spelling it is refused when new, and defused when stored. Before, every one
@@ -155,8 +169,11 @@ func readsAsSeparator(s string) bool {
 	var b strings.Builder
 	for _, r := range norm.NFKC.String(s) {
 		switch {
-		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) || r == '\u2800':
+		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) ||
+			r == '\u2800' || r == '\U0001d159':
 			b.WriteByte(' ')
+		case slices.Contains(readerSemicolons, r):
+			b.WriteByte(';')
 		case unicode.IsSpace(r):
 			b.WriteByte(' ')
 		default:
