@@ -26,6 +26,11 @@ import (
 //   - a ';' followed by a space or a combining mark, or preceded by a space: "; " is the
 //     separator, and " ;" reads as "; " once a right-to-left script reverses it.
 
+// separatorName names the items' separator in messageError's texts without spelling it: an
+// error text lands in the condition through SafeMessage too, which would defuse a spelled "; "
+// into a "," and make the text say the separator is ", ".
+const separatorName = `separator of the NetworkReady message's items (";" and a space)`
+
 // messageError says why s cannot be written into the NetworkReady message, naming the first
 // offending character and its byte offset, or "" when it can. Both a static message (at
 // compile time) and a messageExpression's result (at run time) are held to it.
@@ -33,12 +38,12 @@ func messageError(s string) string {
 	prev := rune(-1)
 	for i, r := range s {
 		if why := refusedRune(s, i, r); why != "" {
-			return fmt.Sprintf("message holds %s (%s) at byte %d: it could forge or hide the %q that separates the items of the NetworkReady message, or a line of an event",
-				runeName(r), why, i, "; ")
+			return fmt.Sprintf("message holds %s (%s) at byte %d: it could forge or hide the %s, or a line of an event",
+				runeName(r), why, i, separatorName)
 		}
 		if r == ';' && (unicode.IsSpace(prev) || blankAfterSemicolon(nextRune(s, i))) {
-			return fmt.Sprintf("message holds a %q next to a space or a combining mark at byte %d: it reads as the %q that separates the items of the NetworkReady message",
-				";", i, "; ")
+			return fmt.Sprintf("message holds a %q next to a space or a combining mark at byte %d: it reads as the %s",
+				";", i, separatorName)
 		}
 		prev = r
 	}

@@ -29,6 +29,11 @@ func TestMessageThatWouldGarbleTheConditionFallsBack(t *testing.T) {
 			if !strings.HasPrefix(d.Message, "static text (messageExpression failed: ") || strings.ContainsAny(d.Message, "\n\r\t") {
 				t.Errorf("message = %q, want the static message and why", d.Message)
 			}
+			// The why survives the condition's SafeMessage as it is: before, it spelled the
+			// separator, which SafeMessage turned into "the \", \" that separates the items".
+			if safe := evaluator.SafeMessage(d.Message); safe != d.Message {
+				t.Errorf("message = %q, SafeMessage makes it %q", d.Message, safe)
+			}
 		})
 	}
 }
