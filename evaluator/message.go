@@ -3,6 +3,8 @@ package evaluator
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,11 +19,17 @@ import (
 //   - anywhere: a control or format character (bidi overrides, zero-width characters), a line or
 //     paragraph separator, a private-use character, invalid UTF-8, any space but the ASCII space,
 //     a default-ignorable character (Hangul fillers, variation selectors, the combining grapheme
-//     joiner) or U+2800 BRAILLE PATTERN BLANK — each renders blank or not at all — and any
-//     character that is ';' after NFKC normalization but not ';' itself (U+037E GREEK QUESTION
-//     MARK, U+FF1B FULLWIDTH SEMICOLON, U+FE54 SMALL SEMICOLON);
+//     joiner) or a symbol drawn empty (blankSymbols) — each renders blank or not at all — and
+//     a look-alike of ';': any character that is ';' after NFKC normalization but not ';'
+//     itself (U+037E GREEK QUESTION MARK, U+FF1B FULLWIDTH SEMICOLON, U+FE54 SMALL SEMICOLON),
+//     and the other semicolons of Unicode (otherSemicolons);
 //   - a ';' followed by a space or a combining mark, or preceded by a space: "; " is the
 //     separator, and " ;" reads as "; " once a right-to-left script reverses it.
+
+// separatorName names the items' separator in messageError's texts without spelling it: an
+// error text lands in the condition through SafeMessage too, which would defuse a spelled "; "
+// into a "," and make the text say the separator is ", ".
+const separatorName = `separator of the NetworkReady message's items (";" and a space)`
 
 // messageError says why s cannot be written into the NetworkReady message, naming the first
 // offending character and its byte offset, or "" when it can. Both a static message (at
@@ -30,12 +38,12 @@ func messageError(s string) string {
 	prev := rune(-1)
 	for i, r := range s {
 		if why := refusedRune(s, i, r); why != "" {
-			return fmt.Sprintf("message holds %s (%s) at byte %d: it could forge or hide the %q that separates the items of the NetworkReady message, or a line of an event",
-				runeName(r), why, i, "; ")
+			return fmt.Sprintf("message holds %s (%s) at byte %d: it could forge or hide the %s, or a line of an event",
+				runeName(r), why, i, separatorName)
 		}
 		if r == ';' && (unicode.IsSpace(prev) || blankAfterSemicolon(nextRune(s, i))) {
-			return fmt.Sprintf("message holds a %q next to a space or a combining mark at byte %d: it reads as the %q that separates the items of the NetworkReady message",
-				";", i, "; ")
+			return fmt.Sprintf("message holds a %q next to a space or a combining mark at byte %d: it reads as the %s",
+				";", i, separatorName)
 		}
 		prev = r
 	}
@@ -91,7 +99,7 @@ func refusedRune(s string, i int, r rune) string {
 		return "a control, format, private-use character or line or paragraph separator"
 	case unicode.IsSpace(r) || unicode.Is(unicode.Zs, r):
 		return "a space other than the ASCII space"
-	case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == '\u2800':
+	case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || isBlankSymbol(r):
 		return "a character that renders blank or not at all"
 	case semicolonLike(s, i, r):
 		return "a look-alike of ';'"
@@ -99,18 +107,41 @@ func refusedRune(s string, i int, r rune) string {
 	return ""
 }
 
-// semicolonLike: r, at byte i of s, is not ';' but its NFKC decomposition holds one. The
-// decomposition tables are read in place: nothing is allocated.
+// otherSemicolons are the look-alikes of ';' that NFKC leaves as they are: every character of
+// Unicode 14 whose name holds SEMICOLON (UnicodeData.txt) but U+003B itself and those NFKC maps
+// to ';' (U+FE14, U+FE54, U+FF1B), and U+E003B TAG SEMICOLON, a format character refused anyway.
+// UTS #39's confusables.txt maps U+037E GREEK QUESTION MARK to ';', which NFKC does too.
+var otherSemicolons = []rune{
+	'\u061B',     // ARABIC SEMICOLON
+	'\u1364',     // ETHIOPIC SEMICOLON
+	'\u204F',     // REVERSED SEMICOLON
+	'\u236E',     // APL FUNCTIONAL SYMBOL SEMICOLON UNDERBAR
+	'\u2E35',     // TURNED SEMICOLON
+	'\uA6F6',     // BAMUM SEMICOLON
+	'\U0001DA89', // SIGNWRITING SEMICOLON
+}
+
+// blankSymbols are graphic characters drawn as empty space, which Unicode's tables do not mark
+// (they are neither spaces nor default-ignorable): U+2800 BRAILLE PATTERN BLANK and U+1D159
+// MUSICAL SYMBOL NULL NOTEHEAD.
+var blankSymbols = []rune{'\u2800', '\U0001D159'}
+
+// isBlankSymbol: r is one of blankSymbols.
+func isBlankSymbol(r rune) bool { return slices.Contains(blankSymbols, r) }
+
+// semicolonLike: r, at byte i of s, is not ';' but reads as one: one of otherSemicolons, or its
+// NFKC decomposition holds a ';'. The decomposition tables are read in place: nothing is
+// allocated.
 func semicolonLike(s string, i int, r rune) bool {
 	if r < utf8.RuneSelf {
 		return false
 	}
-	return bytes.IndexByte(norm.NFKC.PropertiesString(s[i:]).Decomposition(), ';') >= 0
+	return slices.Contains(otherSemicolons, r) || bytes.IndexByte(norm.NFKC.PropertiesString(s[i:]).Decomposition(), ';') >= 0
 }
 
 // blankAfterSemicolon: r, right after a ';', would make it read as the items' separator.
 func blankAfterSemicolon(r rune) bool {
-	return unicode.IsSpace(r) || unicode.Is(unicode.M, r)
+	return unicode.IsSpace(r) || unicode.Is(unicode.M, r) || isBlankSymbol(r)
 }
 
 // nextRune is the rune after the one at byte i of s, or -1 at the end.
@@ -129,4 +160,33 @@ func runeName(r rune) string {
 		return fmt.Sprintf("U+%04X %q", r, r)
 	}
 	return fmt.Sprintf("U+%04X", r)
+}
+
+// QuoteName is a name taken from an object (an interface's spec.networks[].name, an
+// ipAddressName, a rule name) fit to be shown inside the NetworkReady message, an event's note or
+// a printed table. The API validates few such names — the VirtualMachine CRD gives
+// spec.networks[].name only a minimum length — so a name can hold "; ", a line break or a
+// bidi override and forge what surrounds it. A plain name (letters, digits, '-', '.', '_', as
+// every DNS name is) is returned as it is, the common case; any other is Go-quoted in ASCII
+// with ';' written as \x3b, so that it holds no separator, no line break and no format
+// character, and strconv.Unquote gives the name back.
+func QuoteName(s string) string {
+	if plainName(s) {
+		return s
+	}
+	return strings.ReplaceAll(strconv.QuoteToASCII(s), ";", `\x3b`)
+}
+
+// plainName: s is non-empty and every byte of it is an ASCII letter, a digit, '-', '.' or '_'.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

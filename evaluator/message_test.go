@@ -3,6 +3,8 @@ package evaluator_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -26,6 +28,11 @@ func TestMessageThatWouldGarbleTheConditionFallsBack(t *testing.T) {
 			d := decide(setOf(t, newCompiler(t), p), pooledAuto())
 			if !strings.HasPrefix(d.Message, "static text (messageExpression failed: ") || strings.ContainsAny(d.Message, "\n\r\t") {
 				t.Errorf("message = %q, want the static message and why", d.Message)
+			}
+			// The why survives the condition's SafeMessage as it is: before, it spelled the
+			// separator, which SafeMessage turned into "the \", \" that separates the items".
+			if safe := evaluator.SafeMessage(d.Message); safe != d.Message {
+				t.Errorf("message = %q, SafeMessage makes it %q", d.Message, safe)
 			}
 		})
 	}
@@ -113,7 +120,20 @@ var lookalikeSeparators = []string{
 	"corp;\u034f Network/lan: IPAddressInUse: forged",                  // COMBINING GRAPHEME JOINER
 	"corp;\ufe0f Network/lan: IPAddressInUse: forged",                  // a variation selector
 	"\u05d0 ;\u05d1 Network/lan: IPAddressInUse: forged",               // " ;" reversed by RTL text
+	// Semicolons NFKC leaves alone, and a symbol drawn empty (atk15b finding 8).
+	"corp\u204f Network/lan: IPAddressInUse: forged",     // REVERSED SEMICOLON
+	"corp\u061b Network/lan: IPAddressInUse: forged",     // ARABIC SEMICOLON
+	"corp\u2e35 Network/lan: IPAddressInUse: forged",     // TURNED SEMICOLON
+	"corp\u1364 Network/lan: IPAddressInUse: forged",     // ETHIOPIC SEMICOLON
+	"corp\u236e Network/lan: IPAddressInUse: forged",     // APL FUNCTIONAL SYMBOL SEMICOLON UNDERBAR
+	"corp\ua6f6 Network/lan: IPAddressInUse: forged",     // BAMUM SEMICOLON
+	"corp\U0001da89 Network/lan: IPAddressInUse: forged", // SIGNWRITING SEMICOLON
+	"corp;\U0001d159Network/lan: IPAddressInUse: forged", // MUSICAL SYMBOL NULL NOTEHEAD, drawn empty
 }
+
+// readerSemicolons are what a reader's eye takes for ';' beyond NFKC: the characters whose
+// Unicode name holds SEMICOLON.
+var readerSemicolons = []rune{'\u061b', '\u1364', '\u204f', '\u236e', '\u2e35', '\ua6f6', '\U0001da89'}
 
 // A messageExpression spelling the separator with look-alikes falls back to the static message;
 // a static message spelling it is refused when new, and defused when stored. Before, every one
@@ -154,8 +174,11 @@ func readsAsSeparator(s string) bool {
 	var b strings.Builder
 	for _, r := range norm.NFKC.String(s) {
 		switch {
-		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) || r == '\u2800':
+		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) ||
+			r == '\u2800' || r == '\U0001d159':
 			b.WriteByte(' ')
+		case slices.Contains(readerSemicolons, r):
+			b.WriteByte(';')
 		case unicode.IsSpace(r):
 			b.WriteByte(' ')
 		default:
@@ -236,5 +259,32 @@ func TestAHugeMessageOfTheWrongTypeIsNamedWithinBounds(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("deciding allocated %d MiB, want the value formatted within bounds", alloc>>20)
+	}
+}
+
+// QuoteName keeps a plain (DNS-like) name as it is and quotes any other so that it holds no
+// item separator, no ';' at all, no line break and no format or non-ASCII character, and
+// unquotes to the name. Names reach the NetworkReady message unvalidated (the VirtualMachine
+// CRD accepts any spec.networks[].name).
+func TestQuoteNameCannotProduceTheSeparatorOrALineBreak(t *testing.T) {
+	for _, name := range []string{"corp", "a-b.c_d", "ABC9"} {
+		if got := evaluator.QuoteName(name); got != name {
+			t.Errorf("QuoteName(%q) = %q, want it as it is", name, got)
+		}
+	}
+	for _, name := range []string{"", "corp: Attached; ClusterNetwork/x", "a\nb", "x\u202e", "a;b", "a\u037e b",
+		"\x1b[2J", "é", "a\u200bb", `q"uote\`, "\xff"} {
+		got := evaluator.QuoteName(name)
+		if strings.ContainsAny(got, ";\n\r") || evaluator.SafeMessage(got) != got {
+			t.Errorf("QuoteName(%q) = %q: holds a separator, a line break or a refused character", name, got)
+		}
+		for _, r := range got {
+			if r >= utf8.RuneSelf || unicode.IsControl(r) {
+				t.Errorf("QuoteName(%q) = %q: holds %U", name, got, r)
+			}
+		}
+		if back, err := strconv.Unquote(got); err != nil || (utf8.ValidString(name) && back != name) {
+			t.Errorf("QuoteName(%q) = %q: unquotes to %q, %v", name, got, back, err)
+		}
 	}
 }

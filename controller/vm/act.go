@@ -90,7 +90,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 	switch {
 	case err == nil:
 		r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressCreated", "Create",
-			"Created IPAddress %s for %s", ip.Name, ip.Annotations[AnnotationInterface])
+			"Created IPAddress %s for %s", ip.Name, InterfaceLabel(ip.Annotations[AnnotationInterface]))
 		return nil
 	case apierrors.IsAlreadyExists(err):
 		live := &sdnv1.IPAddress{}

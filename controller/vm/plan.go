@@ -311,7 +311,8 @@ func checkOwner(s *scope, it *iface) {
 	}
 	owner := "no VirtualMachine"
 	if ref := index.ControllerVM(it.auto); ref != nil {
-		owner = fmt.Sprintf("VirtualMachine %s (uid %s)", ref.Name, ref.UID)
+		// An ownerReference's name is not validated by the API: quote it like any other name.
+		owner = fmt.Sprintf("VirtualMachine %s (uid %s)", evaluator.QuoteName(ref.Name), evaluator.QuoteName(string(ref.UID)))
 	}
 	it.problem = &problem{ReasonIPAddressConflict, fmt.Sprintf(
 		"IPAddress %s already exists and is controlled by %s, and vmipam does not adopt it", it.autoName, owner)}

@@ -51,7 +51,7 @@ func desiredStatus(s *scope) vmv1.VirtualMachineStatus {
 	if len(s.pending) > 0 {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionAwaitingRestart,
 			Status: metav1.ConditionTrue, Reason: ReasonChangesPendingRestart, ObservedGeneration: s.vm.Generation,
-			Message: "Changes of these interfaces apply at the next restart: " + strings.Join(s.pending, ", ")})
+			Message: "Changes of these interfaces apply at the next restart: " + strings.Join(interfaceLabels(s.pending), ", ")})
 	} else if c := meta.FindStatusCondition(st.Conditions, ConditionAwaitingRestart); c != nil &&
 		c.Reason == ReasonChangesPendingRestart {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionAwaitingRestart)
@@ -140,6 +140,28 @@ func truncate(s string, max int) string {
 	return s[:cut] + "..."
 }
 
+// InterfaceLabel is an interface's key ("<Type>/<name>", index.NetworkKey) as the NetworkReady
+// message, the AwaitingRestartToApplyConfiguration message, events and ipamctl show it: the name
+// through evaluator.QuoteName. The VirtualMachine CRD accepts any spec.networks[].name, and a
+// name holding "; ", a line break or a bidi override would otherwise forge items of the
+// condition. The type is an enum of the CRD and needs no quoting.
+func InterfaceLabel(key string) string {
+	typ, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return evaluator.QuoteName(key)
+	}
+	return typ + "/" + evaluator.QuoteName(name)
+}
+
+// interfaceLabels is InterfaceLabel of every key, in order.
+func interfaceLabels(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = InterfaceLabel(k)
+	}
+	return out
+}
+
 // problemItems are the NetworkReady items, "<Type>/<name>: <Reason>: <message>", in spec order.
 func problemItems(s *scope) []string {
 	n := 0
@@ -151,7 +173,7 @@ func problemItems(s *scope) []string {
 	var items []string
 	for _, it := range s.interfaces {
 		if it.problem != nil {
-			items = append(items, problemItem(it.key, it.problem.reason, it.problem.message, n))
+			items = append(items, problemItem(InterfaceLabel(it.key), it.problem.reason, it.problem.message, n))
 		}
 	}
 	return items
@@ -165,16 +187,17 @@ const maxItemLength = 1024
 const minItemLength = 128
 
 // problemItem is one interface's NetworkReady item — and its event's note — of n items:
-// "<key>: <reason>: <message>" made safe and cut to maxItemLength bytes, less when n items of
+// "<label>: <reason>: <message>" (label: InterfaceLabel, already safe; the reason quoted like a
+// name, in case a policy stored before the CRD's reason pattern holds another) made safe and cut to maxItemLength bytes, less when n items of
 // that length would not fit the condition. Whatever wrote the message (a policy's static
 // message stored before it was checked, an evaluation error quoting a 256 KiB input value), it
 // cannot forge an item nor push the other interfaces' items out of the condition.
-func problemItem(key, reason, message string, n int) string {
+func problemItem(label, reason, message string, n int) string {
 	bound := maxItemLength
 	if n > 0 {
 		bound = max(minItemLength, min(maxItemLength, (maxConditionMessage-len("; ")*(n-1))/n))
 	}
-	return truncate(fmt.Sprintf("%s: %s: %s", key, reason, evaluator.SafeMessage(message)), bound)
+	return truncate(fmt.Sprintf("%s: %s: %s", label, evaluator.QuoteName(reason), evaluator.SafeMessage(message)), bound)
 }
 
 // +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/status,verbs=patch
@@ -298,7 +321,7 @@ func (r *Reconciler) announceSkips(s *scope, p *Plan) {
 			continue
 		}
 		// The item as the condition holds it, so that an item already there brings no event.
-		item := problemItem(s.interfaces[i].key, res.Reason, res.Message, n)
+		item := problemItem(InterfaceLabel(s.interfaces[i].key), res.Reason, res.Message, n)
 		if !strings.Contains(prev, item) {
 			r.event(s.vm, relatedIPAddress(s.interfaces[i]), corev1.EventTypeWarning, res.Reason, "Skip", "%s", item)
 		}

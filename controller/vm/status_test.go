@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +258,65 @@ func TestEveryInterfacesItemAppearsWhateverTheOthersSay(t *testing.T) {
 	// A text no evaluator bound applies to — a controller text, a stored message.
 	s.interfaces[0].problem.message = strings.Repeat("ü", 200_000)
 	check("a 400 KB message")
+}
+
+// A VM owner cannot forge NetworkReady items, nor break its line, through an interface's name:
+// the VirtualMachine CRD accepts any spec.networks[].name (minLength 1 only), and the name is
+// the item's key. Before, the name "corp: Attached; ClusterNetwork/db: NetworkNotFound: ok\n
+// line2\u202e" made the condition read as if ClusterNetwork/corp were attached, with a line
+// break and a bidi override in it (atk15b finding 2). Class: user-controlled text other than a
+// message that lands in a condition or an event — every name is shown through InterfaceLabel,
+// the same in NetworkReady, AwaitingRestartToApplyConfiguration and the events.
+func TestAnInterfaceNameCannotForgeTheConditionOrEvents(t *testing.T) {
+	set := compiledSetWith(t, evaluator.Limits{}, &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "busy"},
+		Spec: v1alpha1.ClusterIPAMPolicySpec{SkipRules: []v1alpha1.SkipRule{
+			{Name: "busy", Reason: "Busy", Message: "busy", Expression: "true"}}}})
+	forged := "corp: Attached; ClusterNetwork/db: NetworkNotFound: ok\nline2\u202e"
+	names := []string{forged, "a;b", "plain-name.x_1"}
+	s := manyInterfaces(set, len(names))
+	for i, name := range names {
+		s.vm.Spec.Networks[i].Name, s.interfaces[i].spec.Name = name, name
+		s.interfaces[i].key = "ClusterNetwork/" + name
+	}
+	s.pending = []string{"ClusterNetwork/" + forged}
+	if err := decide(context.Background(), s, evaluator.Options{}, errVMBudget); err != nil {
+		t.Fatal(err)
+	}
+	st := desiredStatus(s)
+	c := meta.FindStatusCondition(st.Conditions, ConditionNetworkReady)
+	items := strings.Split(c.Message, "; ")
+	if len(items) != len(names) || strings.ContainsAny(c.Message, "\n\u202e") {
+		t.Fatalf("NetworkReady = %q: want %d items, no line break, no bidi override", c.Message, len(names))
+	}
+	for i, name := range names {
+		label, rest, _ := strings.Cut(strings.TrimPrefix(items[i], "ClusterNetwork/"), ": Busy: ")
+		if got := unquoteName(t, label); got != name || rest != "busy" {
+			t.Errorf("item %d = %q: names %q, want %q", i, items[i], got, name)
+		}
+	}
+	if items[2] != "ClusterNetwork/plain-name.x_1: Busy: busy" {
+		t.Errorf("a plain name is quoted: %q", items[2])
+	}
+	restart := meta.FindStatusCondition(st.Conditions, ConditionAwaitingRestart)
+	if restart == nil || strings.ContainsAny(restart.Message, ";\n\u202e") {
+		t.Errorf("AwaitingRestart = %+v: want the name quoted", restart)
+	}
+	rec := &recordingRecorder{}
+	(&Reconciler{Recorder: rec}).announceSkips(s, &Plan{Interfaces: results(s)})
+	if !reflect.DeepEqual(rec.notes, items) {
+		t.Errorf("events %q, want the items %q", rec.notes, items)
+	}
+}
+
+// unquoteName is the name a label shows: as it is, or unquoted when quoted.
+func unquoteName(t *testing.T, label string) string {
+	t.Helper()
+	if !strings.HasPrefix(label, `"`) {
+		return label
+	}
+	name, err := strconv.Unquote(label)
+	if err != nil {
+		t.Fatalf("label %q: %v", label, err)
+	}
+	return name
 }

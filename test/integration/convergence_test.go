@@ -16,6 +16,7 @@ import (
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 )
@@ -130,6 +131,13 @@ var _ = Describe("Convergence under late objects and churn", func() {
 			naming.AutoIPAddress("dup", "ClusterNetwork", corp),
 			naming.AutoIPAddress("same-name", "ClusterNetwork", corp),
 			naming.AutoIPAddress("long", "ClusterNetwork", corp)))
+
+		By("a network name that could forge NetworkReady items is quoted in the condition")
+		forged := "corp: Attached; ClusterNetwork/db: NetworkNotFound: ok\nline2\u202e"
+		create(ctx, build.VM(ns, "forged", build.OnClusterNetwork(forged, "")))
+		Eventually(readyOf(ctx, ns, "forged"), timeout, interval).Should(And(
+			HavePrefix("False/NetworkNotReady: ClusterNetwork/"+evaluator.QuoteName(forged)+": NetworkNotFound: "),
+			Not(ContainSubstring("; ")), Not(ContainSubstring("\n")), Not(ContainSubstring("\u202e"))))
 
 		By("what the CRD schema rejects stays rejected")
 		raw := &unstructured.Unstructured{Object: map[string]any{

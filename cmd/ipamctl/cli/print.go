@@ -83,7 +83,7 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	for _, it := range r.Interfaces {
 		d := it.Decision
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), orDash(string(d.Allocation)),
-			yesNo(it.Attached), orDash(it.IPAddressName), orDash(it.Address), orDash(it.Reason), yesNo(d.Hotplug),
+			yesNo(it.Attached), orDash(quoteName(it.IPAddressName)), orDash(it.Address), orDash(it.Reason), yesNo(d.Hotplug),
 			orDash(d.Provenance.Allocation), skippedBy(d), orDash(d.Provenance.Hotplug))
 	}
 	_ = tw.Flush()
@@ -125,7 +125,7 @@ func statusLines(s dryrunv1.VMStatus) []string {
 	var lines []string
 	for _, n := range s.Networks {
 		if n.IPAddress != "" {
-			lines = append(lines, fmt.Sprintf("%s/%s: %s", n.Type, n.Name, n.IPAddress))
+			lines = append(lines, fmt.Sprintf("%s/%s: %s", n.Type, evaluator.QuoteName(n.Name), n.IPAddress))
 		}
 	}
 	for _, c := range s.Conditions {
@@ -143,9 +143,9 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	var rows []string
 	for _, it := range r.Interfaces {
 		for _, a := range it.Decision.Trace.Audit {
-			allocation, skip, rule, reason := orDash(string(a.Allocation)), yesNo(a.Skip), orDash(a.Rule), orDash(string(a.Reason))
+			allocation, skip, rule, reason := orDash(string(a.Allocation)), yesNo(a.Skip), orDash(quoteName(a.Rule)), orDash(string(a.Reason))
 			if a.Error != "" {
-				allocation, skip, rule, reason = "-", "-", "-", string(evaluator.ReasonPolicyError)+": "+a.Error
+				allocation, skip, rule, reason = "-", "-", "-", string(evaluator.ReasonPolicyError)+": "+evaluator.SafeMessage(a.Error)
 			}
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\n", interfaceName(it), a.Policy, allocation, skip, rule, reason))
 		}
@@ -162,12 +162,24 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	_ = tw.Flush()
 }
 
-// interfaceName is "<Type>/<name>", marked when the spec no longer names the interface.
+// interfaceName is "<Type>/<name>" as the controller's condition and events show it
+// (vmctrl.InterfaceLabel), marked when the spec no longer names the interface.
 func interfaceName(it vmctrl.InterfaceResult) string {
+	label := vmctrl.InterfaceLabel(it.Type + "/" + it.Name)
 	if it.Removed {
-		return it.Type + "/" + it.Name + " (removed)"
+		return label + " (removed)"
 	}
-	return it.Type + "/" + it.Name
+	return label
+}
+
+// quoteName is a name from the input (an ipAddressName, a rule name) as the table shows it:
+// evaluator.QuoteName, "" kept for orDash. A name holding a line break, a tab, a terminal
+// escape or a bidi override would otherwise break or disguise the table.
+func quoteName(s string) string {
+	if s == "" {
+		return ""
+	}
+	return evaluator.QuoteName(s)
 }
 
 // skippedBy is the policy and rule that skipped the interface ("policy/rule"), the failing
@@ -179,13 +191,13 @@ func skippedBy(d evaluator.Decision) string {
 	case d.Rule == "":
 		return d.Provenance.Skip
 	}
-	return d.Provenance.Skip + "/" + d.Rule
+	return d.Provenance.Skip + "/" + evaluator.QuoteName(d.Rule)
 }
 
 func actionLines(a dryrunv1.Actions) []string {
 	var out []string
 	for _, ip := range a.CreateIPAddresses {
-		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, ip.Annotations[vmctrl.AnnotationInterface]))
+		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, vmctrl.InterfaceLabel(ip.Annotations[vmctrl.AnnotationInterface])))
 	}
 	for _, name := range a.DeleteIPAddresses {
 		out = append(out, "delete IPAddress "+name)
@@ -199,7 +211,7 @@ func actionLines(a dryrunv1.Actions) []string {
 		}
 	}
 	if len(a.PendingRestart) > 0 {
-		out = append(out, "pending a restart (hotplug not allowed): "+strings.Join(a.PendingRestart, ", "))
+		out = append(out, "pending a restart (hotplug not allowed): "+strings.Join(labels(a.PendingRestart), ", "))
 	}
 	if a.Deferred {
 		out = append(out, "then wait a few seconds for SDN to allocate the new IPAddresses before writing networks-spec and status")
@@ -216,12 +228,25 @@ func entries(list []sdnv1.NetworksSpecEntry) string {
 	}
 	parts := make([]string, len(list))
 	for i, e := range list {
-		parts[i] = e.Type + "/" + e.Name
+		parts[i] = vmctrl.InterfaceLabel(e.Type + "/" + e.Name)
 		if len(e.IPAddressNames) > 0 {
-			parts[i] += " (" + strings.Join(e.IPAddressNames, ", ") + ")"
+			names := make([]string, len(e.IPAddressNames))
+			for j, n := range e.IPAddressNames {
+				names[j] = evaluator.QuoteName(n)
+			}
+			parts[i] += " (" + strings.Join(names, ", ") + ")"
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// labels is vmctrl.InterfaceLabel of every interface key.
+func labels(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = vmctrl.InterfaceLabel(k)
+	}
+	return out
 }
 
 // policyOrder is the answer's policy order; when the server left it out (a caller who may

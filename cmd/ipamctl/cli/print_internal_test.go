@@ -9,6 +9,7 @@ import (
 
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 )
 
@@ -29,5 +30,34 @@ func TestTheDryRunsBudgetNoticeIsPrintedApartFromTheStatus(t *testing.T) {
 	}
 	if strings.Contains(status, "dry run") {
 		t.Errorf("status block:\n%s\nwant the controller's text only", status)
+	}
+}
+
+// The table shows names from the VM and the policies (an interface name, an ipAddressName, a
+// rule name) as the controller's condition does, quoted when not plain: a line break, a tab, a
+// terminal escape or a bidi override in one cannot break or disguise the table. Before, the
+// names were printed raw (atk15b finding 2, "the evaluate table prints raw names too").
+func TestTheTableQuotesNamesThatAreNotPlain(t *testing.T) {
+	forged := "corp\nClusterNetwork/db\tAuto\x1b[2J\u202e"
+	it := vmctrl.InterfaceResult{Type: "ClusterNetwork", Name: forged, IPAddressName: "ip\nforged",
+		Decision: evaluator.Decision{Provenance: evaluator.Provenance{Skip: "p"}, Rule: "rule\u202e"}}
+	r := &dryrunv1.EvaluationStatus{Interfaces: []vmctrl.InterfaceResult{it}}
+	r.VMStatus.Networks = append(r.VMStatus.Networks, vmv1.NetworksStatus{Type: "ClusterNetwork", Name: forged, IPAddress: "10.0.0.1"})
+	r.Actions.PendingRestart = []string{"ClusterNetwork/" + forged}
+	var out bytes.Buffer
+	printTable(&out, r)
+	text := out.String()
+	if strings.ContainsAny(text, "\t\x1b\u202e") {
+		t.Errorf("table holds a tab, an escape or a bidi override:\n%q", text)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "ClusterNetwork/db") || strings.HasPrefix(line, "forged") {
+			t.Errorf("a name broke the table's line:\n%s", text)
+		}
+	}
+	for _, want := range []string{`ClusterNetwork/"corp\nClusterNetwork/db\tAuto\x1b[2J\u202e"`, `"ip\nforged"`, `p/"rule\u202e"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table lacks %s:\n%s", want, text)
+		}
 	}
 }
