@@ -54,8 +54,8 @@ func FuzzGeneratedPolicy(f *testing.F) {
 		var compiled *evaluator.Policy
 		var errs field.ErrorList
 		// The webhook compiles what an admin writes: compiling must be fast whatever it is.
-		if took, _ := measure(func() { compiled, errs = env.compiler.Compile(p, nil) }); took > maxCompileTime {
-			t.Errorf("compiling took %v (at most %v): %q", took, maxCompileTime, expr)
+		if took, _ := measure(func() { compiled, errs = env.compiler.Compile(p, nil) }); underFuzz() && took > scaled(t, maxCompileTime) {
+			t.Errorf("compiling took %v (at most %v, scaled by this binary's slowdown %.1f×): %q", took, scaled(t, maxCompileTime), slowdown(t), expr)
 		}
 		if refused(t, errs) {
 			return
@@ -73,8 +73,9 @@ func FuzzGeneratedPolicy(f *testing.F) {
 			if n := evaluator.Abandoned() - abandonedBefore; n > 0 {
 				t.Fatalf("an admitted policy's evaluation was abandoned (%d): %q", n, expr)
 			}
-			if underFuzz() && m.cpu > evaluator.DefaultLimits.Deadline/2 {
-				t.Errorf("an admitted policy took %v of CPU (deadline %v): %q", m.cpu, evaluator.DefaultLimits.Deadline, expr)
+			if bound := evaluator.DefaultLimits.Deadline / 2; underFuzz() && m.cpu > scaled(t, bound) {
+				t.Errorf("an admitted policy took %v of CPU (at most %v: half the deadline, scaled by this binary's slowdown %.1f×): %q",
+					m.cpu, scaled(t, bound), slowdown(t), expr)
 			}
 			if underFuzz() && m.allocated > maxDecideAllocation {
 				t.Errorf("an admitted policy allocated %d bytes (at most %d): %q", m.allocated, maxDecideAllocation, expr)
