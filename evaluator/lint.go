@@ -32,7 +32,16 @@ func (w Warning) String() string { return w.Field + ": " + w.Message }
 // static message that looks like a CEL expression (it is shown as typed), and, under
 // failurePolicy Ignore, expressions that fail on an absent map key (the policy is then
 // silently passed over). Compile errors are Compile's business; Lint returns none.
+//
+// Every type check Lint does (the policy's expressions and the messages) draws on one
+// MaxPolicyCheckWork account, so Lint costs the webhook no more than Compile's bound.
 func (c *Compiler) Lint(p *v1alpha1.ClusterIPAMPolicy) []Warning {
+	out, _ := c.lint(p)
+	return out
+}
+
+// lint is Lint that also returns the checkWork it spent, at most MaxPolicyCheckWork.
+func (c *Compiler) lint(p *v1alpha1.ClusterIPAMPolicy) ([]Warning, uint64) {
 	var out []Warning
 	ignore := p.Spec.FailurePolicy == v1alpha1.FailurePolicyIgnore
 	cc := &compilation{c: c, stored: map[string]string{}, storedDuplicateSkipRules: map[string]bool{},
@@ -42,20 +51,30 @@ func (c *Compiler) Lint(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 			out = append(out, absentKeyWarnings(path, checked)...)
 		}
 	}
-	cc.visitRuleEnv = func(env *environment.EnvSet) {
-		for i, r := range p.Spec.SkipRules {
-			if looksLikeCEL(env, r.Message) {
-				out = append(out, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
-					"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
-			}
+	var ruleEnv *environment.EnvSet
+	cc.visitRuleEnv = func(env *environment.EnvSet) { ruleEnv = env }
+	c.compileWith(cc, p)
+	if ruleEnv == nil {
+		return out, cc.checkWork
+	}
+	// The messages are checked after the expressions, with what they left of the account:
+	// the expressions' warnings do not depend on how many messages there are.
+	var messages []Warning
+	for i, r := range p.Spec.SkipRules {
+		if looksLikeCEL(ruleEnv, r.Message, &cc.checkWork) {
+			messages = append(messages, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
+				"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
 		}
 	}
-	c.compileWith(cc, p)
-	return out
+	return append(messages, out...), cc.checkWork
 }
 
-// looksLikeCEL: msg compiles in env to something other than a literal.
-func looksLikeCEL(envSet *environment.EnvSet, msg string) bool {
+// looksLikeCEL: msg compiles in env to something other than a literal. Its checkWork is
+// added to *work (the policy's account); a message whose check would take the account past
+// MaxPolicyCheckWork is not checked and gets no warning: a message that costly to check is
+// no CEL an author meant to write, and guessing from the parse alone would warn about every
+// one-word message (`Attached` parses as an identifier).
+func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if msg == "" {
 		return false
 	}
@@ -63,7 +82,8 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string) bool {
 	if err != nil {
 		return false
 	}
-	checked, _, err := guardedCompile(env, msg, MaxPolicyCheckWork)
+	checked, spent, err := guardedCompile(env, msg, MaxPolicyCheckWork-min(*work, MaxPolicyCheckWork))
+	*work = addSaturating(*work, spent)
 	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }
 
