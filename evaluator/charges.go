@@ -83,11 +83,12 @@ var stringCostTrackers = cel.CostTrackerOptions(
 )
 
 func trackQuantity(args []ref.Val, _ ref.Val) *uint64 {
-	cost := quantityCost(strLen(args[0]))
+	cost := quantityCost(min(strLen(args[0]), maxQuantityLength))
 	return &cost
 }
 
-// quantityCost is the charge of quantity() or isQuantity() on a string of n characters.
+// quantityCost is the charge of quantity() or isQuantity() on a string of n characters, n
+// at most maxQuantityLength: past it the guard refuses the call after a length check.
 func quantityCost(n uint64) uint64 { return 1 + traversal(n) + quantityParseCost }
 
 // strLen is the length in bytes of a string value (at least its characters), 0 otherwise.
@@ -126,7 +127,7 @@ func (e estimator) stringCallEstimate(overloadID string, target *checker.AstNode
 	}
 	if target == nil {
 		if (overloadID == "string_to_quantity" || overloadID == "is_quantity_string") && len(args) == 1 {
-			return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: quantityCost(e.stringBound(args[0]))}}
+			return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: quantityCost(min(e.stringBound(args[0]), maxQuantityLength))}}
 		}
 		return nil
 	}

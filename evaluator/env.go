@@ -73,7 +73,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 			cel.CostLimit(limits.PerCallCostLimit),
 			cel.InterruptCheckFrequency(limits.CheckFrequency),
 			formatCostTracker,
-			isURLCostTracker,
+			parseCostTrackers,
 			regexCostTrackers,
 			rangeCostTracker,
 			stringCostTrackers,
@@ -163,6 +163,9 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 	if est := e.stringCallEstimate(overloadID, target, args); est != nil {
 		return est
 	}
+	if est := e.parseEstimate(overloadID, args); est != nil {
+		return est
+	}
 	switch function {
 	case overloads.TypeConvertType:
 		return constantCall
@@ -180,10 +183,6 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		}
 	case "matches", "find", "findAll":
 		if est := e.regexEstimate(function, target, args); est != nil {
-			return est
-		}
-	case "isURL":
-		if est := e.isURLEstimate(args); est != nil {
 			return est
 		}
 	case "format":

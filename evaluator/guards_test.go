@@ -64,11 +64,11 @@ func TestGuardedInputsFailClosed(t *testing.T) {
 
 // format() is charged by what it renders: a %f clause in a loop over the labels is refused by
 // the estimate (before: 6 units a call, ~1 ms each), and a format string from the input is
-// charged at run time. isURL() is charged by the length it parses, as url() is (before: 1
-// unit whatever the length, so a scan of every annotation with it compiled).
+// charged at run time. isURL() is charged by the length it parses, up to its guard's 2,048
+// characters, as url() is (before: 1 unit whatever the length).
 func TestUnderchargedCallsAreCharged(t *testing.T) {
 	c := newCompiler(t)
-	for _, expr := range []string{"vm.labels.all(k, '%f'.format([1.0]) != k)", "vm.annotations.all(k, !isURL(vm.annotations[k]))"} {
+	for _, expr := range []string{"vm.labels.all(k, '%f'.format([1.0]) != k)"} {
 		_, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "exceeds the per-call limit") {
 			t.Errorf("%s: errors %v, want the estimate past the per-call limit", expr, errs)
@@ -79,6 +79,12 @@ func TestUnderchargedCallsAreCharged(t *testing.T) {
 	set := setOf(t, c, newPolicy("p", matchCondition("m", "ipAddress.reason.format([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]) != ''")))
 	if d := decide(set, in); d.Cost < 30*1000 {
 		t.Errorf("cost %d of thirty %%e clauses, want at least 30,000", d.Cost)
+	}
+	set = setOf(t, c, newPolicy("p", matchCondition("m", "isURL(vm.annotations[?'u'].orValue(''))")))
+	short, long := pooledAuto(), pooledAuto()
+	long.VM.Annotations = map[string]string{"u": "https://example.com/" + strings.Repeat("a", 2048-20)}
+	if spent := decide(set, long).Cost - decide(set, short).Cost; spent < 150 {
+		t.Errorf("isURL() of 2,048 characters charged %d more than of none, want at least 150 (one per ten characters parsed)", spent)
 	}
 }
 
