@@ -67,7 +67,7 @@ func TestLinearStringWorkIsEstimated(t *testing.T) {
 	c := newCompiler(t)
 	for _, expr := range cases {
 		t.Run(expr, func(t *testing.T) {
-			_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+			errs := compileRule(c, expr)
 			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "estimated worst-case cost") {
 				t.Errorf("Compile errors = %v, want the estimate to refuse it", errs)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
@@ -118,6 +119,12 @@ func skipRule(name, expr, reason, message, messageExpression string) policyOptio
 		p.Spec.SkipRules = append(p.Spec.SkipRules, v1alpha1.SkipRule{Name: name, Expression: expr,
 			Reason: reason, Message: message, MessageExpression: messageExpression})
 	}
+}
+
+// compileRule compiles, as new, a policy whose one skip rule is expr, and returns its errors.
+func compileRule(c *evaluator.Compiler, expr string) field.ErrorList {
+	_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+	return errs
 }
 
 func hotplug(expr string) policyOption {

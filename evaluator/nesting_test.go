@@ -25,7 +25,7 @@ func nestedCalls(depth int) string {
 func TestDeepNestingIsRefused(t *testing.T) {
 	c := newCompiler(t)
 	for _, expr := range []string{nested(32), nested(240), "size([1]" + strings.Repeat(".map(x, [x])", 40) + ") > 0"} {
-		_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+		errs := compileRule(c, expr)
 		if len(errs) != 1 || errs[0].Field != "spec.skipRules[0].expression" ||
 			!strings.Contains(errs[0].Error(), "nests more than 32 levels deep") {
 			t.Errorf("%.60s…: errors %v, want one at spec.skipRules[0].expression saying it nests too deep", expr, errs)
@@ -137,7 +137,7 @@ func TestALongOperatorChainIsNamed(t *testing.T) {
 		terms[i] = fmt.Sprintf("'%d'", i)
 	}
 	expr := strings.Join(terms, " + ") + " == vm.name"
-	_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+	errs := compileRule(c, expr)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "a chain of 33 `+` operators") ||
 		!strings.Contains(errs[0].Error(), "split the chain into variables") || strings.Contains(errs[0].Error(), "brackets") {
 		t.Errorf("errors %v, want one naming the chain of 33 `+` operators", errs)

@@ -28,7 +28,7 @@ func TestWrappersDoNotHideSizesFromTheEstimate(t *testing.T) {
 	c := newCompiler(t)
 	for _, expr := range cases {
 		t.Run(expr, func(t *testing.T) {
-			_, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil)
+			errs := compileRule(c, expr)
 			if len(errs) == 0 {
 				t.Errorf("admitted, want refused: its worst case is beyond the limits")
 			}
@@ -47,7 +47,7 @@ func TestWrappersAroundSmallValuesStayAdmitted(t *testing.T) {
 	c := newCompiler(t)
 	for _, expr := range cases {
 		t.Run(expr, func(t *testing.T) {
-			if _, errs := c.Compile(newPolicy("p", skipRule("r", expr, "R", "", "")), nil); len(errs) > 0 {
+			if errs := compileRule(c, expr); len(errs) > 0 {
 				t.Errorf("refused: %v", errs)
 			}
 		})
