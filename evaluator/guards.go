@@ -610,9 +610,11 @@ func stringBound(e ast.Expr) (uint64, bool) {
 	return 0, false
 }
 
-// joinEstimate estimates l.join(sep) where l is a list literal of bounded strings, or
-// s.split(x) of a bounded string s (at most len(s)+1 parts of len(s) characters in all):
-// the library cannot bound the elements' sizes and refused both as unbounded.
+// joinEstimate estimates l.join(sep) where l is a list literal of bounded strings,
+// s.split(x) of a bounded string s (at most len(s)+1 parts of len(s) characters in all), or
+// any list with a derived bound (size entries of at most elem characters): the library
+// cannot bound the elements' sizes and refused them as unbounded. Its cost is the two
+// traversals of the result the library charges at run time.
 //
 // An element that is neither a literal nor an input string is sized by its derived bound
 // (a variable, an optional's value, a concatenation): before, `[variables.nm, 'a'].join('-')`
@@ -646,7 +648,14 @@ func (e estimator) joinEstimate(target *checker.AstNode, args []checker.AstNode)
 		}
 		chars, parts = n, n+1
 	default:
-		return nil
+		// Any other list of strings by its derived bound: a comprehension's result, such as
+		// vm.labels.map(k, k + '=' + vm.labels[k]), has elements the library cannot size and
+		// was refused at ~3.7e18.
+		b, ok := e.derivedBound(l)
+		if !ok || e.bounds.a.GetType(l.ID()).Kind() != types.ListKind {
+			return nil
+		}
+		chars, parts = saturatingMul(b.size, b.elem), b.size
 	}
 	size := addSaturating(chars, saturatingMul(parts, sep))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + uint64(math.Ceil(float64(size)*0.2))},

@@ -22,12 +22,17 @@ func TestLibraryEstimatesBoundTheirCharges(t *testing.T) {
 		in.Holders.VMs = append(in.Holders.VMs, fmt.Sprintf("%s-%03d", strings.Repeat("h", 249), i))
 	}
 	in.VM.Name = strings.Repeat("n", 253)
+	in.VM.Labels = map[string]string{}
+	for i := range 256 {
+		in.VM.Labels[fmt.Sprintf("%s-%03d", strings.Repeat("k", 59), i)] = strings.Repeat("v", 63)
+	}
 	act := map[string]any{"vm": &in.VM, "holders": &in.Holders, "interface": &in.Interface}
 	for _, src := range []string{
 		"holders.vms.join('')",
 		"holders.vms.join(', ')",
 		"holders.vms.join('').lowerAscii().trim().split('')",
 		"holders.vms.map(x, x.upperAscii()).join('-')",
+		"vm.labels.map(k, k + '=' + vm.labels[k]).join(', ')",
 		"vm.name.split('').join('')",
 		"[vm.name, vm.name].join('/')",
 		"holders.vms.join('').replace('h', 'hh')",
