@@ -42,3 +42,26 @@ func TestCheckWorkOfARealisticPolicyIsFarBelowTheBound(t *testing.T) {
 		t.Errorf("work of 50 terms %d, of 100 terms %d: want it to grow with the square", w50, w100)
 	}
 }
+
+// A namespaced function (optional.of, sets.contains, strings.quote) is parsed as a member
+// call on an identifier and resolved by the checker to its qualified name: its overloads are
+// tried and instantiated like any other function's. Before, checkWork looked for a function
+// "of", found none and counted nothing, and 64 KiB of optional.of(1).hasValue() chains were
+// admitted at ~50,000 units a rule for ~35 ms of CPU each.
+func TestCheckWorkCountsNamespacedFunctions(t *testing.T) {
+	env := newExpressionsEnv(t)
+	for _, src := range []string{"optional.of(1)", "optional.none()", "sets.contains([1], [1])", "strings.quote('a')"} {
+		parsed, iss := env.Parse(src)
+		if failed(iss) {
+			t.Fatal(iss.Err())
+		}
+		call := parsed.NativeRep().Expr()
+		var args uint64
+		for _, a := range call.AsCall().Args() {
+			args += checkWork(env.Functions(), a)
+		}
+		if got := checkWork(env.Functions(), call); got < args+tryCost {
+			t.Errorf("checkWork(%s) = %d, want at least one overload tried (%d) beyond its arguments' %d", src, got, tryCost, args)
+		}
+	}
+}

@@ -33,6 +33,10 @@ var worstTerms = []struct{ name, term string }{
 	{"optidx", "vm.labels[?'a'].orValue('')=='b'"},
 	{"labels", "vm.labels['k1'] == 'abcdefgh'"},
 	{"less", "1 < 2"},
+	{"optof", "optional.of(1).hasValue()"},
+	{"optnone", "optional.none().orValue(1) == 1"},
+	{"optor", "optional.of(1).or(optional.none()).hasValue()"},
+	{"indyn", "1 in [1,dyn(1)]"},
 }
 
 // BenchmarkCompileWorstCase compiles the policies of 64 KiB of the costliest terms to check,
