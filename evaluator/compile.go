@@ -605,8 +605,8 @@ func addSaturating(a, b uint64) uint64 {
 // the checkWork spent (0 when src did not parse or was refused before the checker).
 func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.Ast, work uint64, err error) {
 	parsed, iss := env.Parse(src)
-	if iss.Err() != nil {
-		if msg := iss.Err().Error(); strings.Contains(msg, "recursion limit exceeded") || strings.Contains(msg, "max recursion depth exceeded") {
+	if failed(iss) {
+		if tooDeep(iss) {
 			if op, n := longestOperatorChain(src); n >= maxNestingDepth/2 {
 				return nil, 0, fmt.Errorf("the expression nests more than %d levels deep, the most an expression may "+
 					"(checking one grows with the cube of its nesting): it holds a chain of %d `%s` operators, and each "+
@@ -616,7 +616,7 @@ func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.As
 			return nil, 0, fmt.Errorf("the expression nests more than %d levels deep (brackets, calls, operands), "+
 				"the most an expression may: checking one grows with the cube of its nesting", maxNestingDepth)
 		}
-		return nil, 0, iss.Err()
+		return nil, 0, issuesError(src, iss)
 	}
 	if errs := regexErrors(parsed.NativeRep().Expr()); len(errs) > 0 {
 		return nil, 0, errors.New(strings.Join(errs, "; "))
@@ -631,8 +631,8 @@ func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.As
 			"variables, or the policy into several", work, allowance, MaxPolicyCheckWork)
 	}
 	checked, iss = env.Check(parsed)
-	if iss.Err() != nil {
-		return nil, work, iss.Err()
+	if failed(iss) {
+		return nil, work, issuesError(src, iss)
 	}
 	return checked, work, nil
 }

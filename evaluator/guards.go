@@ -785,7 +785,7 @@ func evalConstant(env *cel.Env, e ast.Expr) error {
 		return nil
 	}
 	checked, iss := env.Compile(src)
-	if iss.Err() != nil {
+	if failed(iss) {
 		return nil
 	}
 	prog, err := env.Program(checked)
@@ -938,7 +938,7 @@ func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool) string {
 // probeCost is the estimated worst-case cost of src in env; false when it does not compile.
 func probeCost(env *cel.Env, src string) (uint64, bool) {
 	checked, iss := env.Compile(src)
-	if iss.Err() != nil {
+	if failed(iss) {
 		return 0, false
 	}
 	est, err := env.EstimateCost(checked, costEstimator)

@@ -79,7 +79,7 @@ func (r *ratchet) readsUnchanged(src string, visible int) bool {
 		return false
 	}
 	parsed, iss := r.parser.Parse(src)
-	if iss.Err() != nil {
+	if failed(iss) {
 		return false
 	}
 	names, whole := variableReads(parsed.NativeRep().Expr())
