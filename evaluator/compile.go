@@ -129,10 +129,14 @@ func (c *Compiler) Compile(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.E
 
 // compile is Compile; builtin allows the reserved rule names (the safety policy's).
 func (c *Compiler) compile(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) (*Policy, field.ErrorList) {
-	cc := &compilation{c: c, stored: storedExpressions(old), ratchet: newRatchet(c.envSet, p, old),
+	return c.compileWith(c.newCompilation(p, old, builtin), p)
+}
+
+// newCompilation is the compilation of p, whose stored version is old (nil for none).
+func (c *Compiler) newCompilation(p, old *v1alpha1.ClusterIPAMPolicy, builtin bool) *compilation {
+	return &compilation{c: c, stored: storedExpressions(old), ratchet: newRatchet(c.envSet, p, old),
 		storedDuplicateSkipRules: duplicateSkipRuleNames(old), visibleVariables: allVariables,
 		storedRuleNames: skipRuleNames(old), builtin: builtin}
-	return c.compileWith(cc, p)
 }
 
 // compileWith compiles p in the compilation cc.

@@ -42,31 +42,66 @@ func (c *Compiler) Lint(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 
 // lint is Lint that also returns the checkWork it spent, at most MaxPolicyCheckWork.
 func (c *Compiler) lint(p *v1alpha1.ClusterIPAMPolicy) ([]Warning, uint64) {
-	var out []Warning
-	ignore := p.Spec.FailurePolicy == v1alpha1.FailurePolicyIgnore
 	cc := &compilation{c: c, stored: map[string]string{}, storedDuplicateSkipRules: map[string]bool{},
 		storedRuleNames: map[string]bool{}}
+	l := newLinter(cc, p)
+	c.compileWith(cc, p)
+	return l.warnings(p), cc.checkWork
+}
+
+// CompileAndLint is Compile(p, old) and, when p compiles, Lint(p), in one pass: every
+// expression is type-checked once, and the messages Lint checks draw on what the expressions
+// left of the one MaxPolicyCheckWork account. The admission webhook calls it: compiling and
+// linting apart type-checked every expression twice, ~0.4 s of CPU each for the costliest
+// 64 KiB admitted. Warnings are nil when p does not compile.
+func (c *Compiler) CompileAndLint(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, field.ErrorList, []Warning) {
+	cc := c.newCompilation(p, old, false)
+	l := newLinter(cc, p)
+	compiled, errs := c.compileWith(cc, p)
+	if len(errs) > 0 {
+		return nil, errs, nil
+	}
+	return compiled, nil, l.warnings(p)
+}
+
+// linter collects a policy's warnings from the expressions a compilation checks.
+type linter struct {
+	cc *compilation
+	// expressions are the absent-key warnings of the expressions checked so far.
+	expressions []Warning
+	// ruleEnv is the environment the skip rules compile in (nil until the compilation gets
+	// there): the messages are checked in it.
+	ruleEnv *environment.EnvSet
+}
+
+// newLinter hooks a linter of p into cc.
+func newLinter(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) *linter {
+	l := &linter{cc: cc}
+	ignore := p.Spec.FailurePolicy == v1alpha1.FailurePolicyIgnore
 	cc.visit = func(path *field.Path, checked *cel.Ast) {
 		if ignore {
-			out = append(out, absentKeyWarnings(path, checked)...)
+			l.expressions = append(l.expressions, absentKeyWarnings(path, checked)...)
 		}
 	}
-	var ruleEnv *environment.EnvSet
-	cc.visitRuleEnv = func(env *environment.EnvSet) { ruleEnv = env }
-	c.compileWith(cc, p)
-	if ruleEnv == nil {
-		return out, cc.checkWork
+	cc.visitRuleEnv = func(env *environment.EnvSet) { l.ruleEnv = env }
+	return l
+}
+
+// warnings are the messages' warnings, then the expressions': the messages are checked after
+// the expressions, with what they left of the account, so that the expressions' warnings do
+// not depend on how many messages there are.
+func (l *linter) warnings(p *v1alpha1.ClusterIPAMPolicy) []Warning {
+	if l.ruleEnv == nil {
+		return l.expressions
 	}
-	// The messages are checked after the expressions, with what they left of the account:
-	// the expressions' warnings do not depend on how many messages there are.
 	var messages []Warning
 	for i, r := range p.Spec.SkipRules {
-		if looksLikeCEL(ruleEnv, r.Message, &cc.checkWork) {
+		if looksLikeCEL(l.ruleEnv, r.Message, &l.cc.checkWork) {
 			messages = append(messages, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
 				"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
 		}
 	}
-	return append(messages, out...), cc.checkWork
+	return append(messages, l.expressions...)
 }
 
 // looksLikeCEL: msg compiles in env to something other than a literal. Its checkWork is

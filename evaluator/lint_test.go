@@ -130,3 +130,34 @@ func BenchmarkLintWorstCase(b *testing.B) {
 		})
 	}
 }
+
+// CompileAndLint, the webhook's single pass, answers what Compile and Lint answer apart: the
+// same errors for a policy that does not compile (and no warnings), the same warnings for
+// one that does, and the stored version ratchets as Compile's does.
+func TestCompileAndLintAgreesWithCompileAndLint(t *testing.T) {
+	c := newCompiler(t)
+	stored := newPolicy("p", skipRule("r", "vm.labels['team'] == 'a'", "R", "interface.ipAddressName", ""), ignoreErrors)
+	for _, tc := range []struct {
+		name string
+		p    *v1alpha1.ClusterIPAMPolicy
+	}{
+		{"warnings about a message and an absent key", stored},
+		{"type errors", newPolicy("p", skipRule("r", "1 in [1, dyn(1)]", "R", "m", ""))},
+		{"clean", newPolicy("p", skipRule("r", "vm.name == 'a'", "R", "m", ""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, wantErrs := c.Compile(tc.p, stored)
+			var wantWarnings []evaluator.Warning
+			if len(wantErrs) == 0 {
+				wantWarnings = c.Lint(tc.p)
+			}
+			compiled, errs, warnings := c.CompileAndLint(tc.p, stored)
+			if fmt.Sprint(errs) != fmt.Sprint(wantErrs) || fmt.Sprint(warnings) != fmt.Sprint(wantWarnings) || (compiled == nil) != (len(errs) > 0) {
+				t.Errorf("CompileAndLint = %v, %v, %v; want errors %v and warnings %v", compiled != nil, errs, warnings, wantErrs, wantWarnings)
+			}
+		})
+	}
+	if _, _, w := c.CompileAndLint(stored, nil); len(w) != 2 {
+		t.Errorf("warnings = %v, want the message's and the absent key's", w)
+	}
+}

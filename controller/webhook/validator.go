@@ -38,10 +38,7 @@ func SetupWebhookWithManager(mgr ctrl.Manager, compiler *evaluator.Compiler) err
 
 // ValidateCreate compiles every expression as new.
 func (v *Validator) ValidateCreate(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
-	if err := v.validate(p, nil); err != nil {
-		return nil, err
-	}
-	return v.warnings(ctx, p), nil
+	return v.validate(ctx, p, nil)
 }
 
 // ValidateUpdate compiles the new spec against the old one (unchanged expressions compile
@@ -50,37 +47,32 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, p *v1alpha1.Cluster
 	if equality.Semantic.DeepEqual(old.Spec, p.Spec) {
 		return nil, nil
 	}
-	if err := v.validate(p, old); err != nil {
-		return nil, err
-	}
-	return v.warnings(ctx, p), nil
+	return v.validate(ctx, p, old)
 }
 
-// warnings are p's lint warnings and its replaced rules among the installed policies. A
-// failed list only loses the replacement warnings against installed policies: warnings never
-// decide admission.
-func (v *Validator) warnings(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) admission.Warnings {
+// validate compiles and lints p in one pass (evaluator.Compiler.CompileAndLint: each
+// expression type-checked once). A policy that does not compile is refused with an Invalid
+// API error carrying every compile error with its field path, so that kubectl prints one
+// line per problem; one that compiles is admitted with its lint warnings and its replaced
+// rules among the installed policies. A failed list only loses the replacement warnings:
+// warnings never decide admission.
+func (v *Validator) validate(ctx context.Context, p, old *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
+	_, errs, lint := v.Compiler.CompileAndLint(p, old)
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("ClusterIPAMPolicy").GroupKind(), p.Name, errs)
+	}
 	var installed v1alpha1.ClusterIPAMPolicyList
 	if v.Reader != nil {
 		_ = v.Reader.List(ctx, &installed)
 	}
 	var out admission.Warnings
-	for _, w := range append(v.Compiler.Lint(p), evaluator.ReplacedRules(p, installed.Items)...) {
+	for _, w := range append(lint, evaluator.ReplacedRules(p, installed.Items)...) {
 		out = append(out, w.String())
 	}
-	return out
+	return out, nil
 }
 
 // ValidateDelete allows every deletion.
 func (v *Validator) ValidateDelete(context.Context, *v1alpha1.ClusterIPAMPolicy) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// validate returns an Invalid API error carrying every compile error with its field path, so
-// that kubectl prints one line per problem.
-func (v *Validator) validate(p, old *v1alpha1.ClusterIPAMPolicy) error {
-	if _, errs := v.Compiler.Compile(p, old); len(errs) > 0 {
-		return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("ClusterIPAMPolicy").GroupKind(), p.Name, errs)
-	}
-	return nil
 }
