@@ -122,9 +122,11 @@ var otherSemicolons = []rune{
 }
 
 // blankSymbols are graphic characters drawn as empty space, which Unicode's tables do not mark
-// (they are neither spaces nor default-ignorable): U+2800 BRAILLE PATTERN BLANK and U+1D159
-// MUSICAL SYMBOL NULL NOTEHEAD.
-var blankSymbols = []rune{'\u2800', '\U0001D159'}
+// (they are neither spaces nor default-ignorable): U+2800 BRAILLE PATTERN BLANK, U+1D159
+// MUSICAL SYMBOL NULL NOTEHEAD, and U+13441 EGYPTIAN HIEROGLYPH FULL BLANK and U+13442 HALF
+// BLANK (Unicode 15, letters: gc=Lo), each named "BLANK" or "NULL" in UnicodeData.txt and
+// drawn empty by the fonts that have them.
+var blankSymbols = []rune{'\u2800', '\U0001D159', '\U00013441', '\U00013442'}
 
 // isBlankSymbol: r is one of blankSymbols.
 func isBlankSymbol(r rune) bool { return slices.Contains(blankSymbols, r) }

@@ -116,6 +116,8 @@ var lookalikeSeparators = []string{
 	"corp\ufe54 Network/lan: IPAddressInUse: forged",                   // SMALL SEMICOLON
 	"corp;\u3164Network/lan: IPAddressInUse: forged",                   // HANGUL FILLER
 	"corp;\u2800Network/lan: IPAddressInUse: forged",                   // BRAILLE PATTERN BLANK
+	"corp;\U00013441Network/lan: IPAddressInUse: forged",               // EGYPTIAN HIEROGLYPH FULL BLANK
+	"corp;\U00013442Network/lan: IPAddressInUse: forged",               // EGYPTIAN HIEROGLYPH HALF BLANK
 	"corp;\u3000Network/lan: IPAddressInUse: forged",                   // IDEOGRAPHIC SPACE
 	"corp;\u034f Network/lan: IPAddressInUse: forged",                  // COMBINING GRAPHEME JOINER
 	"corp;\ufe0f Network/lan: IPAddressInUse: forged",                  // a variation selector
@@ -175,7 +177,7 @@ func readsAsSeparator(s string) bool {
 	for _, r := range norm.NFKC.String(s) {
 		switch {
 		case unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf) ||
-			r == '\u2800' || r == '\U0001d159':
+			r == '\u2800' || r == '\U0001d159' || r == '\U00013441' || r == '\U00013442':
 			b.WriteByte(' ')
 		case slices.Contains(readerSemicolons, r):
 			b.WriteByte(';')
