@@ -250,3 +250,21 @@ func TestPairwiseOperationsAreEstimated(t *testing.T) {
 		}
 	}
 }
+
+// The value types of the Kubernetes libraries hold no list or map: a variable holding a
+// Quantity, URL, IP or CIDR, alone or in a literal list or map, is compared as one node.
+// Before, a Quantity's or URL's variable was "nested lists and maps … no size" to == and refused.
+func TestLibraryValuesInVariablesCompare(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range [][2]string{
+		{"quantity(vm.labels[?'size'].orValue('1Gi'))", "variables.q == quantity('1Gi')"},
+		{"url('https://a')", "variables.q != url('https://b')"},
+		{"[quantity('1Gi')]", "variables.q == [quantity('1Gi')]"},
+		{"{'a': url('https://a')}", "variables.q == {'a': url('https://a')}"},
+		{"cidr('10.0.0.0/8')", "variables.q == cidr('10.0.0.0/8')"},
+	} {
+		if _, errs := c.Compile(newPolicy("p", variable("q", tc[0]), skipRule("r", tc[1], "R", "m", "")), nil); len(errs) > 0 {
+			t.Errorf("%s with q = %s: %v, want it to compile", tc[1], tc[0], errs)
+		}
+	}
+}

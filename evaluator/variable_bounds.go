@@ -89,8 +89,8 @@ func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
 	if t != nil && unsizedKinds[t.Kind()] {
 		return varBound{}, true
 	}
-	if t != nil && t.Kind() == types.OpaqueKind && t.TypeName() != "optional_type" {
-		return varBound{}, true // an IP, a CIDR, a quantity, …: no size of its own
+	if t != nil && libraryScalar(t) {
+		return varBound{deep: 1}, true // no size of its own, one node to the deep operations
 	}
 	switch e.Kind() {
 	case ast.LiteralKind:
@@ -144,6 +144,20 @@ func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return comprehensionBound(env, e)
 	}
 	return varBound{}, false
+}
+
+// libraryScalar: t is a value type of the Kubernetes CEL libraries, which holds no list or
+// map: an IP or a CIDR (opaque types), a Quantity, URL, Semver or named format (object types
+// "kubernetes.…", compared by their fields, not walked). Before, a variable holding a
+// Quantity or a URL was "nested lists and maps … no size" to == and refused.
+func libraryScalar(t *types.Type) bool {
+	switch t.Kind() {
+	case types.OpaqueKind:
+		return t.TypeName() != "optional_type"
+	case types.StructKind:
+		return strings.HasPrefix(t.TypeName(), "kubernetes.")
+	}
+	return false
 }
 
 // selectBound bounds x.f: a variable, or a field of an input.
