@@ -190,6 +190,10 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		if overloadID == "string_format" {
 			return e.formatEstimate(target, args)
 		}
+	case "validate":
+		if overloadID == "format-validate" {
+			return e.validateEstimate(target, args)
+		}
 	case "lists.range":
 		if est := rangeEstimate(args); est != nil {
 			return est

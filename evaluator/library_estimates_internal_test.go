@@ -119,6 +119,15 @@ var libraryEstimateCases = []string{
 	"isSemver(vm.name, true)",
 	"isQuantity(vm.name)",
 	"quantity('1Gi').add(quantity('1Mi')).isInteger()",
+	// format.<name>().validate(): charged by each format's own regex size.
+	"format.dns1123Label().validate(vm.name)",
+	"format.uri().validate(vm.name)",
+	"format.uri().validate('abcdefghij')",
+	"format.uuid().validate('abcdefghij')",
+	"format.byte().validate('abcdefghij')",
+	"format.date().validate('abcdefghij')",
+	"format.datetime().validate(vm.uid)",
+	"format.named('uri').value().validate(vm.name)",
 	// Kubernetes' lists library, charged one traversal of the list.
 	"holders.vms.isSorted()",
 	"holders.vms.max()",
