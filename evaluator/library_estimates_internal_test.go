@@ -148,6 +148,8 @@ var libraryEstimateCases = []string{
 	"vm.name in holders.vms",
 	"vm.annotations['a'] in [vm.annotations['a']]",
 	"vm.labels == vm.labels",
+	"holders.vms == holders.vms",
+	"holders.vms != dyn(holders.vms)",
 	"holders.vms.map(x, [x]).includes(['x'])",
 	// Optionals.
 	"vm.labels[?'x'].orValue(vm.name).indexOf('n')",
