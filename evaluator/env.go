@@ -142,6 +142,14 @@ type estimator struct {
 	bounds *boundEnv
 	// parents maps each subexpression's ID to the expression holding it (with bounds).
 	parents map[int64]ast.Expr
+	// longest caches longestString (with bounds).
+	longest *stringCeiling
+}
+
+// stringCeiling is longestString, computed once per expression estimated.
+type stringCeiling struct {
+	done bool
+	n    uint64
 }
 
 var _ checker.CostEstimator = estimator{}
@@ -289,6 +297,7 @@ func estimatorOf(a *ast.AST, vars variableSizes) estimator {
 	e := estimatorFor(vars)
 	e.bounds = &boundEnv{a: a, vars: vars}
 	e.parents = map[int64]ast.Expr{}
+	e.longest = &stringCeiling{}
 	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(p ast.Expr) {
 		for _, child := range children(p) {
 			e.parents[child.ID()] = p

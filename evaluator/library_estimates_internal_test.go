@@ -151,6 +151,15 @@ var libraryEstimateCases = []string{
 	"holders.vms == holders.vms",
 	"holders.vms != dyn(holders.vms)",
 	"holders.vms.map(x, [x]).includes(['x'])",
+	// Strings sized by the checker (a concatenation), seen through dyn(), an optional or a list.
+	"dyn(vm.annotations['a'] + vm.annotations['a']).charAt(0)",
+	"dyn(vm.annotations['a'] + vm.annotations['a']).split('a', 2)",
+	"dyn(vm.annotations['a'] + vm.annotations['a']).replace('a', '', 2)",
+	"dyn(vm.annotations['a'] + vm.annotations['a']).matches('^a')",
+	"dyn(vm.annotations['a'] + vm.annotations['a']).findAll('a', 1)",
+	"optional.of(vm.annotations['a'] + vm.annotations['a']).value().charAt(0)",
+	"optional.of(vm.annotations['a'] + vm.annotations['a']).value().indexOf('b')",
+	"dyn([vm.annotations['a'] + vm.annotations['a']]).map(x, x.charAt(0))",
 	// Optionals.
 	"vm.labels[?'x'].orValue(vm.name).indexOf('n')",
 	"optional.of(vm.annotations['a']).value().indexOf('a')",
