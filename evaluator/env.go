@@ -211,6 +211,11 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 			return est
 		}
 	}
+	if listTraversalFunctions[function] && !strings.HasPrefix(overloadID, "string_") {
+		if est := e.listTraversalEstimate(target); est != nil {
+			return est
+		}
+	}
 	if function == overloads.TypeConvertString && len(args) == 1 {
 		size := e.EstimateSize(args[0]) // string(s) and string(bytes) are as long as their input
 		if max, ok := stringSizes[args[0].Type().TypeName()]; ok {

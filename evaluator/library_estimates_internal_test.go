@@ -135,6 +135,17 @@ var libraryEstimateCases = []string{
 	"holders.vms.lastIndexOf(vm.name)",
 	"holders.vms.includes(vm.name)",
 	"holders.vms.map(x, size(x)).sum()",
+	// The same on lists whose elements are dyn, or on a dyn receiver (dispatched at run time:
+	// no overload's tracker applies, the library charges one traversal of the list).
+	"holders.vms.map(x, dyn(x)).max()",
+	"holders.vms.map(x, dyn(x)).isSorted()",
+	"holders.vms.map(x, dyn(x)).includes('x')",
+	"vm.labels.map(k, dyn(vm.labels[k])).min()",
+	"[dyn(vm.annotations['a'])].indexOf('x')",
+	"dyn(holders.vms).includes('x')",
+	"dyn(holders.vms).indexOf('')",
+	"dyn([vm.annotations['a']]).lastIndexOf('x')",
+	"dyn(holders.vms.map(x, [x])).indexOf(['x'])",
 	// ext lists and sets.
 	"holders.vms.reverse()",
 	"holders.vms.slice(0, 100)",
