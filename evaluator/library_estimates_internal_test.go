@@ -20,8 +20,12 @@ import (
 func TestLibraryEstimatesBoundTheirCharges(t *testing.T) {
 	env := newExpressionsEnv(t)
 	act := boundsInput()
-	for _, src := range libraryEstimateCases {
-		checked, iss := env.Compile(src)
+	for _, expr := range append(libraryEstimateCases, wideCases...) {
+		src := expr
+		if i := strings.Index(expr, "' + "); len(expr) > 200 && i > 0 {
+			src = "('…" + expr[i:] // the wide literal elided
+		}
+		checked, iss := env.Compile(expr)
 		if iss.Err() != nil {
 			t.Fatalf("%s: %v", src, iss.Err())
 		}
@@ -188,3 +192,15 @@ var libraryEstimateCases = []string{
 	"vm.labels[?'x'].orValue(vm.name).indexOf('n')",
 	"optional.of(vm.annotations['a']).value().indexOf('a')",
 }
+
+// wideCases are calls charged by the bytes of a string built from a literal of 2,000
+// four-byte characters, which cel-go's checker sizes in code points (2,000).
+var wideCases = func() []string {
+	wide := "('" + strings.Repeat("\U0001F600", 2000) + "' + vm.name)"
+	var out []string
+	for _, call := range []string{".indexOf('x')", ".size()", ".charAt(3)", ".matches('^x')", " in vm.labels",
+		".split('').size()", ".replace('x', 'y')", ".lowerAscii().size()"} {
+		out = append(out, wide+call)
+	}
+	return out
+}()

@@ -273,8 +273,8 @@ func (e estimator) stringBound(str checker.AstNode) uint64 {
 	if s, ok := literalString(str.Expr()); ok {
 		return uint64(len(s))
 	}
-	if cs := str.ComputedSize(); cs != nil && cs.Max != math.MaxUint64 {
-		return cs.Max
+	if n, ok := e.computedBytes(str); ok {
+		return n
 	}
 	if est := e.EstimateSize(str); est != nil && est.Max != math.MaxUint64 {
 		return est.Max
