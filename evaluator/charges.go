@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -134,8 +135,9 @@ func (e estimator) stringCallEstimate(overloadID string, target *checker.AstNode
 	n := e.stringBound(*target)
 	switch overloadID {
 	case "string_char_at_int":
+		// One character: up to four bytes, which the charges of what reads it count.
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: 1 + traversal(n)},
-			ResultSize: &checker.SizeEstimate{Min: 0, Max: 1}}
+			ResultSize: &checker.SizeEstimate{Min: 0, Max: utf8.UTFMax}}
 	case "string_index_of_string", "string_index_of_string_int",
 		"string_last_index_of_string", "string_last_index_of_string_int":
 		if len(args) == 0 {

@@ -564,7 +564,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
 		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max, cc.varSizes)
-		if shallow <= limit {
+		if shallow <= limit && len(deepOps) > 0 {
 			hint = deepHint(deepOps)
 		}
 		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(

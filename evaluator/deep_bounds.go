@@ -127,8 +127,9 @@ type deepOperation struct {
 
 // deepCharges is what the run time charges the deep operations of the checked expression a
 // beyond its estimate: the deep sizes of their operands times their iterations, summed
-// (saturating); the operations charged, most expensive first; and the operations whose
-// operands' deep size cannot be derived, each named with the reason.
+// (saturating), with the accesses cel-go charges beyond its estimate (attributeCharge); the
+// deep operations charged, most expensive first; and the operations whose operands' deep
+// size cannot be derived, each named with the reason.
 func deepCharges(a *ast.AST, vars map[string]varBound) (uint64, []deepOperation, []string) {
 	w := &deepWalk{a: a}
 	w.walk(boundEnv{a: a, vars: vars}, a.Expr(), 1, true)
@@ -161,6 +162,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		w.walk(loop, c.Result(), iterations, known)
 		return
 	case ast.CallKind:
+		w.access(e, iterations, known)
 		call := e.AsCall()
 		if call.IsMemberFunction() {
 			w.walk(env, call.Target(), iterations, known)
@@ -174,6 +176,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		// Nested or not, the strings compared are charged too (compare_charges.go).
 		w.flatCompare(env, e, call, iterations, known)
 	case ast.SelectKind:
+		w.access(e, iterations, known)
 		w.walk(env, e.AsSelect().Operand(), iterations, known)
 	case ast.ListKind:
 		for _, el := range e.AsList().Elements() {
@@ -184,6 +187,15 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 			w.walk(env, entry.AsMapEntry().Key(), iterations, known)
 			w.walk(env, entry.AsMapEntry().Value(), iterations, known)
 		}
+	}
+}
+
+// access adds what the run time charges the access e beyond cel-go's estimate
+// (attributeCharge), times iterations. Unknown iterations leave the estimate unbounded
+// already.
+func (w *deepWalk) access(e ast.Expr, iterations uint64, known bool) {
+	if n := attributeCharge(w.a, e); n > 0 && known {
+		w.total = addSaturating(w.total, saturatingMul(n, iterations))
 	}
 }
 

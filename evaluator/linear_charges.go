@@ -1,7 +1,6 @@
 package evaluator
 
 import (
-	"math"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -110,9 +109,9 @@ func runeCountCost(n uint64) uint64 { return 1 + (n+runeCharsPerUnit-1)/runeChar
 // stringBound (a literal, an input or variable path, else the largest string the
 // estimate assumes).
 func (e estimator) argBound(a checker.AstNode) uint64 {
-	if cs := a.ComputedSize(); cs != nil && cs.Max != math.MaxUint64 {
+	if n, ok := e.computedBytes(a); ok {
 		if _, literal := literalString(a.Expr()); !literal {
-			return cs.Max
+			return n
 		}
 	}
 	return e.stringBound(a)
