@@ -88,7 +88,7 @@ func FuzzGeneratedPolicy(f *testing.F) {
 			// The wall-clock deadline may have passed first; the CPU bound above still held.
 			t.Skipf("starved: %v of CPU in %v, %v in %v", m1.cpu, m1.wall, m2.cpu, m2.wall)
 		}
-		if late(first) {
+		if late(first) && lateEveryTime(decide, 3) {
 			t.Errorf("an admitted policy ran into the deadline, not a cost limit: %s %q: %q", first.Message, first.Trace.Errors, expr)
 		}
 		// Each expression's estimate bounds its run-time cost on an input within the bounds:
@@ -101,6 +101,20 @@ func FuzzGeneratedPolicy(f *testing.F) {
 			t.Errorf("the same input decided differently:\n  %s\n  %s\nexpression %q", a, b, expr)
 		}
 	})
+}
+
+// lateEveryTime: each of n more decisions ran into the deadline too. A policy whose work
+// outlasts the deadline does so every time; a decision late once under a load spike (make
+// test's builds beside the fuzzer: a Decide of ~0.12 s took over 1 s of wall time, at more
+// than a quarter of a core, so not starved) is on time when decided again. The CPU bound in
+// decide holds on every run, late or not.
+func lateEveryTime(decide func() (evaluator.Decision, measurement), n int) bool {
+	for range n {
+		if d, _ := decide(); !late(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxCompileTime bounds one Compile under -fuzz: the admission webhook compiles every policy
