@@ -37,7 +37,7 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := index.Setup(ctx, index.CacheIndexer{Cache: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(policy.DefaultsRunnable(mgr.GetClient())); err != nil {
