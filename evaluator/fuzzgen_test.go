@@ -88,8 +88,11 @@ func FuzzGeneratedPolicy(f *testing.F) {
 			// The wall-clock deadline may have passed first; the CPU bound above still held.
 			t.Skipf("starved: %v of CPU in %v, %v in %v", m1.cpu, m1.wall, m2.cpu, m2.wall)
 		}
-		if late(first) && lateEveryTime(decide, 3) {
-			t.Errorf("an admitted policy ran into the deadline, not a cost limit: %s %q: %q", first.Message, first.Trace.Errors, expr)
+		if late(first) || late(second) {
+			if !lateEveryTime(decide, 3) {
+				t.Skipf("a decision ran into the deadline, then was on time when decided again: the machine's load, not the policy: %q", expr)
+			}
+			t.Fatalf("an admitted policy ran into the deadline, not a cost limit, on every run: %s %q: %q", first.Message, first.Trace.Errors, expr)
 		}
 		// Each expression's estimate bounds its run-time cost on an input within the bounds:
 		// admitted, no call may exceed the per-call limit (the budgets, shared with the
@@ -105,9 +108,10 @@ func FuzzGeneratedPolicy(f *testing.F) {
 
 // lateEveryTime: each of n more decisions ran into the deadline too. A policy whose work
 // outlasts the deadline does so every time; a decision late once under a load spike (make
-// test's builds beside the fuzzer: a Decide of ~0.12 s took over 1 s of wall time, at more
-// than a quarter of a core, so not starved) is on time when decided again. The CPU bound in
-// decide holds on every run, late or not.
+// test's builds beside the fuzzer, load average 10: a Decide of ~0.12 s took over 1 s of wall
+// time, at more than a quarter of a core by the process's CPU time, so not "starved") is on
+// time when decided again, and then decides as the first did (a trial policy passed over for
+// the deadline decided differently). The CPU bound in decide holds on every run, late or not.
 func lateEveryTime(decide func() (evaluator.Decision, measurement), n int) bool {
 	for range n {
 		if d, _ := decide(); !late(d) {
