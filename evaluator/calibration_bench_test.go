@@ -67,6 +67,13 @@ func BenchmarkCostCalibration(b *testing.B) {
 			".exists(i, q.add(q).sub(q).isInteger() && q.compareTo(q.add(1)) == 5))"},
 		{"time-zone-absent", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Nowhere/Zone') == 25 && i < 0)"},
 		{"time-zone", list(150, "1") + ".exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)"},
+		// Comparing a long string with a short one, charged by the shorter (cel-go's tracker
+		// counted both operands' runes on every call: linear_charges.go).
+		{"string-compare-long", "lists.range(15).exists(j, lists.range(500).exists(i, vm.annotations['u'] == 'z' || vm.annotations['u'] < 'a'))"},
+		// The longest comprehension admitted (Limits.ComprehensionRange): cel-go's tracker
+		// searches a stack that grows with the iterations, so its work per unit is highest at
+		// the bound.
+		{"long-comprehension", "lists.range(12).exists(j, lists.range(512).all(i, true) && j < 0)"},
 	}
 	c := newCompiler(b)
 	in := pooledAuto()

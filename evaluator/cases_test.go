@@ -306,7 +306,7 @@ cases:
 		{"an abandoned evaluation", 10_000_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, CheckFrequency: tc.frequency,
+			c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, CheckFrequency: tc.frequency, ComprehensionRange: 1e12,
 				StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12, TrialCostBudget: 1e12})
 			results, err := evaluator.RunSuite(context.Background(), c, suite)
 			if err != nil {

@@ -571,6 +571,11 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 			"estimated worst-case cost %d exceeds the %s limit %d (%s)", est.Max, kind, limit, hint)))
 		return program{path: path.String()}, nil, native
 	}
+	// Within its estimate, a comprehension's work still grows with the square of its range.
+	if long := longComprehensions(checked.NativeRep(), cc.varSizes, cc.c.limits.ComprehensionRange); len(long) > 0 && mode == environment.NewExpressions {
+		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(long, "; ")))
+		return program{path: path.String()}, nil, native
+	}
 	// A constant call that fails is an invalid expression, not a fault of the compiler: new
 	// expressions are refused for one wherever it is; a stored one only when planning the
 	// program (which folds constants) fails on it.

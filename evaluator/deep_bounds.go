@@ -139,11 +139,39 @@ func deepCharges(a *ast.AST, vars map[string]varBound) (uint64, []deepOperation,
 	return w.total, w.ops, w.unbounded
 }
 
+// longComprehensions names the comprehensions of the checked expression a whose range may
+// hold more than maxRange elements, or has no size the analysis can derive.
+func longComprehensions(a *ast.AST, vars map[string]varBound, maxRange uint64) []string {
+	w := &deepWalk{a: a, maxRange: maxRange}
+	w.walk(boundEnv{a: a, vars: vars}, a.Expr(), 1, true)
+	return w.long
+}
+
 type deepWalk struct {
 	a         *ast.AST
 	total     uint64
 	ops       []deepOperation
 	unbounded []string
+	// maxRange, when set, is Limits.ComprehensionRange: long collects the comprehensions
+	// whose range may hold more elements, or has no derived size.
+	maxRange uint64
+	long     []string
+}
+
+// checkRange records c as too long when maxRange is set and its range may hold more than
+// maxRange elements, or has no size the analysis can derive.
+func (w *deepWalk) checkRange(c ast.ComprehensionExpr, size uint64, known bool) {
+	switch {
+	case w.maxRange == 0:
+	case !known:
+		w.long = append(w.long, fmt.Sprintf("the comprehension over %s iterates over a range of no size the estimate can "+
+			"derive, and a comprehension may iterate over at most %d elements (its work grows with the square of its "+
+			"iterations): iterate over inputs, literals, or values built from them", operandName(w.a, c.IterRange()), w.maxRange))
+	case size > w.maxRange:
+		w.long = append(w.long, fmt.Sprintf("the comprehension over %s iterates over up to %d elements, more than the %d "+
+			"a comprehension may (its work grows with the square of its iterations): iterate over fewer, or split the range",
+			operandName(w.a, c.IterRange()), size, w.maxRange))
+	}
 }
 
 // walk visits e, which runs iterations times (known: the count is derived), binding the
@@ -156,6 +184,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		w.walk(env, c.AccuInit(), iterations, known)
 		r, okRange := deriveBound(env, c.IterRange())
 		inner, rangeSize, ok := comprehensionScope(env, c, r, okRange)
+		w.checkRange(c, rangeSize, ok)
 		loop := inner.with(c.AccuVar(), varBound{})
 		w.walk(loop, c.LoopCondition(), saturatingMul(iterations, rangeSize), known && ok)
 		w.walk(loop, c.LoopStep(), saturatingMul(iterations, rangeSize), known && ok)

@@ -13,7 +13,7 @@ import (
 // the deep operations' charges, deepCharges, as the compiler adds them), so a call charged
 // more than estimated lets an admitted expression exceed the limit at run time. Kubernetes'
 // library estimates join() at one traversal of its result and charges it two
-// (FuzzGeneratedPolicy: holders.vms.join(”).lowerAscii().trim().split(”) was estimated at
+// (FuzzGeneratedPolicy: holders.vms.join("").lowerAscii().trim().split("") was estimated at
 // 97,157 and charged 103,647). Class: an estimate formula that differs from the run-time
 // charge of the same call. The cases cover every function of the environment whose charge
 // depends on its input's size, at the bounds, through dyn() dispatch and optionals too.

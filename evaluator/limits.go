@@ -31,6 +31,19 @@ type Limits struct {
 	Deadline time.Duration
 	// CheckFrequency is how many comprehension iterations run between interrupt checks.
 	CheckFrequency uint
+	// ComprehensionRange bounds the elements one comprehension (all, exists, map, filter, …)
+	// may iterate over, by its range's bound derived at compile time; an expression with a
+	// longer range, or one of no derivable size, is refused. cel-go's run-time cost tracker
+	// keeps a stack of the values it observes that grows by an entry or two each iteration
+	// until the comprehension ends, and searches it on most steps (interpreter/runtimecost.go,
+	// refValStack.drop: a linear scan for IDs it does not find), so a comprehension's work
+	// grows with the square of its iterations while it is charged linearly:
+	// `lists.range(24996).all(i, true)` was admitted at 93,711 units and took ~1 s of CPU
+	// (issue #15). At 512 elements a unit costs about what the construct the budgets are
+	// calibrated on costs (BenchmarkCostCalibration "long-comprehension" 331–495 ns/unit,
+	// "map-building" 352–435, beside a fuzzer); 256 labels or holders, and two such lists
+	// concatenated, fit.
+	ComprehensionRange uint64
 }
 
 // DefaultLimits are the limits used unless a caller passes others. The per-call limit is a
@@ -56,6 +69,7 @@ var DefaultLimits = Limits{
 	TrialCostBudget:     300_000,
 	Deadline:            time.Second,
 	CheckFrequency:      100,
+	ComprehensionRange:  512,
 }
 
 // withDefaults fills every zero field from DefaultLimits, so that a caller may set only the
@@ -79,6 +93,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.CheckFrequency == 0 {
 		l.CheckFrequency = d.CheckFrequency
+	}
+	if l.ComprehensionRange == 0 {
+		l.ComprehensionRange = d.ComprehensionRange
 	}
 	return l
 }

@@ -171,3 +171,38 @@ func TestLongKeysInInputMaps(t *testing.T) {
 		})
 	}
 }
+
+// Comparing two strings and contains() are charged by the strings' byte sizes, read in
+// constant time, not by cel-go's Size(), which counted the runes of both operands on every
+// call: `variables.a != 'z'` on a 262,000-byte annotation scanned it whole for 1 unit, and
+// `.contains("")` for 0 (issue #15; BenchmarkCostCalibration "string-compare-long" has the
+// work per unit). The charges are cel-go's formulas, which the estimate makes: a tenth of the
+// shorter operand, and for contains the product of a tenth of each.
+func TestStringComparisonsChargedByByteSize(t *testing.T) {
+	c := newCompiler(t)
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"x": strings.Repeat("😀", 1_000)} // 4,000 bytes, 1,000 runes
+	// Each rule evaluates the call, then is false: the decisions differ by the call's charge.
+	cost := func(call string) int64 {
+		s := setOf(t, c, newPolicy("p", variable("a", "vm.annotations[?'x'].orValue('')"),
+			skipRule("r", "["+call+", false][1]", "R", "m", "")))
+		d := decide(s, in)
+		if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+			t.Fatalf("%s: %s %s", call, d.Reason, d.Message)
+		}
+		return d.Cost
+	}
+	base := cost("variables.a == ''")
+	for _, tc := range []struct {
+		call string
+		want int64 // beyond base: the call's charge, in bytes
+	}{
+		{"variables.a == variables.a", 400}, // a tenth of 4,000 bytes (runes: 100)
+		{"variables.a < variables.a", 400},  // the same
+		{"variables.a.contains('ab')", 400}, // a tenth of 4,000 times a tenth of 2, rounded up
+	} {
+		if got := cost(tc.call) - base; got < tc.want {
+			t.Errorf("%s: charged %d beyond `== ''`, want at least %d (the bytes compared)", tc.call, got, tc.want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ import (
 // interface takes at least the deadline.
 func slowSet(t *testing.T, deadline time.Duration) *evaluator.Set {
 	t.Helper()
-	return compiledSetWith(t, evaluator.Limits{Deadline: deadline, StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12},
+	return compiledSetWith(t, evaluator.Limits{Deadline: deadline, StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12, ComprehensionRange: 1e12},
 		&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.ClusterIPAMPolicySpec{
 			MatchConditions: []v1alpha1.NamedExpression{{Name: "spin",
 				Expression: "lists.range(1000).all(x, lists.range(1000).all(y, x + y >= 0))"}},

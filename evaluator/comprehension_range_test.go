@@ -1,0 +1,46 @@
+package evaluator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
+)
+
+// A comprehension may iterate over at most Limits.ComprehensionRange (512) elements, by its
+// range's derived bound: cel-go's cost tracker makes a comprehension's work grow with the
+// square of its iterations while charging it linearly, and `lists.range(24996).all(i, true)`
+// was admitted at 93,711 units for ~1 s of CPU (issue #15). The input lists (256 labels or
+// holders), and two of them concatenated, fit; a stored expression keeps compiling.
+func TestLongComprehensionsAreRefused(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct {
+		expr, want string
+	}{
+		{"lists.range(24996).all(i, true) && vm.name == 'never'", "iterates over up to 24996 elements, more than the 512"},
+		{"(holders.vms + holders.vms + ['x']).all(x, x != '')", "iterates over up to 513 elements"},
+		{"lists.range(600).map(i, i).size() > 0", "iterates over up to 600 elements"},
+		{"[1, 2].all(k, lists.range(1000).exists(i, i < 0))", "iterates over up to 1000 elements"},
+	} {
+		errs := compileRule(c, tc.expr)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: errors %v, want one naming %q", tc.expr, errs, tc.want)
+		}
+	}
+	for _, expr := range []string{
+		"lists.range(512).all(i, true)",
+		"(holders.vms + holders.vms).all(x, x != '')",
+		"vm.labels.all(k, k.startsWith('a'))",
+	} {
+		if errs := compileRule(c, expr); len(errs) > 0 {
+			t.Errorf("%s: %v, want it admitted", expr, errs)
+		}
+	}
+	long := newPolicy("p", skipRule("r", "lists.range(2000).all(i, true)", "R", "m", ""))
+	if _, errs := c.Compile(long, long); len(errs) > 0 {
+		t.Errorf("stored: %v, want a stored expression compiled as it was admitted", errs)
+	}
+	if _, errs := compilerWith(t, evaluator.Limits{ComprehensionRange: 4096}).Compile(long, nil); len(errs) > 0 {
+		t.Errorf("with ComprehensionRange 4096: %v, want it admitted", errs)
+	}
+}
