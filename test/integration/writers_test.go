@@ -337,8 +337,7 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
 		pod := onePod(ctx, ns, "v")
 		const finalizer = "vmipam.test/guest-shutting-down"
-		pod.Finalizers = append(pod.Finalizers, finalizer)
-		Expect(k8s.Update(ctx, &pod)).To(Succeed())
+		addFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
 		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
 
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
@@ -482,6 +481,20 @@ func sameSecond(ctx context.Context, objs ...client.Object) {
 }
 
 // removeFinalizer removes finalizer from the pod, if the pod still exists.
+// addFinalizer adds finalizer to the pod at key, retrying on conflict: the stand-ins and
+// vmipam write the launcher pod too (its networks-spec and networks-status).
+func addFinalizer(ctx context.Context, key client.ObjectKey, finalizer string) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, key, pod); err != nil {
+			return err
+		}
+		pod.Finalizers = append(pod.Finalizers, finalizer)
+		return k8s.Update(ctx, pod)
+	})).To(Succeed())
+}
+
 func removeFinalizer(ctx context.Context, key client.ObjectKey, finalizer string) {
 	GinkgoHelper()
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
