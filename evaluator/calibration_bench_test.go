@@ -74,6 +74,9 @@ func BenchmarkCostCalibration(b *testing.B) {
 		// searches a stack that grows with the iterations, so its work per unit is highest at
 		// the bound.
 		{"long-comprehension", "lists.range(12).exists(j, lists.range(512).all(i, true) && j < 0)"},
+		// `&&`, `||` and `?:` cel-go charges 0 but its tracker searches its stack for their
+		// operands: charged logicalNodeCharge each in a comprehension (deep_bounds.go).
+		{"logical-chain", "lists.range(512).exists(i, (" + strings.TrimSuffix(strings.Repeat("true && ", 40), " && ") + ") && i < 0)"},
 	}
 	c := newCompiler(b)
 	in := pooledAuto()

@@ -97,6 +97,10 @@ type program struct {
 	// message: a messageExpression, whose failure falls back to the static message; it is
 	// checked against the bounds of the fields only messages read (activation.messageBeyond).
 	message bool
+	// uncharged is what its evaluation costs beyond cel-go's charge, added to it on every
+	// evaluation: the estimate's logical nodes in comprehensions (logicalNodeCharge), at
+	// their most iterations.
+	uncharged uint64
 }
 
 type namedProgram struct {
@@ -548,7 +552,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	}
 	// The deep operations are charged at run time by their operands' deep size, which
 	// cel-go's estimate does not see (deep_bounds.go).
-	deepExtra, deepOps, deepUnbounded := deepCharges(checked.NativeRep(), cc.varSizes)
+	deep := deepWalkOf(checked.NativeRep(), cc.varSizes)
+	deepExtra, deepOps, deepUnbounded := deep.total, deep.ops, deep.unbounded
 	if limit, _ := cc.c.limits.staticLimit(); est.Max > limit || len(deepUnbounded) > 0 {
 		if msg := refusedVariablesHint(checked.NativeRep().Expr(), cc.refusedVariables); msg != "" {
 			cc.errs = append(cc.errs, field.Forbidden(path, msg))
@@ -595,7 +600,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		return program{path: path.String()}, nil, native
 	}
 	cc.estimated = addSaturating(cc.estimated, est.Max)
-	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr())}, outType, native
+	return program{path: path.String(), prog: prog, folds: hasComprehension(checked.NativeRep().Expr()),
+		uncharged: deep.uncharged}, outType, native
 }
 
 // addSaturating is a+b, or MaxUint64 when it overflows.

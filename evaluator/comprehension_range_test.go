@@ -44,3 +44,34 @@ func TestLongComprehensionsAreRefused(t *testing.T) {
 		t.Errorf("with ComprehensionRange 4096: %v, want it admitted", errs)
 	}
 }
+
+// `&&`, `||` and `?:` in a comprehension are charged, by the estimate and at run time:
+// cel-go charges them 0, but its cost tracker searches a stack that grows with the
+// iterations for each operand they drop, so that a body of 600 `true &&` terms over 512
+// elements was admitted at ~4 units an iteration and took ~0.2 ms an iteration (issue #15;
+// BenchmarkCostCalibration "logical-chain"). A macro's own accumulation (`__result__ && body`)
+// is not charged again: the calibration measures it.
+func TestLogicalNodesInComprehensionsAreCharged(t *testing.T) {
+	c := newCompiler(t)
+	chain := strings.TrimSuffix(strings.Repeat("true && ", 600), " && ")
+	if errs := compileRule(c, "lists.range(512).all(i, "+chain+")"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "estimated worst-case cost") {
+		t.Errorf("errors = %v, want the estimate to refuse 600 logical terms over 512 elements", errs)
+	}
+	in := pooledAuto()
+	in.VM.Labels = map[string]string{}
+	for i := range 256 {
+		in.VM.Labels[strings.Repeat("k", 10)+string(rune('a'+i%26))+strings.Repeat("x", i/26)] = "v"
+	}
+	cost := func(expr string) int64 {
+		d := decide(setOf(t, c, newPolicy("p", skipRule("r", expr, "R", "m", ""))), in)
+		if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+			t.Fatalf("%s: %s %s", expr, d.Reason, d.Message)
+		}
+		return d.Cost
+	}
+	one, three := cost("vm.labels.exists(k, k == 'a')"), cost("vm.labels.exists(k, k == 'a' || k == 'b' || k == 'c')")
+	// Two more comparisons (2 units each: the ident and ==) and two `||` (2 each) on each of 256 labels.
+	if three-one < 256*(2*2+2*2) {
+		t.Errorf("cost with two more || terms = %d more, want at least %d: the `||` charged", three-one, 256*(2*2+2*2))
+	}
+}

@@ -337,7 +337,7 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		v, det, err = prog.prog.Eval(act)
 	}
 	if det != nil && det.ActualCost() != nil {
-		acct.charge(p.Name, int64(min(*det.ActualCost(), math.MaxInt64/2)))
+		acct.charge(p.Name, int64(min(addSaturating(*det.ActualCost(), prog.uncharged), math.MaxInt64/2)))
 		r.at.spent.Store(r.cost())
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
