@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -118,8 +119,10 @@ func TestNothingRunsOnASpentAccount(t *testing.T) {
 	if d.Reason == evaluator.ReasonPolicyError || len(d.Trace.Ignored) != 3 {
 		t.Fatalf("decision = %+v, want all three passed over and the built-in default deciding", d)
 	}
-	if d.Cost > 340_000 {
-		t.Errorf("Cost = %d, want at most twice the trial budget and one expression past it (~320,000)", d.Cost)
+	// One costly expression alone: what a budget may be crossed by.
+	one := decide(setOf(t, c, layer("one", priority(1), ignoreErrors, skipRule("a", costly, "X", "m", ""))), pooledAuto()).Cost
+	if bound := 2 * (100_000 + one); d.Cost > bound {
+		t.Errorf("Cost = %d, want at most twice the trial budget and one expression past it (%d)", d.Cost, bound)
 	}
 }
 
@@ -144,8 +147,8 @@ func TestTheBudgetErrorNamesThePoliciesThatSpentIt(t *testing.T) {
 	if d.Reason != evaluator.ReasonPolicyError || strings.HasPrefix(d.Message, "policy first") || strings.HasPrefix(d.Message, "policy second") {
 		t.Fatalf("decision = %s %q, want a PolicyError of a built-in policy for the budget", d.Reason, d.Message)
 	}
-	first, second := strings.Index(d.Message, "policy first 8"), strings.Index(d.Message, "policy second 8")
-	if !strings.Contains(d.Message, "interface cost budget") || first < 0 || second < 0 ||
+	first, second := regexp.MustCompile(`policy first [0-9]{5}`).FindStringIndex(d.Message), regexp.MustCompile(`policy second [0-9]{5}`).FindStringIndex(d.Message)
+	if !strings.Contains(d.Message, "interface cost budget") || first == nil || second == nil ||
 		!strings.Contains(d.Message, "the policies evaluated before this one share the budget") {
 		t.Errorf("message %q, want the budget and both policies that spent it, with their costs", d.Message)
 	}

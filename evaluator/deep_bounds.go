@@ -215,7 +215,8 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		if w.steps == nil {
 			w.steps = map[int64]bool{}
 		}
-		w.steps[c.LoopStep().ID()] = true // a macro's own accumulation, in the calibration
+		w.steps[c.LoopStep().ID()] = true      // a macro's own accumulation, in the calibration
+		w.steps[c.LoopCondition().ID()] = true // and its own condition (`true` for map, filter)
 		w.walk(loop, c.LoopCondition(), saturatingMul(iterations, rangeSize), known && ok)
 		w.walk(loop, c.LoopStep(), saturatingMul(iterations, rangeSize), known && ok)
 		w.walk(loop, c.Result(), iterations, known)
@@ -223,9 +224,8 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 	case ast.CallKind:
 		w.access(e, iterations, known)
 		call := e.AsCall()
-		if iterations > 1 && logicalNode(call.FunctionName()) && !w.steps[e.ID()] {
-			w.uncharged = addSaturating(w.uncharged, saturatingMul(iterations, logicalNodeCharge))
-			w.total = addSaturating(w.total, saturatingMul(iterations, logicalNodeCharge))
+		if logicalNode(call.FunctionName()) && !w.steps[e.ID()] {
+			w.free(iterations, logicalNodeCharge)
 		}
 		if call.IsMemberFunction() {
 			w.walk(env, call.Target(), iterations, known)
@@ -242,15 +242,68 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		w.access(e, iterations, known)
 		w.walk(env, e.AsSelect().Operand(), iterations, known)
 	case ast.ListKind:
+		if constantLiteral(e) {
+			return // folded by the planner: built once, not per iteration
+		}
 		for _, el := range e.AsList().Elements() {
 			w.walk(env, el, iterations, known)
 		}
 	case ast.MapKind:
+		if constantLiteral(e) {
+			return
+		}
 		for _, entry := range e.AsMap().Entries() {
 			w.walk(env, entry.AsMapEntry().Key(), iterations, known)
 			w.walk(env, entry.AsMapEntry().Value(), iterations, known)
 		}
+	case ast.LiteralKind:
+		if !w.steps[e.ID()] {
+			w.free(iterations, literalCharge)
+		}
 	}
+}
+
+// constantLiteral: e is a literal, or a list or map literal of constant literals only, which
+// cel-go's planner builds once (interpreter/planner.go: a constructor of constants is folded).
+func constantLiteral(e ast.Expr) bool {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		return true
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			if !constantLiteral(el) {
+				return false
+			}
+		}
+		return true
+	case ast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			if !constantLiteral(entry.AsMapEntry().Key()) || !constantLiteral(entry.AsMapEntry().Value()) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// literalCharge is what one evaluation of a literal inside a comprehension is charged, by the
+// estimate and at run time: cel-go charges a constant 0, and folds a list or map literal
+// only when all its elements are constant, so that `[1, 1, …, 2,490 times, i]` evaluated
+// every constant on every iteration for the literal's flat base cost (~15 µs a unit; issue
+// #15). A list or map of constants only, which the planner folds, is not charged.
+const literalCharge = 1
+
+// free charges what cel-go does not, charge units an evaluation, to a node evaluated
+// iterations times, when that is more than once (outside comprehensions an expression's
+// nodes are bounded by its source): added to the estimate, and to the expression's run-time
+// charge as its uncharged part, at its most iterations.
+func (w *deepWalk) free(iterations, charge uint64) {
+	if iterations <= 1 {
+		return
+	}
+	w.uncharged = addSaturating(w.uncharged, saturatingMul(iterations, charge))
+	w.total = addSaturating(w.total, saturatingMul(iterations, charge))
 }
 
 // access adds what the run time charges the access e beyond cel-go's estimate

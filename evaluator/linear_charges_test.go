@@ -124,7 +124,7 @@ func TestStringArgumentWorkWithinItsEstimate(t *testing.T) {
 		"lists.range(3).exists(i, int(vm.annotations['a']) == 2)",
 		"lists.range(10).exists(i, vm.annotations['a'].size() == 0)",
 		"lists.range(350).exists(i, vm.annotations['a'] in vm.labels)",
-		"lists.range(550).exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)",
+		"lists.range(540).exists(i, vm.creationTimestamp.getHours('Europe/Berlin') == 25)",
 	} {
 		t.Run(expr, func(t *testing.T) {
 			s := setOf(t, c, newPolicy("p", skipRule("r", expr, "R", "", "")))
