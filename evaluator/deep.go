@@ -318,6 +318,8 @@ func deepOperatorDecorator(limits Limits) cel.ProgramOption {
 		switch call.Function() {
 		case operators.Equals, operators.NotEquals, operators.In:
 			return &checkedOperator{InterpretableCall: call, limit: limits.PerCallCostLimit}, nil
+		case operators.Add:
+			return &flatAdd{InterpretableCall: call}, nil // concat.go
 		}
 		return i, nil
 	})

@@ -238,6 +238,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		}
 		// Nested or not, the strings compared are charged too (compare_charges.go).
 		w.flatCompare(env, e, call, iterations, known)
+		w.concatCharge(env, call, iterations)
 	case ast.SelectKind:
 		w.access(e, iterations, known)
 		w.walk(env, e.AsSelect().Operand(), iterations, known)

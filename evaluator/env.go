@@ -67,6 +67,7 @@ func newInputEnvSet(limits Limits) (*environment.EnvSet, error) {
 		return nil, err
 	}
 	opts = append(opts, deep...)
+
 	return environment.MustBaseEnvSet(LanguageVersion).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        opts,

@@ -187,6 +187,8 @@ func linearCost(function string, args []ref.Val) (uint64, bool) {
 	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals,
 		operators.Greater, operators.GreaterEquals, overloads.Contains:
 		return stringPairCost(function, args)
+	case operators.Add:
+		return concatListCost(args)
 	}
 	return 0, false
 }
