@@ -103,8 +103,11 @@ func flatEqualCharge(args []ref.Val) *uint64 {
 		chars = min(mapChars(ma), mapChars(mb))
 	}
 	// No unit on top of cel-go's tenth: the estimate has none, and `holders.vms ==
-	// holders.vms` was charged 95 against an estimate of 94.
-	cost := addSaturating((min(listSize(a), listSize(b))+9)/10, compareCost(chars))
+	// holders.vms` was charged 95 against an estimate of 94. One unit an element compared,
+	// as `in` a list is charged (flatInListCharge): comparing two lists of 960 ints and the
+	// deep-size check before it took ~0.6 µs an element, charged a tenth of a unit (issue #15).
+	n := min(listSize(a), listSize(b))
+	cost := addSaturating(addSaturating((n+9)/10, n), compareCost(chars))
 	return &cost
 }
 
@@ -186,7 +189,7 @@ func (w *deepWalk) flatEqualCompare(env boundEnv, e ast.Expr, call ast.CallExpr,
 	if ta.Kind() == types.MapKind || tb.Kind() == types.MapKind {
 		chars = saturatingMul(2, min(saturatingMul(ab.size, ab.elem), saturatingMul(bb.size, bb.elem)))
 	}
-	w.add(what, compareCost(chars), iterations)
+	w.add(what, addSaturating(compareCost(chars), min(ab.size, bb.size)), iterations) // and an element a unit (flatEqualCharge)
 }
 
 // collectionOrDyn: a value of type t may be a list or a map.

@@ -109,3 +109,22 @@ func TestFlatEqualityChargesTheStringsItCompares(t *testing.T) {
 		}
 	}
 }
+
+// `==` of two flat lists is charged a unit an element compared, as `x in list` is: it was
+// charged a tenth of a unit an element, while comparing two lists of 960 ints and the
+// deep-size check before it took ~0.6 µs an element (issue #15, tester atk6).
+func TestFlatListEqualityChargesItsElements(t *testing.T) {
+	c := newCompiler(t)
+	cost := func(call string) int64 {
+		s := setOf(t, c, newPolicy("p", variable("l", "lists.range(500)"),
+			skipRule("r", "["+call+", false][1]", "R", "m", "")))
+		d := decide(s, pooledAuto())
+		if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+			t.Fatalf("%s: %s %s", call, d.Reason, d.Message)
+		}
+		return d.Cost
+	}
+	if got := cost("variables.l == variables.l") - cost("variables.l.size() == 0"); got < 500 {
+		t.Errorf("comparing 500 elements cost %d more than their size(), want at least 500: a unit an element", got)
+	}
+}
