@@ -26,10 +26,10 @@ func doublingPolicy(n int) []policyOption {
 // them), and they are formatted within bounds only when explained.
 func TestVariablesAreFormattedOnlyWhenExplainedAndBounded(t *testing.T) {
 	c := newCompiler(t)
-	// Twelve doublings (409,600 elements): each `+` now copies (concat.go), so sixteen are
+	// Ten doublings (102,400 elements): each `+` now copies (concat.go), so sixteen are
 	// refused by their estimates.
-	if d := decide(setOf(t, c, newPolicy("p", doublingPolicy(12)...)), pooledAuto()); d.Allocation != evaluator.AllocationAuto {
-		t.Errorf("twelve doublings: %s %q, want Auto", d.Reason, d.Message)
+	if d := decide(setOf(t, c, newPolicy("p", doublingPolicy(10)...)), pooledAuto()); d.Allocation != evaluator.AllocationAuto {
+		t.Errorf("ten doublings: %s %q, want Auto", d.Reason, d.Message)
 	}
 	set := setOf(t, c, newPolicy("p", doublingPolicy(3)...))
 	plain := decide(set, pooledAuto())
