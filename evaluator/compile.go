@@ -552,7 +552,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	}
 	// The deep operations are charged at run time by their operands' deep size, which
 	// cel-go's estimate does not see (deep_bounds.go).
-	deep := deepWalkOf(checked.NativeRep(), cc.varSizes)
+	deep := deepWalkOf(checked.NativeRep(), cc.varSizes, cc.c.limits.ComprehensionRange)
 	deepExtra, deepOps, deepUnbounded := deep.total, deep.ops, deep.unbounded
 	if limit, _ := cc.c.limits.staticLimit(); est.Max > limit || len(deepUnbounded) > 0 {
 		if msg := refusedVariablesHint(checked.NativeRep().Expr(), cc.refusedVariables); msg != "" {
@@ -577,8 +577,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		return program{path: path.String()}, nil, native
 	}
 	// Within its estimate, a comprehension's work still grows with the square of its range.
-	if long := longComprehensions(checked.NativeRep(), cc.varSizes, cc.c.limits.ComprehensionRange); len(long) > 0 && mode == environment.NewExpressions {
-		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(long, "; ")))
+	if len(deep.long) > 0 && mode == environment.NewExpressions {
+		cc.errs = append(cc.errs, field.Forbidden(path, strings.Join(deep.long, "; ")))
 		return program{path: path.String()}, nil, native
 	}
 	// A constant call that fails is an invalid expression, not a fault of the compiler: new

@@ -131,13 +131,15 @@ type deepOperation struct {
 // deep operations charged, most expensive first; and the operations whose operands' deep
 // size cannot be derived, each named with the reason.
 func deepCharges(a *ast.AST, vars map[string]varBound) (uint64, []deepOperation, []string) {
-	w := deepWalkOf(a, vars)
+	w := deepWalkOf(a, vars, 0)
 	return w.total, w.ops, w.unbounded
 }
 
-// deepWalkOf walks the checked expression a, its deep operations sorted most expensive first.
-func deepWalkOf(a *ast.AST, vars map[string]varBound) *deepWalk {
-	w := &deepWalk{a: a}
+// deepWalkOf walks the checked expression a, its deep operations sorted most expensive first,
+// recording in long the comprehensions whose range may hold more than maxRange elements
+// (none when maxRange is 0).
+func deepWalkOf(a *ast.AST, vars map[string]varBound, maxRange uint64) *deepWalk {
+	w := &deepWalk{a: a, maxRange: maxRange}
 	w.walk(boundEnv{a: a, vars: vars}, a.Expr(), 1, true)
 	sort.SliceStable(w.ops, func(i, j int) bool {
 		return saturatingMul(w.ops[i].charge, w.ops[i].iterations) > saturatingMul(w.ops[j].charge, w.ops[j].iterations)
@@ -152,14 +154,6 @@ func deepWalkOf(a *ast.AST, vars map[string]varBound) *deepWalk {
 // body of 600 `true &&` terms over 512 elements was charged ~4 units an iteration for ~0.2 ms
 // of work (~0.5 µs a term, ~1.7 units at the calibrated ~0.32 µs; issue #15).
 const logicalNodeCharge = 2
-
-// longComprehensions names the comprehensions of the checked expression a whose range may
-// hold more than maxRange elements, or has no size the analysis can derive.
-func longComprehensions(a *ast.AST, vars map[string]varBound, maxRange uint64) []string {
-	w := &deepWalk{a: a, maxRange: maxRange}
-	w.walk(boundEnv{a: a, vars: vars}, a.Expr(), 1, true)
-	return w.long
-}
 
 type deepWalk struct {
 	a         *ast.AST
