@@ -167,6 +167,9 @@ type deepWalk struct {
 	// uncharged is the part of total cel-go does not charge at run time (the logical nodes
 	// in comprehensions): the run time adds it to what the expression is charged.
 	uncharged uint64
+	// depth is how many values are pending on cel-go's cost tracker stack beneath the node
+	// walked: the earlier elements of the literals and arguments of the calls enclosing it.
+	depth uint64
 	// steps are the comprehensions' loop steps: a macro's `__result__ && body` (all),
 	// `__result__ || body` (exists) or `cond ? … : __result__` (filter, exists_one) is its
 	// accumulation, whose work the calibration measures; the nodes of the body are charged.
@@ -201,7 +204,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
 		w.walk(env, c.IterRange(), iterations, known)
-		w.walk(env, c.AccuInit(), iterations, known)
+		w.above(1, func() { w.walk(env, c.AccuInit(), iterations, known) })
 		r, okRange := deriveBound(env, c.IterRange())
 		inner, rangeSize, ok := comprehensionScope(env, c, r, okRange)
 		w.checkRange(c, rangeSize, ok)
@@ -211,9 +214,12 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		}
 		w.steps[c.LoopStep().ID()] = true      // a macro's own accumulation, in the calibration
 		w.steps[c.LoopCondition().ID()] = true // and its own condition (`true` for map, filter)
-		w.walk(loop, c.LoopCondition(), saturatingMul(iterations, rangeSize), known && ok)
-		w.walk(loop, c.LoopStep(), saturatingMul(iterations, rangeSize), known && ok)
-		w.walk(loop, c.Result(), iterations, known)
+		// The range and the accumulator are pending on the stack through the loop.
+		w.above(2, func() {
+			w.walk(loop, c.LoopCondition(), saturatingMul(iterations, rangeSize), known && ok)
+			w.walk(loop, c.LoopStep(), saturatingMul(iterations, rangeSize), known && ok)
+			w.walk(loop, c.Result(), iterations, known)
+		})
 		return
 	case ast.CallKind:
 		w.access(e, iterations, known)
@@ -221,11 +227,14 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		if logicalNode(call.FunctionName()) && !w.steps[e.ID()] {
 			w.free(iterations, logicalNodeCharge)
 		}
+		w.searches(e, iterations)
+		pending := uint64(0)
 		if call.IsMemberFunction() {
 			w.walk(env, call.Target(), iterations, known)
+			pending++
 		}
-		for _, arg := range call.Args() {
-			w.walk(env, arg, iterations, known)
+		for i, arg := range call.Args() {
+			w.above(pending+uint64(i), func() { w.walk(env, arg, iterations, known) })
 		}
 		if operands, name := w.deepOperands(call); operands != nil {
 			w.charge(env, e, name, operands, iterations, known)
@@ -235,21 +244,24 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		w.concatCharge(env, call, iterations)
 	case ast.SelectKind:
 		w.access(e, iterations, known)
+		w.searches(e, iterations)
 		w.walk(env, e.AsSelect().Operand(), iterations, known)
+	case ast.IdentKind:
+		w.searches(e, iterations)
 	case ast.ListKind:
 		if constantLiteral(e) {
 			return // folded by the planner: built once, not per iteration
 		}
-		for _, el := range e.AsList().Elements() {
-			w.walk(env, el, iterations, known)
+		for i, el := range e.AsList().Elements() {
+			w.above(uint64(i), func() { w.walk(env, el, iterations, known) })
 		}
 	case ast.MapKind:
 		if constantLiteral(e) {
 			return
 		}
-		for _, entry := range e.AsMap().Entries() {
-			w.walk(env, entry.AsMapEntry().Key(), iterations, known)
-			w.walk(env, entry.AsMapEntry().Value(), iterations, known)
+		for i, entry := range e.AsMap().Entries() {
+			w.above(2*uint64(i), func() { w.walk(env, entry.AsMapEntry().Key(), iterations, known) })
+			w.above(2*uint64(i)+1, func() { w.walk(env, entry.AsMapEntry().Value(), iterations, known) })
 		}
 	case ast.LiteralKind:
 		if !w.steps[e.ID()] {
@@ -289,12 +301,46 @@ func constantLiteral(e ast.Expr) bool {
 // #15). A list or map of constants only, which the planner folds, is not charged.
 const literalCharge = 1
 
+// stackEntriesPerUnit is how many entries of cel-go's cost tracker stack one unit pays for
+// searching: a search reads ~0.85 ns an entry and a unit is calibrated at ~0.35–0.5 µs
+// (BenchmarkCostCalibration), so 256 leaves a margin of about 2.
+const stackEntriesPerUnit = 256
+
+// above walks visit with pending more values beneath it on the cost tracker's stack.
+func (w *deepWalk) above(pending uint64, visit func()) {
+	w.depth += pending
+	visit()
+	w.depth -= pending
+}
+
+// searches charges the stack searches of node e, evaluated iterations times, by the values
+// pending beneath it (whole units of stackEntriesPerUnit). cel-go's tracker searches the
+// whole stack for the ID of each attribute it observes (an identifier, a select, an index:
+// its own ID is not there yet) and for the branches and terms `?:`, `&&` and `||` did not
+// evaluate (interpreter/runtimecost.go: drop). A literal's earlier elements are pending while
+// the next is evaluated, so that the reads of `[i, i, …]` grow with its length squared.
+func (w *deepWalk) searches(e ast.Expr, iterations uint64) {
+	n := uint64(1)
+	if e.Kind() == ast.CallKind {
+		switch e.AsCall().FunctionName() {
+		case operators.Index, operators.OptIndex:
+		case operators.Conditional:
+			n = 3
+		case operators.LogicalAnd, operators.LogicalOr:
+			n = uint64(len(e.AsCall().Args()))
+		default:
+			return
+		}
+	}
+	w.free(iterations, saturatingMul(n, w.depth/stackEntriesPerUnit))
+}
+
 // free charges what cel-go does not, charge units an evaluation, to a node evaluated
 // iterations times, when that is more than once (outside comprehensions an expression's
 // nodes are bounded by its source): added to the estimate, and to the expression's run-time
 // charge as its uncharged part, at its most iterations.
 func (w *deepWalk) free(iterations, charge uint64) {
-	if iterations <= 1 {
+	if iterations <= 1 || charge == 0 {
 		return
 	}
 	w.uncharged = addSaturating(w.uncharged, saturatingMul(iterations, charge))
