@@ -59,3 +59,36 @@ func TestTypeCheckingWorkIsBoundedPerPolicy(t *testing.T) {
 		t.Errorf("two 5,120-character chains: %.300v, want the second refused for the policy's check work", errs)
 	}
 }
+
+// Policies compiled within one CheckWorkAllowance share it (issue #15, the dry run: a request
+// of ~48 policies each within MaxPolicyCheckWork cost ~45 s of CPU): each spends from its own
+// bound and from the shared one, and the expression that would cross the shared one is
+// refused before it is checked, naming it.
+func TestCompileWithinSharesTheCheckWork(t *testing.T) {
+	c := newCompiler(t)
+	one := termChainPolicy("vm.labels['k1'] == 'abcdefgh'", 5120)
+	one.Spec.SkipRules = one.Spec.SkipRules[:1]
+	alone := evaluator.NewCheckWorkAllowance(evaluator.MaxPolicyCheckWork, "the test's policies")
+	if _, errs := c.CompileWithin(one, nil, alone); len(errs) > 0 {
+		t.Fatalf("one chain: %.300v, want it compiled", errs)
+	}
+	work := alone.Spent()
+	if work == 0 || work > evaluator.MaxPolicyCheckWork {
+		t.Fatalf("one chain spent %d, want within (0, %d]", work, evaluator.MaxPolicyCheckWork)
+	}
+	shared := evaluator.NewCheckWorkAllowance(work*3/2, "the test's policies")
+	if _, errs := c.CompileWithin(one, nil, shared); len(errs) > 0 {
+		t.Fatalf("the first policy: %.300v, want it compiled", errs)
+	}
+	_, errs := c.CompileWithin(one, nil, shared)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.skipRules[0].expression") ||
+		!strings.Contains(errs[0].Error(), fmt.Sprintf("beyond the %d left of the %d the test's policies may spend together", work/2, work*3/2)) {
+		t.Errorf("the second policy: %.500v, want its expression refused for the shared check work", errs)
+	}
+	if shared.Spent() != work {
+		t.Errorf("spent %d, want %d: a refused expression spends nothing", shared.Spent(), work)
+	}
+	if _, errs := c.CompileWithin(one, nil, nil); len(errs) > 0 {
+		t.Errorf("without a shared allowance: %.300v, want it compiled as by Compile", errs)
+	}
+}

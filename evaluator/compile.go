@@ -330,6 +330,8 @@ type compilation struct {
 	builtin bool
 	// checkWork is the checkWork of the expressions checked so far (MaxPolicyCheckWork).
 	checkWork uint64
+	// shared, when set, is the check work the policy shares with others (CompileWithin).
+	shared *CheckWorkAllowance
 	// visit, when set, sees every expression that type-checks (Lint).
 	visit func(path *field.Path, checked *cel.Ast)
 	// visitRuleEnv, when set, sees the environment of skip rules and hotplug (Lint).
@@ -509,8 +511,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		cc.errs = append(cc.errs, field.Required(path, "an expression is required"))
 		return program{path: path.String()}, nil, nil
 	}
-	checked, work, err := guardedCompile(env, src, MaxPolicyCheckWork-min(cc.checkWork, MaxPolicyCheckWork))
-	cc.checkWork = addSaturating(cc.checkWork, work)
+	checked, work, err := guardedCompile(env, src, cc.checkAllowance())
+	cc.spendCheckWork(work)
 	if err != nil {
 		cc.errs = append(cc.errs, field.Invalid(path, src, err.Error()))
 		return program{path: path.String()}, nil, nil
@@ -618,7 +620,7 @@ func addSaturating(a, b uint64) uint64 {
 // than maxTypeDepth (the checker's time grows with the depth of the types it unifies), and an
 // expression whose checkWork exceeds allowance (what is left of MaxPolicyCheckWork). work is
 // the checkWork spent (0 when src did not parse or was refused before the checker).
-func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.Ast, work uint64, err error) {
+func guardedCompile(env *cel.Env, src string, allowance checkAllowance) (checked *cel.Ast, work uint64, err error) {
 	parsed, iss := env.Parse(src)
 	if failed(iss) {
 		if tooDeep(iss) {
@@ -639,11 +641,11 @@ func guardedCompile(env *cel.Env, src string, allowance uint64) (checked *cel.As
 	if msg := typeDepthError(env, parsed); msg != "" {
 		return nil, 0, errors.New(msg)
 	}
-	if work = checkWork(env.Functions(), parsed.NativeRep().Expr()); work > allowance {
+	if work = checkWork(env.Functions(), parsed.NativeRep().Expr()); work > allowance.left {
 		return nil, 0, fmt.Errorf("type-checking the expression would copy ~%d type bindings, beyond the %d left of the %d "+
-			"a policy's expressions may spend together (the work grows with the square of an expression's operations, "+
-			"generic ones such as ==, [], in, dyn() and literal lists and maps most): split long expressions into "+
-			"variables, or the policy into several", work, allowance, MaxPolicyCheckWork)
+			"%s may spend together (the work grows with the square of an expression's operations, "+
+			"generic ones such as ==, [], in, dyn() and literal lists and maps most): %s",
+			work, allowance.left, allowance.total, allowance.of, allowance.advice)
 	}
 	checked, iss = env.Check(parsed)
 	if failed(iss) {

@@ -117,7 +117,7 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if err != nil {
 		return false
 	}
-	checked, spent, err := guardedCompile(env, msg, MaxPolicyCheckWork-min(*work, MaxPolicyCheckWork))
+	checked, spent, err := guardedCompile(env, msg, policyAllowance(*work))
 	*work = addSaturating(*work, spent)
 	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }
