@@ -3,6 +3,7 @@ package dryrun
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,12 +47,12 @@ type DecodeOptions struct {
 // Decode parses a request body (JSON or YAML) and decodes it as DecodeBody does. A body that
 // cannot be read at all (not YAML, not an object) is an *InvalidError at "body"; an unknown
 // top-level field is reported with the other problems.
-func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
+func (e *Engine) Decode(ctx context.Context, data []byte, opts DecodeOptions) (*Request, error) {
 	body, errs := parseBody(data)
 	if body == nil {
 		return nil, invalid(errs)
 	}
-	req, err := e.DecodeBody(body, opts)
+	req, err := e.DecodeBody(ctx, body, opts)
 	var inv *InvalidError
 	switch {
 	case len(errs) == 0:
@@ -68,9 +69,12 @@ func (e *Engine) Decode(data []byte, opts DecodeOptions) (*Request, error) {
 // find is reported at once in one *InvalidError, each with its JSON path below opts.Root: a
 // VM or object failing its CRD schema or metadata validation, a VM without additional
 // networks, an object outside the VM's namespace or of a kind a request may not carry, a
-// candidate policy with unknown fields or that does not compile. The parts of a request are
-// checked independently of each other.
-func (e *Engine) DecodeBody(body *Body, opts DecodeOptions) (*Request, error) {
+// candidate policy with unknown fields or that does not compile, more candidate policies, or
+// more CEL source or type-checking work in them together, than a request may carry
+// (MaxPolicies, MaxPoliciesSourceBytes, MaxPoliciesCheckWork). The parts of a request are
+// checked independently of each other. ctx is checked between the candidate policies'
+// compiles: once it is done, DecodeBody returns its error, wrapped.
+func (e *Engine) DecodeBody(ctx context.Context, body *Body, opts DecodeOptions) (*Request, error) {
 	root := opts.Root
 	vmPath := root.Child("vm")
 	vm, errs := e.decodeVM(vmPath, body.VM, opts)
@@ -90,7 +94,10 @@ func (e *Engine) DecodeBody(body *Body, opts DecodeOptions) (*Request, error) {
 			return nil, err
 		}
 	}
-	set, cerrs := e.compileCandidates(root.Child("policies"), candidates)
+	set, cerrs, err := e.compileCandidates(ctx, root.Child("policies"), candidates)
+	if err != nil {
+		return nil, err
+	}
 	errs = appendNew(errs, cerrs)
 	if len(errs) > 0 {
 		return nil, invalid(inBodyOrder(root, errs))
@@ -222,10 +229,35 @@ type candidate struct {
 	policy *v1alpha1.ClusterIPAMPolicy
 }
 
-// decodePolicies validates the candidate policies and returns those that could be decoded.
+// MaxPolicies bounds the candidate policies of a request (spec.policies). Each is decoded,
+// validated and compiled for the request alone, and compiling is the costly part: the 3 MiB
+// body held ~48 policies of 62 KB, ~45 s of CPU to compile (issue #15). 64 is past the
+// policies a cluster is expected to install (a dry run replaces them all); more is a 422 at
+// spec.policies before any is looked at.
+const MaxPolicies = 64
+
+// MaxPoliciesSourceBytes bounds the CEL source a request's candidate policies hold together,
+// as evaluator.MaxPolicySourceBytes (64 KiB) counts it for one: four policies' worth, each
+// ~0.4 s of CPU to compile at worst (BenchmarkCompileWorstCase), while the built-in default
+// holds ~2.5 KiB.
+// More is a 422 at spec.policies, and nothing is compiled.
+const MaxPoliciesSourceBytes = 4 * evaluator.MaxPolicySourceBytes
+
+// MaxPoliciesCheckWork bounds the type checker's work (evaluator.MaxPolicyCheckWork's units)
+// on a request's candidate policies together: four policies' worth, while the built-in
+// default spends ~3,600. The expression that would cross it is refused at its path, as one
+// crossing its policy's own bound is.
+const MaxPoliciesCheckWork = 4 * evaluator.MaxPolicyCheckWork
+
+// decodePolicies validates the candidate policies and returns those that could be decoded:
+// none when there are more than MaxPolicies, or more than MaxPoliciesSourceBytes of CEL
+// source in them together (a 422 at path).
 func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]candidate, field.ErrorList) {
 	if raws == nil {
 		return nil, nil
+	}
+	if len(raws) > MaxPolicies {
+		return nil, field.ErrorList{field.TooMany(path, len(raws), MaxPolicies)}
 	}
 	out := make([]candidate, 0, len(raws))
 	var errs field.ErrorList
@@ -242,20 +274,46 @@ func (e *Engine) decodePolicies(path *field.Path, raws []json.RawMessage) ([]can
 		seen[p.Name] = true
 		out = append(out, candidate{index: i, policy: p})
 	}
+	if err := candidateBounds(path, out); err != nil {
+		return nil, append(errs, err)
+	}
 	return out, errs
 }
 
+// candidateBounds refuses, at path, more than MaxPolicies candidates, or candidates holding
+// more than MaxPoliciesSourceBytes of CEL source together.
+func candidateBounds(path *field.Path, candidates []candidate) *field.Error {
+	if len(candidates) > MaxPolicies {
+		return field.TooMany(path, len(candidates), MaxPolicies)
+	}
+	total := 0
+	for _, c := range candidates {
+		total += evaluator.SourceBytes(&c.policy.Spec)
+	}
+	if total <= MaxPoliciesSourceBytes {
+		return nil
+	}
+	return field.Forbidden(path, fmt.Sprintf("the candidate policies' CEL expressions hold %d bytes together, beyond the %d "+
+		"a request's may hold (compiling takes time in proportion): send fewer or smaller policies", total, MaxPoliciesSourceBytes))
+}
+
 // compileCandidates compiles the candidate policies as new ones (as the admission webhook
-// does on create) into a Set with the built-in default; nil when there are none. Errors carry
-// the policy's index (policies[i].spec…).
-func (e *Engine) compileCandidates(path *field.Path, candidates []candidate) (*evaluator.Set, field.ErrorList) {
+// does on create), within one MaxPoliciesCheckWork, into a Set with the built-in default; nil
+// when there are none. Errors carry the policy's index (policies[i].spec…). It stops, with
+// ctx's error, when ctx is done before a policy: a compile cannot be interrupted, so a
+// request past its deadline finishes at most the policy it is compiling.
+func (e *Engine) compileCandidates(ctx context.Context, path *field.Path, candidates []candidate) (*evaluator.Set, field.ErrorList, error) {
 	if candidates == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	compiled := make([]*evaluator.Policy, 0, len(candidates))
 	var errs field.ErrorList
+	shared := evaluator.NewCheckWorkAllowance(MaxPoliciesCheckWork, "a request's candidate policies")
 	for _, c := range candidates {
-		p, cerrs := e.compiler.Compile(c.policy, nil)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("compiling the candidate policies: %w", context.Cause(ctx))
+		}
+		p, cerrs := e.compiler.CompileWithin(c.policy, nil, shared)
 		if len(cerrs) > 0 {
 			errs = append(errs, under(path.Index(c.index), cerrs)...)
 			if e.OnCompileError != nil {
@@ -266,9 +324,9 @@ func (e *Engine) compileCandidates(path *field.Path, candidates []candidate) (*e
 		compiled = append(compiled, p)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
-	return evaluator.NewSet(compiled, e.builtin), nil
+	return evaluator.NewSet(compiled, e.builtin), nil, nil
 }
 
 // CheckPolicy validates one ClusterIPAMPolicy manifest (JSON) as a request's candidate

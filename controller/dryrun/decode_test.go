@@ -1,6 +1,7 @@
 package dryrun_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,7 +73,7 @@ objects: [{apiVersion: v1, kind: Pod, metadata: {name: p, lables: {a: b}}}]`,
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.Decode([]byte(tc.body), dryrun.DecodeOptions{})
+			_, err := e.Decode(context.Background(), []byte(tc.body), dryrun.DecodeOptions{})
 			var inv *dryrun.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("Decode error = %v, want an *InvalidError", err)
@@ -88,7 +89,7 @@ objects: [{apiVersion: v1, kind: Pod, metadata: {name: p, lables: {a: b}}}]`,
 
 func TestDecodeAcceptsJSONAndFillsDefaults(t *testing.T) {
 	e := newEngine(t)
-	req, err := e.Decode([]byte(`{
+	req, err := e.Decode(context.Background(), []byte(`{
 		"vm": {"metadata": {"name": "web"}, "spec": {"runPolicy": "AlwaysOn", "cpu": {"cores": 1}, "unknownToTheTrimmedCRD": true,
 		       "networks": [{"type": "Network", "name": "lan"}]}},
 		"objects": [{"apiVersion": "network.deckhouse.io/v1alpha1", "kind": "Network", "metadata": {"name": "lan"}}]}`),
@@ -128,7 +129,7 @@ policies:
 objects:
 - {apiVersion: network.deckhouse.io/v1alpha1, kind: IPAddress, metadata: {name: x, namespace: other}, spec: {type: Sometimes, networkRef: {kind: ClusterNetwork, name: corp}}}
 `
-	_, err := e.Decode([]byte(body), dryrun.DecodeOptions{})
+	_, err := e.Decode(context.Background(), []byte(body), dryrun.DecodeOptions{})
 	var inv *dryrun.InvalidError
 	if !errors.As(err, &inv) {
 		t.Fatalf("Decode error = %v, want an *InvalidError", err)
@@ -154,7 +155,7 @@ objects:
 
 func TestDecodeChecksObjectsWhenTheVMIsUnusable(t *testing.T) {
 	e := newEngine(t)
-	_, err := e.Decode([]byte(`vm: {apiVersion: v1, kind: Pod, metadata: {name: web}}
+	_, err := e.Decode(context.Background(), []byte(`vm: {apiVersion: v1, kind: Pod, metadata: {name: web}}
 objects: [{apiVersion: v1, kind: Secret, metadata: {name: s}}, {apiVersion: network.deckhouse.io/v1alpha1, kind: Network, metadata: {name: lan}}]
 `), dryrun.DecodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "vm.kind: Unsupported value") || !strings.Contains(err.Error(), `objects[0].kind: Unsupported value: "Secret v1"`) {
@@ -178,7 +179,7 @@ func TestDecodeAsksAuthorizeBeforeCompiling(t *testing.T) {
 		calls = append(calls, call{namespace, withPolicies})
 		return refuse
 	}
-	if _, err := e.Decode([]byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: deny}); !errors.Is(err, refuse) {
+	if _, err := e.Decode(context.Background(), []byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: deny}); !errors.Is(err, refuse) {
 		t.Errorf("Decode with a refusing Authorize = %v, want its error (before compiling)", err)
 	}
 	if len(calls) != 1 || calls[0] != (call{"demo", true}) {
@@ -187,14 +188,14 @@ func TestDecodeAsksAuthorizeBeforeCompiling(t *testing.T) {
 
 	calls = nil
 	noNamespace := `vm: {metadata: {name: web}, spec: {networks: [{type: ClusterNetwork, name: corp}]}}` + "\n"
-	_, err := e.Decode([]byte(noNamespace+broken), dryrun.DecodeOptions{Authorize: deny})
+	_, err := e.Decode(context.Background(), []byte(noNamespace+broken), dryrun.DecodeOptions{Authorize: deny})
 	if len(calls) != 0 || err == nil || !strings.Contains(err.Error(), "vm.metadata.namespace: Required value") ||
 		strings.Contains(err.Error(), "policies[0].spec.allocation.expression") {
 		t.Errorf("without a namespace: Authorize calls %+v, error %v; want no call, the namespace reported and nothing compiled", calls, err)
 	}
 
 	allow := func(string, bool) error { return nil }
-	_, err = e.Decode([]byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: allow})
+	_, err = e.Decode(context.Background(), []byte(vmOnCorp+broken), dryrun.DecodeOptions{Authorize: allow})
 	if err == nil || !strings.Contains(err.Error(), "policies[0].spec.allocation.expression") {
 		t.Errorf("Decode with an allowing Authorize = %v, want the compile error", err)
 	}

@@ -94,7 +94,7 @@ func (e *Engine) Defaults() (*evaluator.Set, error) {
 // built otherwise are compiled here, and one that does not compile is an *InvalidError. Other
 // errors are failures to read from base.
 func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *evaluator.Set, req *Request) (*dryrunv1.EvaluationStatus, error) {
-	set, source, err := e.policySet(req, installed)
+	set, source, err := e.policySet(ctx, req, installed)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +109,9 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 	return newStatus(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, plan), nil
 }
 
-// policySet is req's compiled candidate policies, or installed (nil: Defaults).
-func (e *Engine) policySet(req *Request, installed *evaluator.Set) (*evaluator.Set, string, error) {
+// policySet is req's compiled candidate policies, or installed (nil: Defaults). A request
+// not built by Decode has its policies compiled here, within the same bounds.
+func (e *Engine) policySet(ctx context.Context, req *Request, installed *evaluator.Set) (*evaluator.Set, string, error) {
 	switch {
 	case req.compiled != nil:
 		return req.compiled, dryrunv1.PoliciesRequest, nil
@@ -119,7 +120,14 @@ func (e *Engine) policySet(req *Request, installed *evaluator.Set) (*evaluator.S
 		for i := range req.Policies {
 			candidates[i] = candidate{index: i, policy: &req.Policies[i]}
 		}
-		set, errs := e.compileCandidates(field.NewPath("policies"), candidates)
+		path := field.NewPath("policies")
+		if err := candidateBounds(path, candidates); err != nil {
+			return nil, dryrunv1.PoliciesRequest, invalid(field.ErrorList{err})
+		}
+		set, errs, err := e.compileCandidates(ctx, path, candidates)
+		if err != nil {
+			return nil, dryrunv1.PoliciesRequest, err
+		}
 		return set, dryrunv1.PoliciesRequest, invalid(errs)
 	case installed != nil:
 		return installed, dryrunv1.PoliciesInstalled, nil

@@ -142,7 +142,7 @@ func TestCandidatePoliciesReplaceTheInstalledOnes(t *testing.T) {
 		t.Errorf("policies []: decided by %q (%s), want the built-in default alone", res.Interfaces[0].Decision.Policy, res.Policies.Source)
 	}
 	broken := `policies: [{metadata: {name: broken}, spec: {allocation: {expression: "'Auto'"}, skipRules: [{name: a, reason: R, expression: "ipAdress.exists"}]}}]`
-	_, err := e.Decode([]byte(body+broken), dryrun.DecodeOptions{})
+	_, err := e.Decode(context.Background(), []byte(body+broken), dryrun.DecodeOptions{})
 	var inv *dryrun.InvalidError
 	if !errors.As(err, &inv) || inv.Errs[0].Field != "policies[0].spec.skipRules[0].expression" {
 		t.Errorf("Decode of a policy that does not compile: %v, want an *InvalidError at policies[0].spec.skipRules[0].expression", err)

@@ -16,7 +16,7 @@ func ExampleEngine_Evaluate() {
 	compiler, _ := evaluator.NewCompiler(evaluator.DefaultLimits)
 	engine, _ := dryrun.NewEngine(compiler, s)
 
-	req, err := engine.Decode([]byte(`
+	req, err := engine.Decode(context.Background(), []byte(`
 vm:
   metadata: {name: web, namespace: demo}
   spec:

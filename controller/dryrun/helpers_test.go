@@ -57,7 +57,7 @@ func fakeCluster(t *testing.T, objs ...client.Object) client.Reader {
 // decode decodes body, failing the test on error.
 func decode(t *testing.T, e *dryrun.Engine, body string) *dryrun.Request {
 	t.Helper()
-	req, err := e.Decode([]byte(body), dryrun.DecodeOptions{})
+	req, err := e.Decode(context.Background(), []byte(body), dryrun.DecodeOptions{})
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}

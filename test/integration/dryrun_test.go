@@ -38,6 +38,7 @@ import (
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/crds/rbac"
@@ -244,12 +245,18 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		bogus.Spec.Networks[1].Type = "Bogus"
 		broken := drEvaluation(ns, vm)
 		broken.Spec.Policies = []runtime.RawExtension{{Raw: []byte(strings.Replace(drHoldPolicy, `"true"`, `"ipAdress.exists"`, 1))}}
+		tooMany := drEvaluation(ns, vm) // each would be compiled for the request alone
+		for i := range dryrun.MaxPolicies + 1 {
+			tooMany.Spec.Policies = append(tooMany.Spec.Policies, runtime.RawExtension{Raw: []byte(
+				strings.Replace(drHoldPolicy, `"hold-all"`, fmt.Sprintf(`"hold-%d"`, i), 1))})
+		}
 		for _, tc := range []struct {
 			ev             *dryrunv1.Evaluation
 			field, message string
 		}{
 			{drEvaluation(ns, bogus), "spec.vm.spec.networks[1].type", `Unsupported value: "Bogus"`},
 			{broken, "spec.policies[0].spec.skipRules[0].expression", "undeclared reference to 'ipAdress'"},
+			{tooMany, "spec.policies", fmt.Sprintf("must have at most %d items", dryrun.MaxPolicies)},
 			{&dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, "spec.vm", "Required value"},
 			{drEvaluation(ns, build.VM(other, "web", build.OnClusterNetwork(network, ""))), "spec.vm.metadata.namespace", "must be the Evaluation's namespace"},
 		} {

@@ -85,7 +85,7 @@ func (o *evaluateOptions) evaluate(ctx context.Context, errOut io.Writer, engine
 	if err != nil {
 		return nil, err
 	}
-	req, err := engine.Decode(body, dryrun.DecodeOptions{DefaultNamespace: o.namespace})
+	req, err := engine.Decode(ctx, body, dryrun.DecodeOptions{DefaultNamespace: o.namespace})
 	if err != nil {
 		return nil, reportInvalid(errOut, src, err)
 	}

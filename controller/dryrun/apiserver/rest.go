@@ -135,6 +135,9 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	if n := len(ev.Spec.Objects); n > MaxObjects {
 		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "objects"), n, MaxObjects)})
 	}
+	if n := len(ev.Spec.Policies); n > dryrun.MaxPolicies { // before their CRD lookups and pruning, as objects
+		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "policies"), n, dryrun.MaxPolicies)})
+	}
 	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
 	if err := r.namespaceExists(ctx, namespace); err != nil {
 		return nil, err
@@ -156,7 +159,7 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	authorize := func(vmNamespace string, withPolicies bool) error {
 		return r.authorize(ctx, ev, namespace, vmNamespace, caller, withPolicies)
 	}
-	req, err := r.engine.DecodeBody(body, dryrun.DecodeOptions{Root: field.NewPath("spec"), DefaultNamespace: namespace,
+	req, err := r.engine.DecodeBody(ctx, body, dryrun.DecodeOptions{Root: field.NewPath("spec"), DefaultNamespace: namespace,
 		Authorize: authorize})
 	var inv *dryrun.InvalidError
 	switch {
