@@ -161,10 +161,18 @@ func (e estimator) stringCallEstimate(overloadID string, target *checker.AstNode
 
 // literalInt is args[i] when it is an int literal, else -1 (no limit known).
 func literalInt(args []checker.AstNode, i int) int64 {
-	if i >= len(args) || args[i].Expr().Kind() != ast.LiteralKind {
+	if i >= len(args) {
 		return -1
 	}
-	if v, ok := args[i].Expr().AsLiteral().(types.Int); ok {
+	return literalIntOf(args[i].Expr())
+}
+
+// literalIntOf is e's value when it is an int literal, else -1 (a limit argument's "none").
+func literalIntOf(e ast.Expr) int64 {
+	if e.Kind() != ast.LiteralKind {
+		return -1
+	}
+	if v, ok := e.AsLiteral().(types.Int); ok {
 		return int64(v)
 	}
 	return -1

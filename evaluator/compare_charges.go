@@ -201,12 +201,12 @@ func collectionOrDyn(t *types.Type) bool {
 	return false
 }
 
-// add records the operation what, charged charge on each of iterations.
+// add records the comparison of flat values what, charged charge on each of iterations.
 func (w *deepWalk) add(what string, charge, iterations uint64) {
 	if charge == 0 {
 		return
 	}
-	w.ops = append(w.ops, deepOperation{what: what, charge: charge, iterations: iterations})
+	w.ops = append(w.ops, deepOperation{what: what, charge: charge, iterations: iterations, flat: true})
 	w.total = addSaturating(w.total, saturatingMul(charge, iterations))
 }
 

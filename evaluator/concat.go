@@ -85,9 +85,14 @@ func concatListCost(args []ref.Val) (uint64, bool) {
 // a concatenation whose operands have no derived size is recorded as unbounded. cel-go's
 // checker estimates list `+` at 1 and computes its result's and elements' sizes, which a
 // custom estimate would lose; so the copy is added here, as the deep operations are.
-func (w *deepWalk) concatCharge(env boundEnv, call ast.CallExpr, iterations uint64) {
+func (w *deepWalk) concatCharge(env boundEnv, e ast.Expr, iterations uint64) {
+	call := e.AsCall()
 	args := call.Args()
-	if call.FunctionName() != operators.Add || len(args) != 2 || accumulator(args[0]) {
+	if call.FunctionName() != operators.Add || len(args) != 2 {
+		return
+	}
+	if accumulator(args[0]) {
+		w.builtList(env, e, args[1])
 		return
 	}
 	if t := w.a.GetType(args[0].ID()); t == nil || t.Kind() != types.ListKind {
@@ -97,8 +102,8 @@ func (w *deepWalk) concatCharge(env boundEnv, call ast.CallExpr, iterations uint
 	for _, a := range args {
 		b, ok := deriveBound(env, a)
 		if !ok {
-			w.unbounded = append(w.unbounded, fmt.Sprintf("+ of %s: the lists it concatenates have no size the estimate "+
-				"can derive, and + copies their elements", operandName(w.a, a)))
+			w.unbounded = append(w.unbounded, fmt.Sprintf("+ at %s: %s has no size the estimate can derive, and + "+
+				"copies the elements of the lists it concatenates", w.position(e), describe(w.a, unsizedPart(env, a))))
 			return
 		}
 		n = addSaturating(n, b.size)
@@ -106,8 +111,57 @@ func (w *deepWalk) concatCharge(env boundEnv, call ast.CallExpr, iterations uint
 	w.total = addSaturating(w.total, saturatingMul(iterations, concatCost(n)-1))
 }
 
+// builtList checks what a macro's own accumulation (`@result + [x]` at e, appended in place:
+// nothing beyond cel-go's unit to charge) adds to the list it builds: the list holds every
+// element, so one whose size the estimate cannot derive — the value of a library call such as
+// url().getQuery(), whose work the run time charges as a constant — is refused in a new
+// expression, naming that element. Before, accumulator() knew only "__result__", not
+// cel-go's "@result", and the refusal blamed "+ of the operand at 1:21", a + the user never
+// wrote.
+func (w *deepWalk) builtList(env boundEnv, e, added ast.Expr) {
+	if _, ok := deriveBound(env, added); ok {
+		return
+	}
+	w.unbounded = append(w.unbounded, fmt.Sprintf("the list the comprehension at %s builds: %s has no size the estimate "+
+		"can derive, and the list holds every such value", w.position(e), describe(w.a, unsizedPart(env, added))))
+}
+
+// describe is e's source (unparsed, at most 80 characters), else operandName's; a
+// comprehension (which does not unparse) by its position.
+func describe(a *ast.AST, e ast.Expr) string {
+	if e.Kind() == ast.ComprehensionKind {
+		loc := a.SourceInfo().GetStartLocation(e.ID())
+		return fmt.Sprintf("the list of the comprehension at %d:%d", loc.Line(), loc.Column()+1)
+	}
+	if src, err := parser.Unparse(e, a.SourceInfo()); err == nil {
+		return cut(src, 80)
+	}
+	return operandName(a, e)
+}
+
+// unsizedPart is the part of e whose bound deriveBound cannot derive: the first such element
+// of a list literal, at any depth, else e itself; the refusal names it rather than a list
+// the user may not have written whole.
+func unsizedPart(env boundEnv, e ast.Expr) ast.Expr {
+	if e.Kind() != ast.ListKind {
+		return e
+	}
+	for _, el := range e.AsList().Elements() {
+		if _, ok := deriveBound(env, el); !ok {
+			return unsizedPart(env, el)
+		}
+	}
+	return e
+}
+
+// position is where e starts in the source, as line:column.
+func (w *deepWalk) position(e ast.Expr) string {
+	loc := w.a.SourceInfo().GetStartLocation(e.ID())
+	return fmt.Sprintf("%d:%d", loc.Line(), loc.Column()+1)
+}
+
 // accumulator: e is a comprehension's accumulator variable (the macros' "@result", or
 // "__result__" in older expansions), which cel-go makes a mutable list it appends to.
 func accumulator(e ast.Expr) bool {
-	return e.Kind() == ast.IdentKind && (e.AsIdent() == parser.AccumulatorName || e.AsIdent() == "__result__")
+	return e.Kind() == ast.IdentKind && (e.AsIdent() == parser.HiddenAccumulatorName || e.AsIdent() == parser.AccumulatorName)
 }

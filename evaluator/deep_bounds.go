@@ -123,6 +123,9 @@ type deepOperation struct {
 	what string
 	// charge is the deep size of its operands, iterations how often it may run.
 	charge, iterations uint64
+	// flat: a comparison of flat values (compare_charges.go), whose charge counts the
+	// characters it compares (compareCharsPerUnit a unit) and elements, not nested values.
+	flat bool
 }
 
 // deepCharges is what the run time charges the deep operations of the checked expression a
@@ -241,7 +244,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		}
 		// Nested or not, the strings compared are charged too (compare_charges.go).
 		w.flatCompare(env, e, call, iterations, known)
-		w.concatCharge(env, call, iterations)
+		w.concatCharge(env, e, iterations)
 	case ast.SelectKind:
 		w.access(e, iterations, known)
 		w.searches(e, iterations)
@@ -503,6 +506,11 @@ func deepHint(ops []deepOperation) string {
 			break
 		}
 		s := fmt.Sprintf("%s walks or compares up to %d nested elements, keys and values", op.what, op.charge)
+		if op.flat {
+			// Before, a flat list of 64 strings read "up to 64769 nested elements".
+			s = fmt.Sprintf("%s compares strings for up to %d units (a unit per %d characters compared)",
+				op.what, op.charge, compareCharsPerUnit)
+		}
 		if op.iterations > 1 {
 			s += fmt.Sprintf(" on each of up to %d iterations", op.iterations)
 		}

@@ -190,9 +190,68 @@ type stringCeiling struct {
 
 var _ checker.CostEstimator = estimator{}
 
-// EstimateSize implements checker.CostEstimator.
+// EstimateSize implements checker.CostEstimator. An iteration variable over a range no input
+// path reaches (the parts of split(), a list a comprehension built) is sized by its derived
+// bound (iterVarBound), as the same range held in a variable is: before,
+// interface.name.split('-').exists(p, p.upperAscii() == 'DMZ') was refused as unbounded,
+// and admitted with the split in a variable.
 func (e estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
-	return e.lib.EstimateSize(n)
+	if size := e.lib.EstimateSize(n); size != nil {
+		return size
+	}
+	x := n.Expr()
+	if x == nil || x.Kind() != ast.IdentKind || n.Type() == nil || !sizedKind(n.Type().Kind()) {
+		return nil
+	}
+	b, ok := e.iterVarBound(x)
+	if !ok {
+		return nil
+	}
+	return &checker.SizeEstimate{Min: 0, Max: b.size}
+}
+
+// sizedKind: a value of kind k has a size the estimate counts (characters, bytes, entries).
+func sizedKind(k types.Kind) bool {
+	switch k {
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+		return true
+	}
+	return false
+}
+
+// iterVarBound is the bound of the identifier x when it is an iteration variable of a
+// comprehension around it: the elements (keys, values) of the comprehension's range, bounded
+// in the scope around that comprehension; false when x is none, or its range has no derived
+// bound (comprehensionScope then binds it to nothing, which is not a bound of 0).
+func (e estimator) iterVarBound(x ast.Expr) (varBound, bool) {
+	if e.bounds == nil {
+		return varBound{}, false
+	}
+	name := x.AsIdent()
+	for child, p := x.ID(), e.parents[x.ID()]; p != nil; child, p = p.ID(), e.parents[p.ID()] {
+		if p.Kind() != ast.ComprehensionKind {
+			continue
+		}
+		c := p.AsComprehension()
+		if child != c.LoopCondition().ID() && child != c.LoopStep().ID() {
+			continue
+		}
+		if name != c.IterVar() && (!c.HasIterVar2() || name != c.IterVar2()) {
+			if name == c.AccuVar() {
+				return varBound{}, false // an accumulator stays unbounded
+			}
+			continue
+		}
+		env := e.scopeOf(p)
+		r, ok := deriveBound(env, c.IterRange())
+		if !ok {
+			return varBound{}, false
+		}
+		inner, _, _ := comprehensionScope(env, c, r, true)
+		b, ok := inner.scope[name]
+		return b, ok
+	}
+	return varBound{}, false
 }
 
 // constantCall is the estimate of a call that takes constant time.

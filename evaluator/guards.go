@@ -913,7 +913,7 @@ func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) s
 			return
 		}
 		seen[src] = true
-		if part := rangeBlame(env, r, src, total == math.MaxUint64); part != "" {
+		if part := rangeBlame(env, r, src, total == math.MaxUint64, vars); part != "" {
 			parts = append(parts, part)
 		}
 	}))
@@ -926,7 +926,7 @@ func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) s
 // rangeBlame says what is unbounded about the comprehension range r (source src), or "".
 // It estimates r alone iterated with a constant body, then comparing its elements; a range
 // that does not compile alone (it reads an outer iteration variable) is judged by its form.
-func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool) string {
+func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool, vars variableSizes) string {
 	size := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
 	if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
 		size = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
@@ -945,11 +945,26 @@ func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool) string {
 	if !elements {
 		return ""
 	}
-	if compared, ok := probeCost(env, "("+src+").all(_v, _v == _v)"); ok && compared == math.MaxUint64 {
+	// Compared as the estimate sizes them: an iteration variable by its range's derived bound.
+	if compared, ok := probeDerivedCost(env, "("+src+").all(_v, _v == _v)", vars); ok && compared == math.MaxUint64 {
 		return "the elements of " + src + " have no size the estimate knows (the parts of split(), the results of " +
 			"library calls): iterate over a declared input, a variable or a literal list"
 	}
 	return ""
+}
+
+// probeDerivedCost is probeCost with the estimator of a policy's expressions, which derives
+// the bounds of subexpressions (estimatorOf), with the variables' sizes vars.
+func probeDerivedCost(env *cel.Env, src string, vars variableSizes) (uint64, bool) {
+	checked, iss := env.Compile(src)
+	if failed(iss) {
+		return 0, false
+	}
+	est, err := env.EstimateCost(checked, estimatorOf(checked.NativeRep(), vars))
+	if err != nil {
+		return 0, false
+	}
+	return est.Max, true
 }
 
 // probeCost is the estimated worst-case cost of src in env; false when it does not compile.

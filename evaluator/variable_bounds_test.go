@@ -131,3 +131,40 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		}
 	}
 }
+
+// split() with a literal limit n has at most n parts, each at most the receiver's length, in
+// a variable as inline (issue #15, finding 7): `variables.nets` = an annotation split with a
+// limit of 64 was sized at 262,145 entries, and every rule reading it was refused ("no way
+// to write this rule was found"). Held to 64 parts at run time, an annotation of 1,000
+// separators is within the bound.
+func TestSplitWithALiteralLimitBoundsAVariable(t *testing.T) {
+	c := newCompiler(t)
+	in := boundedInput()
+	in.VM.Annotations["nets"] = strings.Repeat(",", 1000)
+	for _, rule := range []string{"interface.name in variables.nets", "variables.nets.exists(n, n == interface.name)"} {
+		p := newPolicy("p", variable("nets", "vm.annotations[?'nets'].orValue('').split(',', 64)"),
+			skipRule("r", "!("+rule+")", "NotListed", "m", ""))
+		if _, errs := c.Compile(p, nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want admitted", rule, errs)
+			continue
+		}
+		if d := decide(setOf(t, c, p), in); d.Reason == evaluator.ReasonPolicyError {
+			t.Errorf("%s: %s %q on an annotation of 1,000 separators, want it decided", rule, d.Reason, d.Message)
+		}
+	}
+}
+
+// `in` and == on flat lists of strings are charged by the characters they compare, and a
+// refusal says so: before, an `in` on 64 strings read "walks or compares up to 64769 nested
+// elements, keys and values".
+func TestAFlatComparisonPastTheLimitIsNamedAsOne(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", variable("l", "vm.annotations.map(k, vm.annotations[k])"),
+		skipRule("r", "vm.annotations[?'a'].orValue('') in variables.l || vm.annotations[?'b'].orValue('') in variables.l", "R", "m", ""))
+	_, errs := c.Compile(p, nil)
+	msg := fmt.Sprint(errs)
+	if !strings.Contains(msg, "in at 1:34 compares strings for up to 65536 units (a unit per 1024 characters compared)") ||
+		strings.Contains(msg, "nested elements") {
+		t.Errorf("two `in` of an annotation on the annotations' values: %v, want refused naming the characters compared", errs)
+	}
+}
