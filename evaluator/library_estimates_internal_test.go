@@ -162,6 +162,8 @@ var libraryEstimateCases = []string{
 	// Deep and flat comparisons.
 	"vm.name in holders.vms",
 	"vm.annotations['a'] in [vm.annotations['a']]",
+	"vm.annotations['a'] in ['x', 'y']", // a list of constants, which cel-go's optimizer would plan as a set
+	"lists.range(256).exists(i, vm.name in ['a', 'b', 'c'] && i < 0)",
 	"vm.labels == vm.labels",
 	"holders.vms == holders.vms",
 	"holders.vms != dyn(holders.vms)",
