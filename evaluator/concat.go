@@ -113,9 +113,8 @@ func (w *deepWalk) concatCharge(env boundEnv, e ast.Expr, iterations uint64) {
 
 // builtList checks what a macro's own accumulation (`@result + [x]` at e, appended in place:
 // nothing beyond cel-go's unit to charge) adds to the list it builds: the list holds every
-// element, so one whose size the estimate cannot derive — the value of a library call such as
-// url().getQuery(), whose work the run time charges as a constant — is refused in a new
-// expression, naming that element. Before, accumulator() knew only "__result__", not
+// element, so one whose size the estimate cannot derive (optional.of(x)) is refused in a
+// new expression, naming that element. Before, accumulator() knew only "__result__", not
 // cel-go's "@result", and the refusal blamed "+ of the operand at 1:21", a + the user never
 // wrote.
 func (w *deepWalk) builtList(env boundEnv, e, added ast.Expr) {
