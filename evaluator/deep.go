@@ -230,6 +230,15 @@ func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 	return nil
 }
 
+// equalCharge is the run-time charge of `==` or `!=`: linearCharge when an operand nests,
+// flatEqualCharge otherwise.
+func equalCharge(args []ref.Val, limit uint64) *uint64 {
+	if cost := linearCharge(args, limit); cost != nil {
+		return cost
+	}
+	return flatEqualCharge(args)
+}
+
 // deepCostTrackers charges every deep overload: equality by linearCharge (flat:
 // flatEqualCharge), `in` a list by inListCharge (compare_charges.go), the others by their deepCall's charge.
 func deepCostTrackers(limits Limits) cel.ProgramOption {
@@ -237,10 +246,7 @@ func deepCostTrackers(limits Limits) cel.ProgramOption {
 	var opts []interpreter.CostTrackerOption
 	for _, id := range []string{overloads.Equals, overloads.NotEquals} {
 		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
-			if cost := linearCharge(args, limit); cost != nil {
-				return cost
-			}
-			return flatEqualCharge(args)
+			return equalCharge(args, limit)
 		}))
 	}
 	opts = append(opts, interpreter.OverloadCostTracker(overloads.InList, func(args []ref.Val, _ ref.Val) *uint64 {
