@@ -77,12 +77,15 @@ func inListCharge(args []ref.Val, limit uint64) *uint64 {
 // checker estimates alike) plus compareCost of what equality may compare —
 // for lists Σ min(len(a[i]), len(b[i])) over their common indexes, for maps the smaller of
 // Σ len(key) + len(value) over either (each key of one is hashed into the other and its
-// values compared, until one differs). nil for other operands (cel-go's charge stands).
+// values compared, until one differs). Optionals are seen through: optional.of(a) ==
+// optional.of(b) compares a and b (before, it was charged 1 whatever they held; issue #15).
+// nil for other operands (cel-go's charge stands).
 func flatEqualCharge(args []ref.Val) *uint64 {
 	if len(args) != 2 {
 		return nil
 	}
-	a, b := args[0], args[1]
+	a, _ := unwrapped(args[0])
+	b, _ := unwrapped(args[1])
 	la, okA := a.(traits.Lister)
 	lb, okB := b.(traits.Lister)
 	var chars uint64
@@ -171,7 +174,7 @@ func (w *deepWalk) flatEqualCompare(env boundEnv, e ast.Expr, call ast.CallExpr,
 		return
 	}
 	a, b := call.Args()[0], call.Args()[1]
-	ta, tb := w.a.GetType(a.ID()), w.a.GetType(b.ID())
+	ta, tb := withoutOptionals(w.a.GetType(a.ID())), withoutOptionals(w.a.GetType(b.ID())) // compared as what they wrap
 	if ta == nil || tb == nil || !collectionOrDyn(ta) || !collectionOrDyn(tb) ||
 		(ta.Kind() == types.DynKind && tb.Kind() == types.DynKind) {
 		return

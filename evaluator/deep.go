@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
@@ -69,8 +70,9 @@ var deepCalls = []deepCall{
 }
 
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
-// and maps it nests — and stops counting once the count passes limit (the result is then
-// limit+1). Other values (scalars, input objects) count one.
+// and maps it nests, and the value an optional holds (types.Optional.Equal compares it in
+// full) — and stops counting once the count passes limit (the result is then limit+1).
+// Other values (scalars, input objects) count one.
 func deepSize(v ref.Val, limit uint64) uint64 {
 	n := uint64(0)
 	var walk func(ref.Val)
@@ -91,30 +93,70 @@ func deepSize(v ref.Val, limit uint64) uint64 {
 				walk(k)
 				walk(c.Get(k))
 			}
+		case *types.Optional:
+			if c.HasValue() {
+				walk(c.GetValue())
+			}
 		}
 	}
 	walk(v)
 	return min(n, limit+1)
 }
 
-// nested reports whether v is a list or map holding a list or map.
+// leafValue reports whether v is a value whose equality compares no other value: a CEL
+// primitive, or a value of the Kubernetes libraries (compared by its own fields). Lists,
+// maps, optionals and objects are not: their Equal may walk what they hold.
+func leafValue(v ref.Val) bool {
+	switch v.(type) {
+	case types.Bool, types.Int, types.Uint, types.Double, types.String, types.Bytes, types.Null,
+		types.Duration, types.Timestamp, *types.Type, *types.Err, *types.Unknown,
+		apiservercel.IP, apiservercel.CIDR, apiservercel.URL, apiservercel.Quantity, apiservercel.Semver,
+		apiservercel.Format:
+		return true
+	case *types.Optional:
+		return !v.(*types.Optional).HasValue() // optional.none()
+	}
+	return false
+}
+
+// unwrapped is v without the optionals around it (what an optional's equality compares),
+// and whether there were any.
+func unwrapped(v ref.Val) (ref.Val, bool) {
+	wrapped := false
+	for {
+		o, ok := v.(*types.Optional)
+		if !ok || !o.HasValue() {
+			return v, wrapped
+		}
+		v, wrapped = o.GetValue(), true
+	}
+}
+
+// nested reports whether v, seen through the optionals around it, is a list or map holding
+// a value that is not a leafValue (a list, a map, an optional of a value, an object), or is
+// an optional of an object. Such a value is charged its deep size; a flat
+// one (a list or map of scalars, or an optional of one) is charged by its elements and
+// characters (compare_charges.go). Before, an optional counted as a scalar, so a list of
+// optionals of huge nested lists was charged as a flat list of one element (issue #15).
 func nested(v ref.Val) bool {
-	switch c := v.(type) {
+	u, wrapped := unwrapped(v)
+	switch c := u.(type) {
 	case traits.Lister:
 		size, _ := c.Size().(types.Int)
 		for i := types.Int(0); i < size; i++ {
-			switch c.Get(i).(type) {
-			case traits.Lister, traits.Mapper:
+			if !leafValue(c.Get(i)) {
 				return true
 			}
 		}
 	case traits.Mapper:
 		for it := c.Iterator(); it.HasNext() == types.True; {
-			switch c.Get(it.Next()).(type) {
-			case traits.Lister, traits.Mapper:
+			k := it.Next()
+			if !leafValue(k) || !leafValue(c.Get(k)) {
 				return true
 			}
 		}
+	default:
+		return wrapped && !leafValue(u) // an optional of an object
 	}
 	return false
 }

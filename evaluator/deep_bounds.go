@@ -73,6 +73,36 @@ func elemsKnown(b varBound) bool { return b.elemDeep > 0 || b.deep == 1 }
 // from its Go type (flat lists and maps of strings; an object counts one, as deepSize counts
 // it), else from e's type (deepFromType); false when none says (a computed value of type dyn).
 func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
+	d, ok := valueDeepOf(env, e, b)
+	return addSaturating(d, optionalLayers(env.a.GetType(e.ID()))), ok
+}
+
+// optionalLayers is how many optionals wrap a value of type t, each a node deepSize counts
+// around the value (a bound derived through optional.of(x) is x's).
+func optionalLayers(t *types.Type) uint64 {
+	n := uint64(0)
+	for ; t != nil && isOptional(t); t = t.Parameters()[0] {
+		n++
+	}
+	return n
+}
+
+// isOptional: t is optional_type(x).
+func isOptional(t *types.Type) bool {
+	return t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1
+}
+
+// withoutOptionals is t without the optional types around it: what an optional's equality
+// compares.
+func withoutOptionals(t *types.Type) *types.Type {
+	for t != nil && isOptional(t) {
+		t = t.Parameters()[0]
+	}
+	return t
+}
+
+// valueDeepOf is deepOf without the optionals around e's value.
+func valueDeepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 	if b.deep > 0 {
 		return b.deep, true
 	}
@@ -87,7 +117,7 @@ func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 		}
 		return 1, true
 	}
-	t := env.a.GetType(e.ID())
+	t := withoutOptionals(env.a.GetType(e.ID()))
 	if t == nil {
 		return 0, false
 	}
@@ -103,11 +133,15 @@ func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 
 // deepFromType bounds the deep size of a value of type t holding at most size entries, each
 // nested collection at most elem: a scalar or object 1, a list 1 + size × its element's, a map
-// 1 + size × (1 + its value's); false for dyn, whose shape the type does not say.
+// 1 + size × (1 + its value's), an optional 1 + its value's; false for dyn, whose shape the
+// type does not say.
 func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 	switch {
 	case unknownShape(t):
 		return 0, false
+	case isOptional(t):
+		d, ok := deepFromType(t.Parameters()[0], size, elem)
+		return addSaturating(1, d), ok
 	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
 		d, ok := deepFromType(t.Parameters()[0], elem, elem)
 		return addSaturating(1, saturatingMul(size, d)), ok
@@ -382,12 +416,44 @@ func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
 	}
 	for _, o := range operands {
 		for _, alt := range seeThrough(o) {
-			if t := w.a.GetType(alt.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) && !scalarThrough(w.a, alt) {
+			if t := w.a.GetType(alt.ID()); t != nil && mayNest(t) && !scalarThrough(w.a, alt) {
 				return operands, name
 			}
 		}
 	}
 	return nil, ""
+}
+
+// mayNest: a value of type t may be what deep.go's nested() charges by its deep size — seen
+// through the optionals around it, a list or map whose elements, keys or values are not of
+// a leaf type (lists, maps, optionals, objects, dyn), a value of unknown shape (dyn), or an
+// optional of an object. Before, a list of optionals of nested lists was flat to the
+// estimate, as it was to the run time (issue #15).
+func mayNest(t *types.Type) bool {
+	u := withoutOptionals(t)
+	switch {
+	case unknownShape(u):
+		return true
+	case isCollection(u):
+		for _, p := range u.Parameters() {
+			if !leafType(p) {
+				return true
+			}
+		}
+		return false
+	}
+	return u != t && !leafType(u)
+}
+
+// leafType: a value of type t is a leafValue (deep.go): a primitive, a value of the
+// Kubernetes libraries, optional.none() aside.
+func leafType(t *types.Type) bool {
+	switch t.Kind() {
+	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.StringKind, types.BytesKind,
+		types.NullTypeKind, types.DurationKind, types.TimestampKind, types.TypeKind, types.ErrorKind:
+		return true
+	}
+	return libraryScalar(t)
 }
 
 // scalarThrough: e, of type dyn, is a scalar all the same — arithmetic or a conditional over
