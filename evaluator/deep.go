@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/functions"
@@ -72,7 +73,7 @@ var deepCalls = []deepCall{
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
 // and maps it nests, and the value an optional holds (types.Optional.Equal compares it in
 // full) — and stops counting once the count passes limit (the result is then limit+1).
-// Other values (scalars, input objects) count one.
+// An object counts one plus its parts (goParts); other values (scalars) count one.
 func deepSize(v ref.Val, limit uint64) uint64 {
 	n := uint64(0)
 	var walk func(ref.Val)
@@ -97,10 +98,54 @@ func deepSize(v ref.Val, limit uint64) uint64 {
 			if c.HasValue() {
 				walk(c.GetValue())
 			}
+		default:
+			if !leafValue(v) { // an object: its equality is reflect.DeepEqual of its Go value
+				n = addSaturating(n, goParts(reflect.ValueOf(v.Value()), limit-min(n, limit)))
+			}
 		}
 	}
 	walk(v)
 	return min(n, limit+1)
+}
+
+// goParts counts the parts of the Go value r that reflect.DeepEqual compares — each exported
+// field of a struct, element of a slice, key and value of a map, at any depth — not r
+// itself; it stops counting past limit. An input object (a *VM) or one a policy builds
+// (`evaluator.Holders{vms: l}`) holds lists and maps: before, it counted one node whatever
+// it held.
+func goParts(r reflect.Value, limit uint64) uint64 {
+	n := uint64(0)
+	var walk func(reflect.Value)
+	walk = func(r reflect.Value) {
+		for r.Kind() == reflect.Pointer || r.Kind() == reflect.Interface {
+			if r.IsNil() {
+				return
+			}
+			r = r.Elem()
+		}
+		switch r.Kind() {
+		case reflect.Struct:
+			for i := 0; i < r.NumField() && n <= limit; i++ {
+				if r.Type().Field(i).IsExported() {
+					n++
+					walk(r.Field(i))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < r.Len() && n <= limit; i++ {
+				n++
+				walk(r.Index(i))
+			}
+		case reflect.Map:
+			for it := r.MapRange(); it.Next() && n <= limit; {
+				n += 2
+				walk(it.Key())
+				walk(it.Value())
+			}
+		}
+	}
+	walk(r)
+	return n
 }
 
 // leafValue reports whether v is a value whose equality compares no other value: a CEL

@@ -114,6 +114,10 @@ func valueDeepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 			return addSaturating(1, b.size), true
 		case reflect.Invalid:
 			return 0, false
+		case reflect.Struct: // an input object: itself and its parts (deep.go goParts)
+			t, _, _, _ := walkInput(b.input.typ, b.input.steps)
+			parts, ok := goTypeParts(t, 0)
+			return addSaturating(1, parts), ok
 		}
 		return 1, true
 	}
@@ -142,6 +146,8 @@ func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 	case isOptional(t):
 		d, ok := deepFromType(t.Parameters()[0], size, elem)
 		return addSaturating(1, d), ok
+	case t.Kind() == types.StructKind && !libraryScalar(t):
+		return 0, false // an object not read from an input: what it holds has no bound here
 	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
 		d, ok := deepFromType(t.Parameters()[0], elem, elem)
 		return addSaturating(1, saturatingMul(size, d)), ok
@@ -150,6 +156,44 @@ func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 		return addSaturating(1, saturatingMul(size, addSaturating(d, 1))), ok
 	}
 	return 1, true
+}
+
+// goTypeParts bounds goParts (deep.go) on a value of the input Go type t from the maxSize
+// tags: each exported field of a struct one plus its parts, a slice of at most size elements
+// size × (1 + an element's), a map size × (2 + a key's + a value's); false for a slice or map
+// without a bound.
+func goTypeParts(t reflect.Type, size uint64) (uint64, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		n := uint64(0)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			parts, ok := goTypeParts(f.Type, sizeTag(f, "maxSize"))
+			if !ok {
+				return 0, false
+			}
+			n = addSaturating(n, addSaturating(1, parts))
+		}
+		return n, true
+	case reflect.Slice, reflect.Array, reflect.Map:
+		if size == 0 {
+			return 0, false
+		}
+		per, ok := goTypeParts(t.Elem(), 0)
+		own := uint64(1)
+		if t.Kind() == reflect.Map {
+			key, okKey := goTypeParts(t.Key(), 0)
+			per, ok, own = addSaturating(per, key), ok && okKey, 2
+		}
+		return saturatingMul(size, addSaturating(own, per)), ok
+	}
+	return 0, true
 }
 
 // deepOperation is one call the estimate charges by deep size, named with its position.

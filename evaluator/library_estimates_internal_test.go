@@ -208,6 +208,12 @@ var libraryEstimateCases = []string{
 	"[optional.of(vm), optional.of(vm)].distinct().size()",
 	"[vm, vm].distinct().size()",
 	"vm in [vm, vm]",
+	// Objects, compared by reflect.DeepEqual of what they hold (their parts, deep.go goParts).
+	"[holders] == [holders]",
+	"[interface, interface].distinct().size()",
+	"namespaceObject in [namespaceObject]",
+	"sets.contains([network, network], [network])",
+	"[optional.of(vm)].includes(optional.of(vm))",
 }
 
 // wideCases are calls charged by the bytes of a string built from a literal of 2,000

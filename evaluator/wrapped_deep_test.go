@@ -131,3 +131,35 @@ func TestOptionalsOfScalarsStayCheap(t *testing.T) {
 		}
 	}
 }
+
+// An object is compared by reflect.DeepEqual of its Go value, which walks the lists and maps
+// it holds: the deep operations count its parts. Before, an object counted one node, so two
+// Holders a policy built around a 1,000-name list compared inside a list were charged a few
+// units for every name walked.
+func TestObjectsInDeepOperationsAreChargedByDeepSize(t *testing.T) {
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1500, PerCallCostLimit: 1500})
+	a := variable("a", "lists.range(50).map(i, string(i))")
+	b := variable("b", strings.Repeat("variables.a + ", 9)+"variables.a")
+	names := variable("l", "variables.b + variables.b") // 1,000 names: an object in a variable holds up to 1,024
+	h1 := variable("h1", "evaluator.Holders{vms: variables.l}")
+	h2 := variable("h2", "evaluator.Holders{vms: variables.l}")
+	for _, expr := range []string{
+		"[variables.h1] == [variables.h2]",
+		"variables.h1 in [variables.h2]",
+		"optional.of(variables.h1) in [optional.of(variables.h2)]",
+	} {
+		t.Run("", func(t *testing.T) {
+			p := newPolicy("objects", a, b, names, h1, h2, allocation("("+expr+") ? 'Auto' : 'None'"))
+			d := decide(setOf(t, c, p), pooledAuto())
+			if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, "cost limit") ||
+				strings.Contains(d.Message, "deadline") {
+				t.Errorf("%s: decision %q %q %q, want a PolicyError naming the cost limit", expr, d.Allocation, d.Reason, d.Message)
+			}
+		})
+	}
+	// New, each is refused: what an object built by the policy holds has no derived bound.
+	p := newPolicy("objects", a, b, names, h1, h2, allocation("([variables.h1] == [variables.h2]) ? 'Auto' : 'None'"))
+	if _, errs := c.Compile(p, nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), "no size the estimate can derive") {
+		t.Errorf("errors %v, want one saying the operands have no size the estimate can derive", errs)
+	}
+}
