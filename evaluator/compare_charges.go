@@ -30,8 +30,10 @@ const compareCharsPerUnit = keyCharsPerUnit
 // compareCost is the charge of comparing n characters of strings or bytes.
 func compareCost(n uint64) uint64 { return (n + compareCharsPerUnit - 1) / compareCharsPerUnit }
 
-// byteLen is the length of a string or bytes value, false for other values.
+// byteLen is the length of a string or bytes value, or of one behind optionals (which
+// compare what they hold); false for other values.
 func byteLen(v ref.Val) (uint64, bool) {
+	v, _ = unwrapped(v)
 	switch s := v.(type) {
 	case types.String:
 		return uint64(len(s)), true
@@ -221,11 +223,11 @@ func (w *deepWalk) flatInCompare(env boundEnv, e ast.Expr, call ast.CallExpr, it
 		return
 	}
 	x, l := call.Args()[0], call.Args()[1]
-	lt, xt := w.a.GetType(l.ID()), w.a.GetType(x.ID())
+	lt, xt := w.a.GetType(l.ID()), withoutOptionals(w.a.GetType(x.ID())) // optionals compare what they hold
 	if lt == nil || xt == nil || lt.Kind() == types.MapKind || !mayBeString(xt) {
 		return
 	}
-	if lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 && !mayBeString(lt.Parameters()[0]) {
+	if lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 && !mayBeString(withoutOptionals(lt.Parameters()[0])) {
 		return
 	}
 	xb, okX := deriveBound(env, x)

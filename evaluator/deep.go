@@ -148,9 +148,10 @@ func goParts(r reflect.Value, limit uint64) uint64 {
 	return n
 }
 
-// leafValue reports whether v is a value whose equality compares no other value: a CEL
-// primitive, or a value of the Kubernetes libraries (compared by its own fields). Lists,
-// maps, optionals and objects are not: their Equal may walk what they hold.
+// leafValue reports whether v is a value whose equality compares no list, map or object: a
+// CEL primitive, a value of the Kubernetes libraries (compared by its own fields), or an
+// optional of one (its strings are charged by their length, byteLen). Lists, maps, objects
+// and optionals of them are not: their Equal walks what they hold.
 func leafValue(v ref.Val) bool {
 	switch v.(type) {
 	case types.Bool, types.Int, types.Uint, types.Double, types.String, types.Bytes, types.Null,
@@ -158,8 +159,9 @@ func leafValue(v ref.Val) bool {
 		apiservercel.IP, apiservercel.CIDR, apiservercel.URL, apiservercel.Quantity, apiservercel.Semver,
 		apiservercel.Format:
 		return true
-	case *types.Optional:
-		return !v.(*types.Optional).HasValue() // optional.none()
+	case *types.Optional: // optional.none(), or an optional of a leaf: compared as a leaf
+		o := v.(*types.Optional)
+		return !o.HasValue() || leafValue(o.GetValue())
 	}
 	return false
 }
@@ -296,7 +298,8 @@ func distinctCharge(args []ref.Val, limit uint64) *uint64 {
 	square := saturatingMul(n, n)
 	cost := addSaturating(saturatingMul(square, 2), 11)
 	if lister, ok := l.(traits.Lister); ok && n > 0 {
-		switch lister.Get(types.IntZero).Type() {
+		first, _ := unwrapped(lister.Get(types.IntZero))
+		switch first.Type() {
 		case types.StringType, types.BytesType:
 			cost = addSaturating(cost, square/10)
 		}

@@ -470,8 +470,8 @@ func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
 
 // mayNest: a value of type t may be what deep.go's nested() charges by its deep size — seen
 // through the optionals around it, a list or map whose elements, keys or values are not of
-// a leaf type (lists, maps, optionals, objects, dyn), a value of unknown shape (dyn), or an
-// optional of an object. Before, a list of optionals of nested lists was flat to the
+// a leaf type (lists, maps, objects, optionals of them, dyn), a value of unknown shape
+// (dyn), or an optional of an object. Before, a list of optionals of nested lists was flat to the
 // estimate, as it was to the run time (issue #15).
 func mayNest(t *types.Type) bool {
 	u := withoutOptionals(t)
@@ -490,8 +490,11 @@ func mayNest(t *types.Type) bool {
 }
 
 // leafType: a value of type t is a leafValue (deep.go): a primitive, a value of the
-// Kubernetes libraries, optional.none() aside.
+// Kubernetes libraries, or an optional of one.
 func leafType(t *types.Type) bool {
+	if isOptional(t) {
+		return leafType(t.Parameters()[0])
+	}
 	switch t.Kind() {
 	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.StringKind, types.BytesKind,
 		types.NullTypeKind, types.DurationKind, types.TimestampKind, types.TypeKind, types.ErrorKind:

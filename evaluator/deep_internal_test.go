@@ -3,6 +3,7 @@ package evaluator
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/common/types"
@@ -88,6 +89,7 @@ func TestDeepWalkSeesThroughWrappers(t *testing.T) {
 	opt := func(v ref.Val) ref.Val { return types.OptionalOf(v) }
 	list := func(vs ...ref.Val) ref.Val { return types.DefaultTypeAdapter.NativeToValue(vs) }
 	deep := sharedDoubling(10) // 2^10 leaves: 2,047 + 2^10 nodes
+	long := types.String(strings.Repeat("s", 1<<20))
 
 	if got, want := deepSize(opt(deep), limit), 1+deepSize(deep, limit); got != want {
 		t.Errorf("deepSize(optional.of(doubling)) = %d, want %d", got, want)
@@ -98,13 +100,16 @@ func TestDeepWalkSeesThroughWrappers(t *testing.T) {
 	if got := deepSize(types.OptionalNone, limit); got != 1 {
 		t.Errorf("deepSize(optional.none()) = %d, want 1", got)
 	}
-	for _, v := range []ref.Val{opt(deep), opt(opt(deep)), list(opt(flat)), list(opt(types.Int(1))),
+	for _, v := range []ref.Val{opt(deep), opt(opt(deep)), list(opt(flat)), list(opt(opt(flat))),
 		types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{"a": opt(flat)})} {
 		if !nested(v) {
 			t.Errorf("nested(%v) = false, want true: it holds a wrapper of a value", v.Type())
 		}
 	}
-	for _, v := range []ref.Val{opt(types.Int(1)), opt(types.String("x")), types.OptionalNone, opt(flat), flat} {
+	// Optionals of scalars are leaves: a list of them is flat, charged by its elements and
+	// the characters of their strings.
+	for _, v := range []ref.Val{opt(types.Int(1)), opt(types.String("x")), types.OptionalNone, opt(flat), flat,
+		list(opt(types.Int(1)), types.OptionalNone)} {
 		if nested(v) {
 			t.Errorf("nested(%v) = true, want false", v)
 		}
@@ -121,6 +126,8 @@ func TestDeepWalkSeesThroughWrappers(t *testing.T) {
 		{"== on optionals of optionals", equalCharge([]ref.Val{opt(opt(flat)), opt(opt(flat))}, limit), 2100},
 		{"in a list of optionals", inListCharge([]ref.Val{opt(deep), list(opt(deep))}, limit), 2 * deepSize(deep, limit)},
 		{"in a list of optionals of flat lists", inListCharge([]ref.Val{opt(flat), list(opt(flat))}, limit), 2 * 2100},
+		{"in a list of optionals of strings", inListCharge([]ref.Val{opt(long), list(opt(long), opt(long))}, limit), 2 + 2*compareCost(1<<20)},
+		{"== on lists of optionals of strings", equalCharge([]ref.Val{list(opt(long)), list(opt(long))}, limit), compareCost(1 << 20)},
 		{"includes", linearCharge([]ref.Val{list(opt(deep)), opt(deep)}, limit), 2 * deepSize(deep, limit)},
 		{"sets.contains", setsCharge(1)([]ref.Val{list(opt(deep)), list(opt(deep))}, limit), 2 * deepSize(deep, limit)},
 		{"distinct", distinctCharge([]ref.Val{list(opt(deep), opt(deep))}, limit), 2 * deepSize(deep, limit)},
