@@ -30,8 +30,10 @@ const compareCharsPerUnit = keyCharsPerUnit
 // compareCost is the charge of comparing n characters of strings or bytes.
 func compareCost(n uint64) uint64 { return (n + compareCharsPerUnit - 1) / compareCharsPerUnit }
 
-// byteLen is the length of a string or bytes value, false for other values.
+// byteLen is the length of a string or bytes value, or of one behind optionals (which
+// compare what they hold); false for other values.
 func byteLen(v ref.Val) (uint64, bool) {
+	v, _ = unwrapped(v)
 	switch s := v.(type) {
 	case types.String:
 		return uint64(len(s)), true
@@ -77,12 +79,15 @@ func inListCharge(args []ref.Val, limit uint64) *uint64 {
 // checker estimates alike) plus compareCost of what equality may compare —
 // for lists Σ min(len(a[i]), len(b[i])) over their common indexes, for maps the smaller of
 // Σ len(key) + len(value) over either (each key of one is hashed into the other and its
-// values compared, until one differs). nil for other operands (cel-go's charge stands).
+// values compared, until one differs). Optionals are seen through: optional.of(a) ==
+// optional.of(b) compares a and b (before, it was charged 1 whatever they held; issue #15).
+// nil for other operands (cel-go's charge stands).
 func flatEqualCharge(args []ref.Val) *uint64 {
 	if len(args) != 2 {
 		return nil
 	}
-	a, b := args[0], args[1]
+	a, _ := unwrapped(args[0])
+	b, _ := unwrapped(args[1])
 	la, okA := a.(traits.Lister)
 	lb, okB := b.(traits.Lister)
 	var chars uint64
@@ -171,7 +176,7 @@ func (w *deepWalk) flatEqualCompare(env boundEnv, e ast.Expr, call ast.CallExpr,
 		return
 	}
 	a, b := call.Args()[0], call.Args()[1]
-	ta, tb := w.a.GetType(a.ID()), w.a.GetType(b.ID())
+	ta, tb := withoutOptionals(w.a.GetType(a.ID())), withoutOptionals(w.a.GetType(b.ID())) // compared as what they wrap
 	if ta == nil || tb == nil || !collectionOrDyn(ta) || !collectionOrDyn(tb) ||
 		(ta.Kind() == types.DynKind && tb.Kind() == types.DynKind) {
 		return
@@ -218,11 +223,11 @@ func (w *deepWalk) flatInCompare(env boundEnv, e ast.Expr, call ast.CallExpr, it
 		return
 	}
 	x, l := call.Args()[0], call.Args()[1]
-	lt, xt := w.a.GetType(l.ID()), w.a.GetType(x.ID())
+	lt, xt := w.a.GetType(l.ID()), withoutOptionals(w.a.GetType(x.ID())) // optionals compare what they hold
 	if lt == nil || xt == nil || lt.Kind() == types.MapKind || !mayBeString(xt) {
 		return
 	}
-	if lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 && !mayBeString(lt.Parameters()[0]) {
+	if lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 && !mayBeString(withoutOptionals(lt.Parameters()[0])) {
 		return
 	}
 	xb, okX := deriveBound(env, x)

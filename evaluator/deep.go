@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/functions"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
@@ -69,8 +71,9 @@ var deepCalls = []deepCall{
 }
 
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
-// and maps it nests — and stops counting once the count passes limit (the result is then
-// limit+1). Other values (scalars, input objects) count one.
+// and maps it nests, and the value an optional holds (types.Optional.Equal compares it in
+// full) — and stops counting once the count passes limit (the result is then limit+1).
+// An object counts one plus its parts (goParts); other values (scalars) count one.
 func deepSize(v ref.Val, limit uint64) uint64 {
 	n := uint64(0)
 	var walk func(ref.Val)
@@ -91,30 +94,116 @@ func deepSize(v ref.Val, limit uint64) uint64 {
 				walk(k)
 				walk(c.Get(k))
 			}
+		case *types.Optional:
+			if c.HasValue() {
+				walk(c.GetValue())
+			}
+		default:
+			if !leafValue(v) { // an object: its equality is reflect.DeepEqual of its Go value
+				n = addSaturating(n, goParts(reflect.ValueOf(v.Value()), limit-min(n, limit)))
+			}
 		}
 	}
 	walk(v)
 	return min(n, limit+1)
 }
 
-// nested reports whether v is a list or map holding a list or map.
+// goParts counts the parts of the Go value r that reflect.DeepEqual compares — each exported
+// field of a struct, element of a slice, key and value of a map, at any depth — not r
+// itself; it stops counting past limit. An input object (a *VM) or one a policy builds
+// (`evaluator.Holders{vms: l}`) holds lists and maps: before, it counted one node whatever
+// it held.
+func goParts(r reflect.Value, limit uint64) uint64 {
+	n := uint64(0)
+	var walk func(reflect.Value)
+	walk = func(r reflect.Value) {
+		for r.Kind() == reflect.Pointer || r.Kind() == reflect.Interface {
+			if r.IsNil() {
+				return
+			}
+			r = r.Elem()
+		}
+		switch r.Kind() {
+		case reflect.Struct:
+			for i := 0; i < r.NumField() && n <= limit; i++ {
+				if r.Type().Field(i).IsExported() {
+					n++
+					walk(r.Field(i))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < r.Len() && n <= limit; i++ {
+				n++
+				walk(r.Index(i))
+			}
+		case reflect.Map:
+			for it := r.MapRange(); it.Next() && n <= limit; {
+				n += 2
+				walk(it.Key())
+				walk(it.Value())
+			}
+		}
+	}
+	walk(r)
+	return n
+}
+
+// leafValue reports whether v is a value whose equality compares no list, map or object: a
+// CEL primitive, a value of the Kubernetes libraries (compared by its own fields), or an
+// optional of one (its strings are charged by their length, byteLen). Lists, maps, objects
+// and optionals of them are not: their Equal walks what they hold.
+func leafValue(v ref.Val) bool {
+	switch v.(type) {
+	case types.Bool, types.Int, types.Uint, types.Double, types.String, types.Bytes, types.Null,
+		types.Duration, types.Timestamp, *types.Type, *types.Err, *types.Unknown,
+		apiservercel.IP, apiservercel.CIDR, apiservercel.URL, apiservercel.Quantity, apiservercel.Semver,
+		apiservercel.Format:
+		return true
+	case *types.Optional: // optional.none(), or an optional of a leaf: compared as a leaf
+		o := v.(*types.Optional)
+		return !o.HasValue() || leafValue(o.GetValue())
+	}
+	return false
+}
+
+// unwrapped is v without the optionals around it (what an optional's equality compares),
+// and whether there were any.
+func unwrapped(v ref.Val) (ref.Val, bool) {
+	wrapped := false
+	for {
+		o, ok := v.(*types.Optional)
+		if !ok || !o.HasValue() {
+			return v, wrapped
+		}
+		v, wrapped = o.GetValue(), true
+	}
+}
+
+// nested reports whether v, seen through the optionals around it, is a list or map holding
+// a value that is not a leafValue (a list, a map, an optional of a value, an object), or is
+// an optional of an object. Such a value is charged its deep size; a flat
+// one (a list or map of scalars, or an optional of one) is charged by its elements and
+// characters (compare_charges.go). Before, an optional counted as a scalar, so a list of
+// optionals of huge nested lists was charged as a flat list of one element (issue #15).
 func nested(v ref.Val) bool {
-	switch c := v.(type) {
+	u, wrapped := unwrapped(v)
+	switch c := u.(type) {
 	case traits.Lister:
 		size, _ := c.Size().(types.Int)
 		for i := types.Int(0); i < size; i++ {
-			switch c.Get(i).(type) {
-			case traits.Lister, traits.Mapper:
+			if !leafValue(c.Get(i)) {
 				return true
 			}
 		}
 	case traits.Mapper:
 		for it := c.Iterator(); it.HasNext() == types.True; {
-			switch c.Get(it.Next()).(type) {
-			case traits.Lister, traits.Mapper:
+			k := it.Next()
+			if !leafValue(k) || !leafValue(c.Get(k)) {
 				return true
 			}
 		}
+	default:
+		return wrapped && !leafValue(u) // an optional of an object
 	}
 	return false
 }
@@ -209,7 +298,8 @@ func distinctCharge(args []ref.Val, limit uint64) *uint64 {
 	square := saturatingMul(n, n)
 	cost := addSaturating(saturatingMul(square, 2), 11)
 	if lister, ok := l.(traits.Lister); ok && n > 0 {
-		switch lister.Get(types.IntZero).Type() {
+		first, _ := unwrapped(lister.Get(types.IntZero))
+		switch first.Type() {
 		case types.StringType, types.BytesType:
 			cost = addSaturating(cost, square/10)
 		}
@@ -230,6 +320,15 @@ func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 	return nil
 }
 
+// equalCharge is the run-time charge of `==` or `!=`: linearCharge when an operand nests,
+// flatEqualCharge otherwise.
+func equalCharge(args []ref.Val, limit uint64) *uint64 {
+	if cost := linearCharge(args, limit); cost != nil {
+		return cost
+	}
+	return flatEqualCharge(args)
+}
+
 // deepCostTrackers charges every deep overload: equality by linearCharge (flat:
 // flatEqualCharge), `in` a list by inListCharge (compare_charges.go), the others by their deepCall's charge.
 func deepCostTrackers(limits Limits) cel.ProgramOption {
@@ -237,10 +336,7 @@ func deepCostTrackers(limits Limits) cel.ProgramOption {
 	var opts []interpreter.CostTrackerOption
 	for _, id := range []string{overloads.Equals, overloads.NotEquals} {
 		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
-			if cost := linearCharge(args, limit); cost != nil {
-				return cost
-			}
-			return flatEqualCharge(args)
+			return equalCharge(args, limit)
 		}))
 	}
 	for _, id := range []string{overloads.InList, checkedInList} {

@@ -73,6 +73,36 @@ func elemsKnown(b varBound) bool { return b.elemDeep > 0 || b.deep == 1 }
 // from its Go type (flat lists and maps of strings; an object counts one, as deepSize counts
 // it), else from e's type (deepFromType); false when none says (a computed value of type dyn).
 func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
+	d, ok := valueDeepOf(env, e, b)
+	return addSaturating(d, optionalLayers(env.a.GetType(e.ID()))), ok
+}
+
+// optionalLayers is how many optionals wrap a value of type t, each a node deepSize counts
+// around the value (a bound derived through optional.of(x) is x's).
+func optionalLayers(t *types.Type) uint64 {
+	n := uint64(0)
+	for ; t != nil && isOptional(t); t = t.Parameters()[0] {
+		n++
+	}
+	return n
+}
+
+// isOptional: t is optional_type(x).
+func isOptional(t *types.Type) bool {
+	return t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1
+}
+
+// withoutOptionals is t without the optional types around it: what an optional's equality
+// compares.
+func withoutOptionals(t *types.Type) *types.Type {
+	for t != nil && isOptional(t) {
+		t = t.Parameters()[0]
+	}
+	return t
+}
+
+// valueDeepOf is deepOf without the optionals around e's value.
+func valueDeepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 	if b.deep > 0 {
 		return b.deep, true
 	}
@@ -84,10 +114,14 @@ func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 			return addSaturating(1, b.size), true
 		case reflect.Invalid:
 			return 0, false
+		case reflect.Struct: // an input object: itself and its parts (deep.go goParts)
+			t, _, _, _ := walkInput(b.input.typ, b.input.steps)
+			parts, ok := goTypeParts(t, 0)
+			return addSaturating(1, parts), ok
 		}
 		return 1, true
 	}
-	t := env.a.GetType(e.ID())
+	t := withoutOptionals(env.a.GetType(e.ID()))
 	if t == nil {
 		return 0, false
 	}
@@ -103,11 +137,17 @@ func deepOf(env boundEnv, e ast.Expr, b varBound) (uint64, bool) {
 
 // deepFromType bounds the deep size of a value of type t holding at most size entries, each
 // nested collection at most elem: a scalar or object 1, a list 1 + size × its element's, a map
-// 1 + size × (1 + its value's); false for dyn, whose shape the type does not say.
+// 1 + size × (1 + its value's), an optional 1 + its value's; false for dyn, whose shape the
+// type does not say.
 func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 	switch {
 	case unknownShape(t):
 		return 0, false
+	case isOptional(t):
+		d, ok := deepFromType(t.Parameters()[0], size, elem)
+		return addSaturating(1, d), ok
+	case t.Kind() == types.StructKind && !libraryScalar(t):
+		return 0, false // an object not read from an input: what it holds has no bound here
 	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
 		d, ok := deepFromType(t.Parameters()[0], elem, elem)
 		return addSaturating(1, saturatingMul(size, d)), ok
@@ -116,6 +156,44 @@ func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 		return addSaturating(1, saturatingMul(size, addSaturating(d, 1))), ok
 	}
 	return 1, true
+}
+
+// goTypeParts bounds goParts (deep.go) on a value of the input Go type t from the maxSize
+// tags: each exported field of a struct one plus its parts, a slice of at most size elements
+// size × (1 + an element's), a map size × (2 + a key's + a value's); false for a slice or map
+// without a bound.
+func goTypeParts(t reflect.Type, size uint64) (uint64, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		n := uint64(0)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			parts, ok := goTypeParts(f.Type, sizeTag(f, "maxSize"))
+			if !ok {
+				return 0, false
+			}
+			n = addSaturating(n, addSaturating(1, parts))
+		}
+		return n, true
+	case reflect.Slice, reflect.Array, reflect.Map:
+		if size == 0 {
+			return 0, false
+		}
+		per, ok := goTypeParts(t.Elem(), 0)
+		own := uint64(1)
+		if t.Kind() == reflect.Map {
+			key, okKey := goTypeParts(t.Key(), 0)
+			per, ok, own = addSaturating(per, key), ok && okKey, 2
+		}
+		return saturatingMul(size, addSaturating(own, per)), ok
+	}
+	return 0, true
 }
 
 // deepOperation is one call the estimate charges by deep size, named with its position.
@@ -386,12 +464,47 @@ func (w *deepWalk) deepOperands(call ast.CallExpr) ([]ast.Expr, string) {
 	}
 	for _, o := range operands {
 		for _, alt := range seeThrough(o) {
-			if t := w.a.GetType(alt.ID()); t != nil && (nestedCollection(t) || unknownShape(t)) && !scalarThrough(w.a, alt) {
+			if t := w.a.GetType(alt.ID()); t != nil && mayNest(t) && !scalarThrough(w.a, alt) {
 				return operands, name
 			}
 		}
 	}
 	return nil, ""
+}
+
+// mayNest: a value of type t may be what deep.go's nested() charges by its deep size — seen
+// through the optionals around it, a list or map whose elements, keys or values are not of
+// a leaf type (lists, maps, objects, optionals of them, dyn), a value of unknown shape
+// (dyn), or an optional of an object. Before, a list of optionals of nested lists was flat to the
+// estimate, as it was to the run time (issue #15).
+func mayNest(t *types.Type) bool {
+	u := withoutOptionals(t)
+	switch {
+	case unknownShape(u):
+		return true
+	case isCollection(u):
+		for _, p := range u.Parameters() {
+			if !leafType(p) {
+				return true
+			}
+		}
+		return false
+	}
+	return u != t && !leafType(u)
+}
+
+// leafType: a value of type t is a leafValue (deep.go): a primitive, a value of the
+// Kubernetes libraries, or an optional of one.
+func leafType(t *types.Type) bool {
+	if isOptional(t) {
+		return leafType(t.Parameters()[0])
+	}
+	switch t.Kind() {
+	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.StringKind, types.BytesKind,
+		types.NullTypeKind, types.DurationKind, types.TimestampKind, types.TypeKind, types.ErrorKind:
+		return true
+	}
+	return libraryScalar(t)
 }
 
 // scalarThrough: e, of type dyn, is a scalar all the same — arithmetic or a conditional over

@@ -1,7 +1,9 @@
 package evaluator
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/common/types"
@@ -68,5 +70,83 @@ func TestPairwiseCallBeyondTheLimitDoesNotRun(t *testing.T) {
 	}
 	if err := deepCallError(deepCalls[i], []ref.Val{a, b}, 10_000); err != nil {
 		t.Errorf("sets.intersects refused under a limit of 10,000: %v", err)
+	}
+}
+
+// The run-time deep walk sees through wrappers: an optional counts one node plus what it
+// holds, a list or map holding an optional nests, and the flat charges of `==` and `in` are
+// those of the values the optionals wrap (types.Optional.Equal compares them in full).
+// Before, an optional counted one scalar node whatever it held: `optional.of(m) in
+// [optional.of(m)]` was charged 5 units and ran for seconds (issue #15). Class: a wrapper
+// value the deep walk does not see through.
+func TestDeepWalkSeesThroughWrappers(t *testing.T) {
+	const limit = 1 << 30
+	leaves := make([]ref.Val, 2100)
+	for i := range leaves {
+		leaves[i] = types.Int(i)
+	}
+	flat := types.DefaultTypeAdapter.NativeToValue(leaves)
+	opt := func(v ref.Val) ref.Val { return types.OptionalOf(v) }
+	list := func(vs ...ref.Val) ref.Val { return types.DefaultTypeAdapter.NativeToValue(vs) }
+	deep := sharedDoubling(10) // 2^10 leaves: 2,047 + 2^10 nodes
+	long := types.String(strings.Repeat("s", 1<<20))
+
+	if got, want := deepSize(opt(deep), limit), 1+deepSize(deep, limit); got != want {
+		t.Errorf("deepSize(optional.of(doubling)) = %d, want %d", got, want)
+	}
+	if got, want := deepSize(opt(opt(flat)), limit), uint64(2+1+2100); got != want {
+		t.Errorf("deepSize(optional.of(optional.of(flat))) = %d, want %d", got, want)
+	}
+	if got := deepSize(types.OptionalNone, limit); got != 1 {
+		t.Errorf("deepSize(optional.none()) = %d, want 1", got)
+	}
+	for _, v := range []ref.Val{opt(deep), opt(opt(deep)), list(opt(flat)), list(opt(opt(flat))),
+		types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{"a": opt(flat)})} {
+		if !nested(v) {
+			t.Errorf("nested(%v) = false, want true: it holds a wrapper of a value", v.Type())
+		}
+	}
+	// Optionals of scalars are leaves: a list of them is flat, charged by its elements and
+	// the characters of their strings.
+	for _, v := range []ref.Val{opt(types.Int(1)), opt(types.String("x")), types.OptionalNone, opt(flat), flat,
+		list(opt(types.Int(1)), types.OptionalNone)} {
+		if nested(v) {
+			t.Errorf("nested(%v) = true, want false", v)
+		}
+	}
+
+	// The charges: at least the deep size walked, or the elements compared.
+	for _, tc := range []struct {
+		name    string
+		charge  *uint64
+		atLeast uint64
+	}{
+		{"== on optionals of a nested list", equalCharge([]ref.Val{opt(deep), opt(deep)}, limit), 2 * deepSize(deep, limit)},
+		{"== on optionals of a flat list", equalCharge([]ref.Val{opt(flat), opt(flat)}, limit), 2100},
+		{"== on optionals of optionals", equalCharge([]ref.Val{opt(opt(flat)), opt(opt(flat))}, limit), 2100},
+		{"in a list of optionals", inListCharge([]ref.Val{opt(deep), list(opt(deep))}, limit), 2 * deepSize(deep, limit)},
+		{"in a list of optionals of flat lists", inListCharge([]ref.Val{opt(flat), list(opt(flat))}, limit), 2 * 2100},
+		{"in a list of optionals of strings", inListCharge([]ref.Val{opt(long), list(opt(long), opt(long))}, limit), 2 + 2*compareCost(1<<20)},
+		{"== on lists of optionals of strings", equalCharge([]ref.Val{list(opt(long)), list(opt(long))}, limit), compareCost(1 << 20)},
+		{"includes", linearCharge([]ref.Val{list(opt(deep)), opt(deep)}, limit), 2 * deepSize(deep, limit)},
+		{"sets.contains", setsCharge(1)([]ref.Val{list(opt(deep)), list(opt(deep))}, limit), 2 * deepSize(deep, limit)},
+		{"distinct", distinctCharge([]ref.Val{list(opt(deep), opt(deep))}, limit), 2 * deepSize(deep, limit)},
+	} {
+		if tc.charge == nil || *tc.charge < tc.atLeast {
+			got := "nil (cel-go's charge, 1)"
+			if tc.charge != nil {
+				got = fmt.Sprint(*tc.charge)
+			}
+			t.Errorf("%s: charged %s, want at least %d", tc.name, got, tc.atLeast)
+		}
+	}
+
+	// The guards: an optional of a value beyond the limit is refused before the call runs.
+	small := uint64(1000)
+	if err := deepArgsError("in", []ref.Val{opt(deep), list(opt(deep))}, small); err == nil {
+		t.Error("deepArgsError let optional.of(doubling) in [optional.of(doubling)] through")
+	}
+	if err := flatCompareError("_==_", opt(flat), opt(flat), small); err == nil {
+		t.Error("flatCompareError let optional.of(flat) == optional.of(flat) through")
 	}
 }

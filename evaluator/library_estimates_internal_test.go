@@ -217,6 +217,34 @@ var libraryEstimateCases = []string{
 	// Optionals.
 	"vm.labels[?'x'].orValue(vm.name).indexOf('n')",
 	"optional.of(vm.annotations['a']).value().indexOf('a')",
+	// Deep and flat comparisons through optionals, which compare what they hold (issue #15:
+	// an optional counted one node whatever it held, to the estimate and the run time).
+	"optional.of(holders.vms.map(x, [x])) in [optional.of(holders.vms.map(x, [x]))]",
+	"optional.of(optional.of(vm.labels)) in [optional.of(optional.of(vm.labels)), optional.none()]",
+	"[optional.of(holders.vms.map(x, [x]))].includes(optional.of(holders.vms.map(x, [x])))",
+	"[optional.of(holders.vms.map(x, [x]))].indexOf(optional.of(holders.vms.map(x, [x])))",
+	"[optional.of(holders.vms), optional.of(holders.vms)].distinct().size()",
+	"sets.contains([optional.of(vm.labels.map(k, [k]))], [optional.of(vm.labels.map(k, [k]))])",
+	"sets.equivalent([optional.of(vm.labels)], [optional.of(vm.labels)])",
+	"[optional.of(holders.vms)] == [optional.of(holders.vms)]",
+	"{'a': optional.of(vm.labels)} == {'a': optional.of(vm.labels)}",
+	"dyn(optional.of(holders.vms)) == dyn(optional.of(holders.vms))",
+	"[vm.labels[?'x'], vm.labels[?'y']] == [optional.none(), optional.none()]",
+	"optional.of(vm.name) in [optional.of(vm.name), vm.labels[?'x']]",
+	"optional.of(vm.annotations['a']) in [optional.of(vm.annotations['a']), vm.annotations[?'b']]",
+	"vm.annotations[?'a'] in [vm.annotations[?'a'], vm.annotations[?'a']]",
+	"[vm.annotations[?'a']] == [vm.annotations[?'a']]",
+	"[optional.of(vm.annotations['a'])].indexOf(vm.annotations[?'a'])",
+	"sets.contains([vm.annotations[?'a']], [vm.annotations[?'a']])",
+	"[optional.of(vm), optional.of(vm)].distinct().size()",
+	"[vm, vm].distinct().size()",
+	"vm in [vm, vm]",
+	// Objects, compared by reflect.DeepEqual of what they hold (their parts, deep.go goParts).
+	"[holders] == [holders]",
+	"[interface, interface].distinct().size()",
+	"namespaceObject in [namespaceObject]",
+	"sets.contains([network, network], [network])",
+	"[optional.of(vm)].includes(optional.of(vm))",
 }
 
 // wideCases are calls charged by the bytes of a string built from a literal of 2,000

@@ -347,6 +347,14 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: b.elem, elem: b.elem}, true
 	case "value":
 		return target()
+	case "optional.none":
+		return varBound{deep: 1}, len(args) == 0 // holds nothing: one node
+	case "optional.of", "optional.ofNonZeroValue":
+		// The bound of what the optional holds, as value() returns it; deepOf adds the
+		// optional's own node (optionalLayers).
+		if len(args) == 1 {
+			return arg(0)
+		}
 	case "orValue":
 		b, ok1 := target()
 		d, ok2 := arg(0)
