@@ -113,8 +113,8 @@ func (w *deepWalk) concatCharge(env boundEnv, e ast.Expr, iterations uint64) {
 
 // builtList checks what a macro's own accumulation (`@result + [x]` at e, appended in place:
 // nothing beyond cel-go's unit to charge) adds to the list it builds: the list holds every
-// element, so one whose size the estimate cannot derive (optional.of(x)) is refused in a
-// new expression, naming that element. Before, accumulator() knew only "__result__", not
+// element, so one whose size the estimate cannot derive (a transformMap() result) is refused
+// in a new expression, naming that element. Before, accumulator() knew only "__result__", not
 // cel-go's "@result", and the refusal blamed "+ of the operand at 1:21", a + the user never
 // wrote.
 func (w *deepWalk) builtList(env boundEnv, e, added ast.Expr) {
@@ -130,7 +130,7 @@ func (w *deepWalk) builtList(env boundEnv, e, added ast.Expr) {
 func describe(a *ast.AST, e ast.Expr) string {
 	if e.Kind() == ast.ComprehensionKind {
 		loc := a.SourceInfo().GetStartLocation(e.ID())
-		return fmt.Sprintf("the list of the comprehension at %d:%d", loc.Line(), loc.Column()+1)
+		return fmt.Sprintf("the value the comprehension at %d:%d builds", loc.Line(), loc.Column()+1)
 	}
 	if src, err := parser.Unparse(e, a.SourceInfo()); err == nil {
 		return cut(src, 80)
