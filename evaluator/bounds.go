@@ -280,7 +280,8 @@ type sizeWalk struct {
 }
 
 // within checks v as sizeWithin does, one visit for v and one for each element, key and
-// value it nests; a string beyond its bound in bytes counts its characters up to the bound.
+// value it nests; a string beyond its bound in bytes counts its characters, up to the bound,
+// a visit each.
 func (w *sizeWalk) within(v ref.Val, bound, elem uint64) error {
 	if w.left == 0 {
 		return errWalkStopped
@@ -294,8 +295,15 @@ func (w *sizeWalk) within(v ref.Val, bound, elem uint64) error {
 		if uint64(len(x)) <= bound {
 			return nil
 		}
-		// Counted up to the bound only: a string of megabytes is not walked to say so.
-		if n = runesUpTo(string(x), bound); n <= bound {
+		// Counted up to the bound only (a string of megabytes is not walked to say so), each
+		// character a visit, as cel-go charges a string traversal a unit per ten characters.
+		n = runesUpTo(string(x), bound)
+		if n > w.left {
+			w.visited, w.left = w.visited+w.left, 0
+			return errWalkStopped
+		}
+		w.visited, w.left = w.visited+n, w.left-n
+		if n <= bound {
 			return nil
 		}
 		return fmt.Errorf("more than %d characters", bound)

@@ -44,12 +44,17 @@ func TestSizeWithinStopsAtItsAllowance(t *testing.T) {
 	if n, err := sizeWithin(sharedDoubling(10), 1024, 317, 4095); err != nil || n != 4095 {
 		t.Errorf("sizeWithin(a 4,095-value list, allowance 4,095) = %d visits, %v; want 4095, nil", n, err)
 	}
+	// A string longer in bytes than its bound counts its characters, a visit each, up to the
+	// bound: 1 + 318 visits say a 1 Mi-character string is beyond 317.
 	long := types.String(strings.Repeat("é", 1<<20))
-	if _, err := sizeWithin(long, 317, 317, 1); err == nil || err.Error() != "more than 317 characters" {
-		t.Errorf("sizeWithin(a 1 Mi-character string) = %v, want more than 317 characters", err)
+	if n, err := sizeWithin(long, 317, 317, 1000); err == nil || err.Error() != "more than 317 characters" || n != 319 {
+		t.Errorf("sizeWithin(a 1 Mi-character string) = %d visits, %v; want 319, more than 317 characters", n, err)
 	}
-	if _, err := sizeWithin(types.String(strings.Repeat("é", 317)), 317, 317, 1); err != nil {
-		t.Errorf("sizeWithin(317 two-byte characters, bound 317) = %v, want within", err)
+	if n, err := sizeWithin(types.String(strings.Repeat("é", 317)), 317, 317, 1000); err != nil || n != 318 {
+		t.Errorf("sizeWithin(317 two-byte characters, bound 317) = %d visits, %v; want 318, within", n, err)
+	}
+	if _, err := sizeWithin(long, 317, 317, 100); !errors.Is(err, errWalkUnpaid) {
+		t.Errorf("sizeWithin(a 1 Mi-character string, allowance 100) = %v, want errWalkUnpaid", err)
 	}
 }
 

@@ -722,7 +722,7 @@ func checkVariableSize(v ref.Val, b varBound, allowance uint64) (uint64, error) 
 	case b.fixed:
 		visited, err = sizeWithin(v, b.size, b.elem, allowance)
 	default:
-		visited, err = 1, topSizeWithin(v, b.size)
+		visited, err = topSizeWithin(v, b.size, allowance)
 	}
 	if err != nil && !errors.Is(err, errWalkUnpaid) {
 		err = fmt.Errorf("value of %s, beyond the bound the cost estimate assumes for this variable", err)
@@ -743,16 +743,25 @@ func fixedWalkEstimate(t *types.Type) uint64 {
 	return walkCharge(deep)
 }
 
-// topSizeWithin checks v's own size (characters, bytes or entries) against bound.
-func topSizeWithin(v ref.Val, bound uint64) error {
-	switch v.(type) {
-	case types.String, types.Bytes:
-		_, err := sizeWithin(v, bound, 0, 1)
-		return err
+// topSizeWithin checks v's own size (characters, bytes or entries) against bound, in
+// constant time except for a string longer in bytes than bound (characters), whose characters
+// it counts up to the bound: it returns them, for its caller to charge, as sizeWithin does.
+func topSizeWithin(v ref.Val, bound, allowance uint64) (uint64, error) {
+	switch x := v.(type) {
+	case types.String:
+		if uint64(len(x)) <= bound {
+			return 0, nil
+		}
+		visited, err := sizeWithin(v, bound, 0, addSaturating(allowance, 1))
+		return visited - 1, err // the string's own visit is the constant part
+	case types.Bytes:
+		if uint64(len(x)) > bound {
+			return 0, fmt.Errorf("%d bytes, at most %d", len(x), bound)
+		}
 	case traits.Sizer:
 		if n, ok := v.(traits.Sizer).Size().(types.Int); ok && uint64(n) > bound {
-			return fmt.Errorf("%d entries, at most %d", n, bound)
+			return 0, fmt.Errorf("%d entries, at most %d", n, bound)
 		}
 	}
-	return nil
+	return 0, nil
 }
