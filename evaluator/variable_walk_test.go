@@ -89,3 +89,40 @@ func TestFixedVariableBoundCheckStopsAtTheBudget(t *testing.T) {
 		t.Errorf("Cost = %d, want the walk stopped at the budget (60,000)", d.Cost)
 	}
 }
+
+// flatBig adds the variable d, a flat list of 131,072 ints built by concatenation for ~17,000
+// units: more elements than one call may walk (the per-call limit, 100,000).
+func flatBig(p *v1alpha1.ClusterIPAMPolicy) {
+	variable("a", "lists.range(512)")(p)
+	variable("b", strings.Repeat("variables.a + ", 7)+"variables.a")(p)
+	variable("c", strings.Repeat("variables.b + ", 7)+"variables.b")(p)
+	variable("d", strings.Repeat("variables.c + ", 3)+"variables.c")(p)
+}
+
+// The deep-size guards walk only what the operation can touch: `x in l` compares x with l's
+// elements, each comparison stopping at the element's end (a size differs), `l.includes(x)`
+// and `indexOf` alike, and `==` of collections of different sizes compares nothing. Before,
+// the guard walked x too, charged nothing for it (the flat charges count l): a flat list of
+// 99,000 ints `in [1, i]` over 512 iterations spent ~0.2 s of CPU for a few units, and past
+// 100,000 elements an admitted rule failed at run time ("an argument holds more than 100000
+// elements").
+func TestDeepGuardsWalkOnlyWhatTheOperationTouches(t *testing.T) {
+	// A long deadline: building the list takes a while on a loaded machine, and the test is
+	// about the walks' limit, not the clock.
+	c := compilerWith(t, evaluator.Limits{Deadline: 30 * time.Second})
+	for _, rule := range []string{
+		"dyn(variables.d) in [1, interface.index]",
+		"dyn(variables.d) == [1, interface.index]",
+		"!(dyn(variables.d) != [1, interface.index])",
+		"[1, interface.index].includes(dyn(variables.d))",
+		"[1, interface.index].indexOf(dyn(variables.d)) >= 0",
+		"[1, interface.index].lastIndexOf(dyn(variables.d)) >= 0",
+	} {
+		t.Run(rule, func(t *testing.T) {
+			d := decide(setOf(t, c, newPolicy("p", flatBig, skipRule("r", rule, "Never", "", ""))), pooledAuto())
+			if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto || d.Skip {
+				t.Errorf("decision = %s %q, want Auto (the 131,072-element operand need not be walked)", d.Reason, d.Message)
+			}
+		})
+	}
+}
