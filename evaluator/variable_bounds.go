@@ -319,6 +319,22 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{size: b.elem, elem: b.elem}, true
 	case "value":
 		return target()
+	case "optional.of", "optional.ofNonZeroValue":
+		// The optional holds its argument: optional.of(x).value() is x. Before, it was not
+		// derived, and the fixed bound's walk checked x on every evaluation (vmipam#15).
+		if len(args) == 1 {
+			return arg(0)
+		}
+	case "first", "last":
+		// An optional of the list's first or last element, bounded as an index of it.
+		b, ok := target()
+		if !ok || len(args) != 0 {
+			return varBound{}, false
+		}
+		if b.input != nil && b.input.kind() == reflect.Slice {
+			return inputBound(b.input.then("@items"))
+		}
+		return varBound{size: b.elem, elem: b.elem, deep: b.elemDeep}, true
 	case "orValue":
 		b, ok1 := target()
 		d, ok2 := arg(0)
