@@ -45,9 +45,10 @@ func FuzzGeneratedPolicy(f *testing.F) {
 	f.Add([]byte{17, 1, 0, 5, 7}, uint8(0x30))
 	f.Add([]byte{17, 1, 1, 2, 8}, uint8(0x82))
 	// The wide shapes: 4,081 `&&` terms, and a literal of 2,481 reads, in a comprehension over
-	// 400 elements; ten variables, each the one before doubled, over the holders.
+	// 400 elements; ten variables, each the one before doubled, over the holders; a map literal
+	// of 17 keys, iterated (Go's random map order decided it differently run to run).
 	for _, seed := range [][]byte{{18, 3, 2, 0, 250, 255, 1}, {18, 3, 2, 0, 250, 8, 1}, {18, 3, 2, 0, 252, 155, 6},
-		{18, 3, 2, 0, 252, 7, 6}, {255, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {255, 2, 0, 1, 2, 3, 4, 0}} {
+		{18, 3, 2, 0, 252, 7, 6}, {255, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {255, 2, 0, 1, 2, 3, 4, 0}, {253, 1, 2}} {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(0x80))
 	}
@@ -467,7 +468,8 @@ const wideShapes = 250
 // wide is one of the shapes whose work grows with their width, not their depth, on nodes
 // cel-go charges little or nothing (issue #15): thousands of `&&`, `||` or `?:` terms, a long
 // list or map literal of reads (each read searches the values pending beneath it), and a
-// chain of policy variables, each built from the one before.
+// chain of policy variables, each built from the one before; and a map literal, iterated
+// (its order must not vary).
 func (g *exprGen) wide(depth, shape int) string {
 	n := 1 + g.next()*16 // up to 4,081 terms
 	switch shape {
@@ -477,9 +479,13 @@ func (g *exprGen) wide(depth, shape int) string {
 		return "(" + strings.TrimSuffix(strings.Repeat(term+op, n), op) + ")"
 	case 2:
 		return "[" + strings.TrimSuffix(strings.Repeat(g.str(maxGenDepth)+", ", n), ", ") + "].size() > 0"
-	case 3:
-		k, v := g.str(maxGenDepth), g.str(maxGenDepth)
-		return "{" + strings.TrimSuffix(strings.Repeat(k+": "+v+", ", n), ", ") + "}.size() > 0"
+	case 3: // a map literal of n distinct keys, iterated: the decision shows its order
+		v := g.str(maxGenDepth)
+		entries := make([]string, min(n, 600))
+		for i := range entries {
+			entries[i] = fmt.Sprintf("'k%d': %s", (i*7919)%len(entries), v)
+		}
+		return "{" + strings.Join(entries, ", ") + "}.map(z, z)[0] == 'k1'"
 	case 4:
 		b, x := g.boolean(maxGenDepth), g.str(maxGenDepth)
 		return strings.Repeat("("+b+" ? "+x+" : ", n) + "''" + strings.Repeat(")", n) + " != 'x'"
