@@ -85,7 +85,22 @@ func decideWithin(evalCtx context.Context, set *evaluator.Set, in evaluator.Inpu
 	}
 	msg := "not evaluated: " + context.Cause(evalCtx).Error()
 	return evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError,
-		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}}
+		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}, DeadlineExceeded: true}
+}
+
+// outOfTime returns the keys of the interfaces (removed ones too) whose decision failed only
+// because its wall-clock time ran out (evaluator.Decision.DeadlineExceeded: the evaluator's
+// deadline, or the VM's budget), in order; nil when none did.
+func outOfTime(s *scope) []string {
+	var keys []string
+	for _, its := range [][]*iface{s.interfaces, s.removed} {
+		for _, it := range its {
+			if it.decision.DeadlineExceeded {
+				keys = append(keys, it.key)
+			}
+		}
+	}
+	return keys
 }
 
 // vmInput is what a policy sees of vm, the one place every front end (the controller, the
