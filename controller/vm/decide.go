@@ -27,7 +27,9 @@ const ReasonDuplicateInterface = "DuplicateInterface"
 // (1 s), but a VM with many interfaces could otherwise hold a reconcile worker for N times
 // that. The interfaces not decided within the budget get a PolicyError naming it (their
 // NetworkReady item says why; nothing existing is deleted for an unknown allocation) and the
-// VM is retried with backoff. Real decisions take well under a millisecond each.
+// VM is retried with backoff; like any decision out of time, the reconciler publishes it only
+// when the retry runs out of time too (Reconciler.lateAgain). Real decisions take well under
+// a millisecond each.
 const DefaultVMEvaluationBudget = 2 * time.Second
 
 // The cause of the budget context's end, which the evaluator names in the PolicyError of every
