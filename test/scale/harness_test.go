@@ -97,6 +97,7 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 		"audit-log-maxsize": "0", "max-requests-inflight": "1000", "max-mutating-requests-inflight": "500",
 	}})
 	h.env = e
+	t.Cleanup(h.keepFiles) // runs after h.stop: the logs are complete
 	t.Cleanup(h.stop)
 	must(t, err)
 	_, h.benchCfg, err = e.AdminUser(benchUser)
