@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
@@ -93,17 +94,31 @@ func slimVM(obj any) (any, error) {
 
 // slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
 // vmipam reads (spec, status address/phase/conditions); of the metadata it keeps the owner
-// references and annotations (the interface an Auto IPAddress serves) and drops the labels,
-// which nothing reads — policies do not see an IPAddress's labels, and the VM-UID label vmipam
-// puts on its Auto IPAddresses is informational (ownership is the controller reference) —: one
-// map fewer per IPAddress, of which there are two per VM.
+// references and, of the annotations, only the interface an Auto IPAddress serves
+// (vm.AnnotationInterface), and drops the labels. Nothing reads the rest: policies see no
+// IPAddress labels or annotations (evaluator.IPAddress), and the VM-UID label vmipam puts on its
+// Auto IPAddresses is informational (ownership is the controller reference). The one
+// annotation left takes one value per network, so the map holding it is shared by every
+// IPAddress of that network (mapTable): 2 maps for the 20,000 IPAddresses of 10,000 VMs on two
+// networks instead of 20,000.
 func slimIPAddress(obj any) (any, error) {
 	if ip, ok := obj.(*sdnv1.IPAddress); ok {
-		slimMeta(&ip.ObjectMeta)
+		ip.ManagedFields = nil
 		ip.Labels = nil
+		ip.Annotations = ipAddressAnnotations(ip.Annotations)
 		internIPAddress(ip)
 	}
 	return obj, nil
+}
+
+// ipAddressAnnotations returns the shared map of the annotations of an IPAddress that vmipam
+// reads (annotations itself is not written: it may already be a shared map), or nil.
+func ipAddressAnnotations(annotations map[string]string) map[string]string {
+	v, ok := annotations[vm.AnnotationInterface]
+	if !ok {
+		return nil
+	}
+	return sharedMaps.share(map[string]string{vm.AnnotationInterface: intern(v)})
 }
 
 // slimNamespace is the cache transform of Namespaces: vmipam reads their name and labels only,

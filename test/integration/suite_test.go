@@ -78,4 +78,7 @@ var _ = AfterSuite(func() {
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
+	// The cache transforms share label and annotation maps between objects (controller
+	// mapintern.go); after every spec ran the controller, none may have been written to.
+	Expect(controller.SharedMapsIntact()).To(Succeed())
 })
