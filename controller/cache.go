@@ -57,22 +57,40 @@ func slimMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-// slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam, its watches
-// and the stand-ins sharing a cache in tests read — the metadata (labels, the networks-spec
-// annotation, owner references, deletion timestamp) and status.phase — and drops the spec and
-// the rest of the status. A real virt-launcher pod's spec and status (containers, volumes,
-// environment, container statuses) are several kilobytes each, which 10,000 VMs would hold for
-// nothing. vmipam only ever merge-patches pods, so the missing fields are never written back.
+// slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam reads of a
+// launcher pod — name, namespace, UID, resourceVersion, generation, creation and deletion
+// timestamps, the vm.kubevirt.io/name label, the networks-spec annotation, status.phase (the
+// fields of vm.onlyOurChange's and vm.changed's pod branches) — and drops the rest: the spec and
+// the rest of the status, the other labels and annotations (SDN's networks-status answer, the
+// runtime's own), owner references, finalizers and generateName. A real virt-launcher pod's spec
+// and status (containers, volumes, environment, container statuses) are several kilobytes
+// each and its metadata another kilobyte or more, which 10,000 VMs would hold for nothing.
+// vmipam only ever merge-patches pods, so the missing fields are never written back. Policies
+// see nothing of pods. The stand-ins of the tests, which read more of a pod (SDN its
+// networks-status, the VM runtime its owner and migration annotations), cache pods with a
+// transform of their own where they run beside vmipam (test/sim.CacheOptions).
 func slimLauncherPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok { // a tombstone of a deleted pod: nothing to trim
 		return obj, nil
 	}
-	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
-	slimMeta(&slim.ObjectMeta)
+	m := &pod.ObjectMeta
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
+		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+		Labels: only(m.Labels, vmv1.LabelLauncherVMName), Annotations: only(m.Annotations, sdnv1.AnnotationNetworksSpec)}}
 	internMeta(&slim.TypeMeta, &slim.ObjectMeta)
 	slim.Status.Phase = intern(pod.Status.Phase)
 	return slim, nil
+}
+
+// only returns a new map of m's entry under key, or nil when m has none.
+func only(m map[string]string, key string) map[string]string {
+	v, ok := m[key]
+	if !ok {
+		return nil
+	}
+	return map[string]string{key: v}
 }
 
 // slimVM is the cache transform of VirtualMachines: it keeps the metadata (policies read every
