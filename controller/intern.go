@@ -35,24 +35,16 @@ func intern[S ~string](s S) S {
 }
 
 // internMeta interns the repeating strings of an object's metadata in place: its namespace, its
-// label keys and values, its annotation keys and the networks-spec annotation's value, and its
-// owner references' API version and kind. The label and annotation maps are rebuilt (a map's
-// keys cannot be replaced in place), so the object no longer holds the maps it came with.
-//
-// Other annotation values are mostly unique per object and stay as decoded. The networks-spec
-// value is unique per VM but not per object: a VM and its launcher pod carry the same list
-// (vmipam writes both in one reconcile, the VM runtime copies it into a new pod), and their
-// watch events arrive within one GC cycle, so interning keeps one copy of the JSON for both
-// (~250 bytes per VM with two NICs) instead of two.
+// label keys and values, its annotation keys (values — the networks-spec JSON, an interface key
+// — are mostly unique per object; see internIPAddress for the one that repeats) and its owner
+// references' API version and kind. The label and annotation maps are rebuilt (a map's keys
+// cannot be replaced in place), so the object no longer holds the maps it came with.
 func internMeta(tm *metav1.TypeMeta, m *metav1.ObjectMeta) {
 	internRefs(tm, m)
 	m.Labels = internedLabels(m.Labels)
 	if len(m.Annotations) > 0 {
 		annotations := make(map[string]string, len(m.Annotations))
 		for k, v := range m.Annotations {
-			if k == sdnv1.AnnotationNetworksSpec {
-				v = intern(v)
-			}
 			annotations[intern(k)] = v
 		}
 		m.Annotations = annotations

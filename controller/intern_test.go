@@ -100,20 +100,3 @@ func TestTransformsShareRepeatingStringsAndChangeNoValue(t *testing.T) {
 
 // fmtManifest fills a manifest's %s and %d verbs.
 func fmtManifest(manifest string, args ...any) string { return fmt.Sprintf(manifest, args...) }
-
-// A VM and its launcher pod carry the same networks-spec list: the cache keeps one copy.
-func TestVMAndLauncherPodShareTheirNetworksSpec(t *testing.T) {
-	const spec = `[{"id":2,"type":"ClusterNetwork","name":"corp","ifName":"veth_cn1a2b3c4d","ipAssignmentMode":"DHCP","ipAddressNames":["web-corp-1a2b3"]}]`
-	defer func(h unique.Handle[string]) { _ = h.Value() }(unique.Make(spec)) // see the test above
-	vmOut, _ := slimVM(decode[vmv1.VirtualMachine](t, `{"metadata":{"namespace":"ns","name":"web","annotations":{"network.deckhouse.io/networks-spec":`+
-		fmt.Sprintf("%q", spec)+`,"team":"a"}}}`))
-	podOut, _ := slimLauncherPod(decode[corev1.Pod](t, `{"metadata":{"namespace":"ns","name":"virt-launcher-web-x","labels":{"vm.kubevirt.io/name":"web"},"annotations":{"network.deckhouse.io/networks-spec":`+
-		fmt.Sprintf("%q", spec)+`}}}`))
-	vm, pod := vmOut.(*vmv1.VirtualMachine), podOut.(*corev1.Pod)
-	if a, b := vm.Annotations[sdnv1.AnnotationNetworksSpec], pod.Annotations[sdnv1.AnnotationNetworksSpec]; a != spec || !same(a, b) {
-		t.Errorf("the VM's and the pod's networks-spec are two copies (or changed): %q, %q", a, b)
-	}
-	if vm.Annotations["team"] != "a" {
-		t.Errorf("the VM lost an annotation a policy may read: %v", vm.Annotations)
-	}
-}
