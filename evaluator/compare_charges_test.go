@@ -128,3 +128,25 @@ func TestFlatListEqualityChargesItsElements(t *testing.T) {
 		t.Errorf("comparing 500 elements cost %d more than their size(), want at least 500: a unit an element", got)
 	}
 }
+
+// cel-go's optimizer plans `x in [constants]` as a set lookup (evalSetMembership), a node no
+// cost tracker sees: it was charged nothing, and hashed x, so a rule testing a 250,000-
+// character annotation against constant lists 6,000 times spent ~1.6 µs a unit (issue #15,
+// tester atk7 finding 5). The call stays a call the tracker charges, as `in` any flat list:
+// a unit an element and the characters it may compare. Class: a node kind no tracker sees.
+func TestInConstantListIsCharged(t *testing.T) {
+	c := newCompiler(t)
+	cost := func(list string) int64 {
+		s := setOf(t, c, newPolicy("p", skipRule("r",
+			"lists.range(100).exists(i, vm.name in "+list+" && i < 0)", "R", "", "")))
+		d := decide(s, pooledAuto())
+		if d.Reason == evaluator.ReasonPolicyError || d.Skip {
+			t.Fatalf("%s: decision = %s %q, want the rule evaluated to false", list, d.Reason, d.Message)
+		}
+		return d.Cost
+	}
+	constants := "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p']"
+	if got := cost(constants) - cost("[]"); got < 100*16 {
+		t.Errorf("`in` a list of 16 constants, 100 times, cost %d more than `in []`: want at least %d, a unit an element", got, 100*16)
+	}
+}

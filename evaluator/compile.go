@@ -590,7 +590,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 			return program{path: path.String()}, nil, native
 		}
 	}
-	prog, err := env.Program(checked)
+	prog, err := env.Program(checked, orderedRanges(checked)) // map_order.go
 	if err != nil {
 		msg := constantCallError(env, checked)
 		if msg == "" {

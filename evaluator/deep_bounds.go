@@ -241,6 +241,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		}
 		// Nested or not, the strings compared are charged too (compare_charges.go).
 		w.flatCompare(env, e, call, iterations, known)
+		w.parsedCompare(env, call, iterations, known) // parsed_charges.go
 		w.concatCharge(env, call, iterations)
 	case ast.SelectKind:
 		w.access(e, iterations, known)

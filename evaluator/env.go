@@ -210,6 +210,9 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 	if est := e.parseEstimate(overloadID, args); est != nil {
 		return est
 	}
+	if est := e.parsedValueEstimate(function, overloadID, target, args); est != nil {
+		return est
+	}
 	switch function {
 	case overloads.TypeConvertType:
 		return constantCall

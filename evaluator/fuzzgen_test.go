@@ -44,6 +44,14 @@ func FuzzGeneratedPolicy(f *testing.F) {
 	f.Add([]byte{17, 1, 0, 6, 7}, uint8(0x30))
 	f.Add([]byte{17, 1, 0, 5, 7}, uint8(0x30))
 	f.Add([]byte{17, 1, 1, 2, 8}, uint8(0x82))
+	// The wide shapes: 4,081 `&&` terms, and a literal of 2,481 reads, in a comprehension over
+	// 400 elements; ten variables, each the one before doubled, over the holders; a map literal
+	// of 17 keys, iterated (Go's random map order decided it differently run to run).
+	for _, seed := range [][]byte{{18, 3, 2, 0, 250, 255, 1}, {18, 3, 2, 0, 250, 8, 1}, {18, 3, 2, 0, 252, 155, 6},
+		{18, 3, 2, 0, 252, 7, 6}, {255, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {255, 2, 0, 1, 2, 3, 4, 0}, {253, 1, 2}} {
+		f.Add(seed, uint8(0))
+		f.Add(seed, uint8(0x80))
+	}
 	f.Fuzz(func(t *testing.T, program []byte, flags uint8) {
 		g := &exprGen{in: program}
 		expr := g.boolean(0)
@@ -156,6 +164,7 @@ func summary(d evaluator.Decision) string {
 // placeGenerated puts the generated bool expression into the part of p that flags choose,
 // wrapped to the type that part wants.
 func placeGenerated(p *v1alpha1.ClusterIPAMPolicy, flags uint8, expr string, g *exprGen) {
+	p.Spec.Variables = append(p.Spec.Variables, g.variables...)
 	switch flags % 5 {
 	case 0:
 		p.Spec.SkipRules[0].Expression = expr
@@ -212,6 +221,9 @@ type exprGen struct {
 	in []byte
 	// scope are the comprehension variables in scope, innermost last: strings (x0, x1, …).
 	scope []string
+	// variables are the policy variables the expression reads (wide's chains), in order:
+	// placeGenerated adds them to the policy.
+	variables []v1alpha1.NamedExpression
 }
 
 const maxGenDepth = 4
@@ -253,6 +265,9 @@ func (g *exprGen) intLit() string { return extremeInts[g.next()%len(extremeInts)
 
 func (g *exprGen) boolean(depth int) string {
 	d := depth + 1
+	if len(g.in) > 0 && g.in[0] >= wideShapes && depth < maxGenDepth {
+		return g.wide(d, g.next()-wideShapes)
+	}
 	switch g.pick(depth, 4, 23) {
 	case 0:
 		return "true"
@@ -443,6 +458,62 @@ func (g *exprGen) doubled(depth int) string {
 		e + ".exists(" + v + ", [" + v + "] in [" + e + "])",
 		e + ".exists(" + v + ", (" + e + " + [" + v + "]).indexOf(" + v + ") < 0)",
 	}[g.next()%11]
+}
+
+// wideShapes is the first choice byte of boolean that picks one of wide's shapes (250–255):
+// the choices below it are as they were before wide, so that the kept seeds
+// (testdata/fuzz) still generate the expressions they were found with.
+const wideShapes = 250
+
+// wide is one of the shapes whose work grows with their width, not their depth, on nodes
+// cel-go charges little or nothing (issue #15): thousands of `&&`, `||` or `?:` terms, a long
+// list or map literal of reads (each read searches the values pending beneath it), and a
+// chain of policy variables, each built from the one before; and a map literal, iterated
+// (its order must not vary).
+func (g *exprGen) wide(depth, shape int) string {
+	n := 1 + g.next()*16 // up to 4,081 terms
+	switch shape {
+	case 0, 1:
+		op := []string{" && ", " || "}[shape]
+		term := g.boolean(maxGenDepth)
+		return "(" + strings.TrimSuffix(strings.Repeat(term+op, n), op) + ")"
+	case 2:
+		return "[" + strings.TrimSuffix(strings.Repeat(g.str(maxGenDepth)+", ", n), ", ") + "].size() > 0"
+	case 3: // a map literal of n distinct keys, iterated: the decision shows its order
+		v := g.str(maxGenDepth)
+		entries := make([]string, min(n, 600))
+		for i := range entries {
+			entries[i] = fmt.Sprintf("'k%d': %s", (i*7919)%len(entries), v)
+		}
+		return "{" + strings.Join(entries, ", ") + "}.map(z, z)[0] == 'k1'"
+	case 4:
+		b, x := g.boolean(maxGenDepth), g.str(maxGenDepth)
+		return strings.Repeat("("+b+" ? "+x+" : ", n) + "''" + strings.Repeat(")", n) + " != 'x'"
+	default:
+		return g.chain(depth, 1+n%12)
+	}
+}
+
+// chain adds k policy variables, the first a generated list and each next built from the one
+// before (doubled, mapped, filtered), and reads the last.
+func (g *exprGen) chain(depth, k int) string {
+	scope := g.scope
+	g.scope = nil // a variable sees no comprehension variable
+	defer func() { g.scope = scope }()
+	base := len(g.variables)
+	name := func(i int) string { return fmt.Sprintf("chain%d_%d", base, i) }
+	first := name(0)
+	g.variables = append(g.variables, v1alpha1.NamedExpression{Name: first, Expression: g.list(depth)})
+	prev := first
+	for i := 1; i < k; i++ {
+		v := "variables." + prev
+		expr := []string{v + " + " + v, v + ".map(y, y + y)", v + ".filter(y, y != vm.name)", "[" + v + ", " + v + "].flatten()",
+			v + ".map(y, " + v + ".size())" + ".map(z, string(z))"}[g.next()%5]
+		prev = name(i)
+		g.variables = append(g.variables, v1alpha1.NamedExpression{Name: prev, Expression: expr})
+	}
+	last := "variables." + prev
+	return []string{last + ".exists(y, y == vm.name)", last + " == " + last, last + ".join(',').size() > 0"}[g.next()%3]
 }
 
 // push brings a new comprehension variable into scope and returns its name.

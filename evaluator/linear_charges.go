@@ -143,6 +143,9 @@ func (l linearCosts) CallCost(function, overloadID string, args []ref.Val, resul
 	if cost, ok := linearCost(function, args); ok {
 		return &cost
 	}
+	if cost, ok := parsedValueCost(function, args, result); ok {
+		return &cost
+	}
 	return l.lib.CallCost(function, overloadID, args, result)
 }
 

@@ -17,7 +17,8 @@ import (
 // vm.labels.map(k, k + '=' + vm.labels[k]).join(',') could give a different string, and a
 // different decision, on every call. The environment therefore presents the input's maps
 // (labels, annotations) as orderedMaps, which iterate in key order. Maps an expression builds
-// itself (literals, comprehension results) keep CEL's unspecified order.
+// itself (literals, comprehension results) are iterated in key order by the comprehensions
+// over them (map_order.go).
 
 // orderedTypes is the environment's type provider and adapter: the native-types registry,
 // except that map[string]string values become orderedMaps. It is both, so that environments

@@ -90,8 +90,37 @@ func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{}, true
 	}
 	if t != nil && libraryScalar(t) {
-		return varBound{deep: 1}, true // no size of its own, one node to the deep operations
+		// No size of its own, one node to the deep operations; a URL or Semver is sized by
+		// the text it was parsed from, which its methods' charges grow with (parsed_charges.go).
+		return varBound{size: parsedTextBound(env, e, t), deep: 1}, true
 	}
+	return deriveShape(env, e)
+}
+
+// parsedTextBound bounds the characters of the text the URL or Semver value e was parsed
+// from: the argument of url() or semver(), else what e's value is derived from (a variable,
+// an element of a list, a branch), else the type's ceiling (parsedTextCeiling); 0 for
+// another library value.
+func parsedTextBound(env boundEnv, e ast.Expr, t *types.Type) uint64 {
+	ceiling := parsedTextCeiling(t)
+	if ceiling == 0 {
+		return 0
+	}
+	source := e
+	if e.Kind() == ast.CallKind {
+		call := e.AsCall()
+		if fn := call.FunctionName(); (fn == "url" || fn == "semver") && !call.IsMemberFunction() && len(call.Args()) > 0 {
+			source = call.Args()[0]
+		}
+	}
+	if b, ok := deriveShape(env, source); ok && b.size > 0 {
+		return min(b.size, ceiling)
+	}
+	return ceiling
+}
+
+// deriveShape is deriveBound of an expression whose type has a size of its own.
+func deriveShape(env boundEnv, e ast.Expr) (varBound, bool) {
 	switch e.Kind() {
 	case ast.LiteralKind:
 		switch v := e.AsLiteral().(type) {
@@ -351,6 +380,15 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 				return varBound{size: b.size}, ok
 			}
 		}
+	case "getScheme", "getHost", "getHostname", "getPort": // parts of a URL's text
+		b, ok := target()
+		return varBound{size: b.size}, ok && call.IsMemberFunction()
+	case "getEscapedPath": // up to three characters a character
+		b, ok := target()
+		return varBound{size: saturatingMul(3, b.size)}, ok && call.IsMemberFunction()
+	case "getQuery": // a parameter takes a character and a separator; a value list at most all
+		b, ok := target()
+		return varBound{size: (b.size + 1) / 2, elem: b.size}, ok && call.IsMemberFunction()
 	case "lists.range":
 		if n, ok := literalRange(e); ok {
 			return varBound{size: n}, true

@@ -73,12 +73,12 @@ func TestVariableBoundsReachTheEstimate(t *testing.T) {
 // when it reads an input or variable that can exceed that, instead of failing at run time.
 func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
 	c := newCompiler(t)
-	p := newPolicy("p", variable("f", "url(vm.annotations['a']).getHost()"), matchCondition("m", "variables.f != ''"))
+	p := newPolicy("p", variable("f", "[vm.annotations['a']].max()"), matchCondition("m", "variables.f != ''"))
 	_, errs := c.Compile(p, nil)
 	want := "spec.variables[0].expression: Forbidden: the size of this value cannot be derived"
 	if msg := fmt.Sprint(errs); !strings.Contains(msg, want) || !strings.Contains(msg, "1024 entries or characters") ||
 		!strings.Contains(msg, "vm.annotations (256 entries or characters, each element, key or value at most 262144)") {
-		t.Errorf("the host of a URL in an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
+		t.Errorf("the largest of a list of an annotation: %v, want %q naming the bound and vm.annotations", errs, want)
 	}
 	computed := newPolicy("p", variable("r", "lists.range(size(vm.labels) * 10).map(i, 'x')"), matchCondition("m", "size(variables.r) > 0"))
 	if _, errs := c.Compile(computed, nil); !strings.Contains(fmt.Sprint(errs), "lists.range() of a computed length") {

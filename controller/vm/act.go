@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,8 +32,9 @@ const (
 )
 
 // execute carries out a Plan: Auto IPAddresses first, then networks-spec on the VM and the
-// pods, then status, then deletions. Status follows what was done: it is written once the
-// networks-spec writes it describes succeeded, whether or not a deletion fails later.
+// pods (side by side), then status, then deletions. Status follows what was done: it is
+// written once the networks-spec writes it describes succeeded, whether or not a deletion
+// fails later.
 // Deleting last means SDN never sees a VM or running pod naming an IPAddress that is gone: if
 // a networks-spec write fails, nothing is deleted and the retry starts over. A deferred plan
 // only creates. Create is the lock: AlreadyExists means a stale cache or another replica won
@@ -45,18 +48,9 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if p.Deferred {
 		return nil
 	}
-	liveVM, err := r.patchNetworksSpec(ctx, s, s.vm, p.VMNetworksSpec)
+	written, err := r.patchNetworksSpecs(ctx, s, p)
 	if err != nil {
-		return fmt.Errorf("VirtualMachine: %w", err)
-	}
-	for i := range s.pods {
-		if _, err := r.patchNetworksSpec(ctx, s, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
-			return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
-		}
-	}
-	var written *vmv1.VirtualMachine
-	if liveVM != nil {
-		written = liveVM.(*vmv1.VirtualMachine)
+		return err
 	}
 	if err := r.writeStatus(ctx, s, written, p); err != nil {
 		return err
@@ -82,11 +76,11 @@ var errForeignIPAddress = errors.New("IPAddress exists with another owner")
 func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) error {
 	created := ip.DeepCopy()
 	var err error
-	r.issue(s, created, func() {
+	s.news = r.issue(created, func() {
 		if err = r.Client.Create(ctx, created); err == nil {
 			r.expectations().expectCreated(created)
 		}
-	})
+	}) || s.news
 	switch {
 	case err == nil:
 		r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressCreated", "Create",
@@ -182,38 +176,74 @@ func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
 	return nil
 }
 
-// patchNetworksSpec merge-patches the annotation on a copy of obj (a VM or pod) when the plan
-// says so, and returns the copy as the API server answered, or nil when nothing was written.
-// obj itself stays the object observed.
-func (r *Reconciler) patchNetworksSpec(ctx context.Context, s *scope, obj client.Object, w NetworksSpecWrite) (client.Object, error) {
-	if !w.Changed {
+// patchNetworksSpecs writes the plan's networks-spec on the VM and on each running pod side
+// by side, and returns the VM as the API server answered (nil when it was not written). The
+// writes are independent: the VM's is what the next boot gets, a pod's what its guest gets
+// now, and neither is read back before the other. One after the other, they made a hotplug's
+// reconcile two round trips long, and the hotplugs of a burst queued behind each other's
+// (docs/SCALING.md). When one fails the others may have landed; status and deletions wait
+// for all of them, and the retry writes only what still differs.
+func (r *Reconciler) patchNetworksSpecs(ctx context.Context, s *scope, p *Plan) (*vmv1.VirtualMachine, error) {
+	var g errgroup.Group
+	var liveVM client.Object
+	news := make([]bool, 1+len(s.pods)) // one per write: each goroutine sets its own
+	g.Go(func() (err error) {
+		if liveVM, news[0], err = r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
+			return fmt.Errorf("VirtualMachine: %w", err)
+		}
+		return nil
+	})
+	for i := range s.pods {
+		g.Go(func() (err error) {
+			if _, news[1+i], err = r.patchNetworksSpec(ctx, &s.pods[i], p.Pods[i].NetworksSpecWrite); err != nil {
+				return fmt.Errorf("launcher pod %s: %w", s.pods[i].Name, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	s.news = s.news || slices.Contains(news, true)
+	if err != nil {
+		return nil, err
+	}
+	if liveVM == nil {
 		return nil, nil
+	}
+	return liveVM.(*vmv1.VirtualMachine), nil
+}
+
+// patchNetworksSpec merge-patches the annotation on a copy of obj (a VM or pod) when the plan
+// says so, and returns the copy as the API server answered, or nil when nothing was written,
+// and whether an event that arrived during the write showed news (issue). obj itself stays
+// the object observed.
+func (r *Reconciler) patchNetworksSpec(ctx context.Context, obj client.Object, w NetworksSpecWrite) (client.Object, bool, error) {
+	if !w.Changed {
+		return nil, false, nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{sdnv1.AnnotationNetworksSpec: w.value}}})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	written := obj.DeepCopyObject().(client.Object)
-	r.issue(s, written, func() {
+	news := r.issue(written, func() {
 		if err = r.Client.Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err == nil {
 			r.expectations().expectPatched(obj, written, onlyOurChange(obj, written))
 			r.expectations().wroteNetworksSpec(written)
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
+		return nil, news, fmt.Errorf("patch %s: %w", sdnv1.AnnotationNetworksSpec, err)
 	}
-	return written, nil
+	return written, news, nil
 }
 
 // issue runs write, a write of obj that records its expectations when it succeeds, as an
-// in-flight write (ownWrites.begin/done); when an event of obj that arrived meanwhile turns
-// out to show news, s.news is set and the reconcile brings its VM back.
-func (r *Reconciler) issue(s *scope, obj client.Object, write func()) {
+// in-flight write (ownWrites.begin/done), and says whether an event of obj that arrived
+// meanwhile turned out to show news: the caller then sets scope.news, and the reconcile
+// brings its VM back.
+func (r *Reconciler) issue(obj client.Object, write func()) bool {
 	k := r.expectations().begin(obj)
 	write()
-	if r.expectations().done(k) {
-		s.news = true
-	}
+	return r.expectations().done(k)
 }

@@ -249,11 +249,11 @@ func (r *Reconciler) patchStatusEntries(ctx context.Context, s *scope, live *vmv
 	// A fresh object to decode the answer into: decoding into a copy of base would keep
 	// fields the answer no longer has.
 	written := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: base.Namespace, Name: base.Name}}
-	r.issue(s, written, func() {
+	s.news = r.issue(written, func() {
 		if err = r.Client.Status().Patch(ctx, written, client.RawPatch(types.JSONPatchType, data)); err == nil {
 			r.expectations().expectPatched(base, written, onlyOurStatus(base, written, desired))
 		}
-	})
+	}) || s.news
 	if err != nil {
 		return fmt.Errorf("patch status: %w", errFromStatusPatch(err, s.vm.Name))
 	}
@@ -274,12 +274,12 @@ func (r *Reconciler) patchStatusLocked(ctx context.Context, s *scope, live *vmv1
 	desired := base.DeepCopy()
 	desired.Status = p.Status
 	var err error
-	r.issue(s, desired, func() {
+	s.news = r.issue(desired, func() {
 		if err = r.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err == nil {
 			// The optimistic lock proves that desired is base with vmipam's status and nothing else.
 			r.expectations().expectPatched(base, desired, true)
 		}
-	})
+	}) || s.news
 	if err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
