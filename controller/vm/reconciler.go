@@ -255,7 +255,8 @@ const maxEventNote = 1024
 // collapse into one series.
 func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, related, eventType, reason, action, "%s", truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
+		r.Recorder.Eventf(eventReference(obj), eventReference(related), eventType, reason, action, "%s",
+			truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
 	}
 }
 
