@@ -5,7 +5,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
@@ -39,17 +38,10 @@ func intern[S ~string](s S) S {
 // label keys and values, its annotation keys (values — the networks-spec JSON, an interface key
 // — are mostly unique per object; see internIPAddress for the one that repeats) and its owner
 // references' API version and kind. The label and annotation maps are rebuilt (a map's keys
-// cannot be replaced in place).
+// cannot be replaced in place), so the object no longer holds the maps it came with.
 func internMeta(tm *metav1.TypeMeta, m *metav1.ObjectMeta) {
-	tm.APIVersion, tm.Kind = intern(tm.APIVersion), intern(tm.Kind)
-	m.Namespace = intern(m.Namespace)
-	if len(m.Labels) > 0 {
-		labels := make(map[string]string, len(m.Labels))
-		for k, v := range m.Labels {
-			labels[intern(k)] = intern(v)
-		}
-		m.Labels = labels
-	}
+	internRefs(tm, m)
+	m.Labels = internedLabels(m.Labels)
 	if len(m.Annotations) > 0 {
 		annotations := make(map[string]string, len(m.Annotations))
 		for k, v := range m.Annotations {
@@ -57,10 +49,30 @@ func internMeta(tm *metav1.TypeMeta, m *metav1.ObjectMeta) {
 		}
 		m.Annotations = annotations
 	}
+}
+
+// internRefs interns an object's kind and API version, namespace and owner references' API
+// version and kind in place.
+func internRefs(tm *metav1.TypeMeta, m *metav1.ObjectMeta) {
+	tm.APIVersion, tm.Kind = intern(tm.APIVersion), intern(tm.Kind)
+	m.Namespace = intern(m.Namespace)
 	for i := range m.OwnerReferences {
 		ref := &m.OwnerReferences[i]
 		ref.APIVersion, ref.Kind = intern(ref.APIVersion), intern(ref.Kind)
 	}
+}
+
+// internedLabels returns a new map of labels' entries, keys and values interned (labels itself
+// is not written: it may be a map the table shares); nil when labels is empty.
+func internedLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[intern(k)] = intern(v)
+	}
+	return out
 }
 
 // internConditions interns a condition list's type, status, reason and message in place:
@@ -73,11 +85,13 @@ func internConditions(cs []metav1.Condition) {
 }
 
 // internVM interns a (slim) VirtualMachine's repeating strings in place: metadata, run policy,
-// the network type and name of every spec and status entry, phase and conditions. Its spec and
-// status networks must not share backing arrays with an object someone else holds (slimVM's
-// input is the freshly decoded object, which nobody else holds).
+// the network type and name of every spec and status entry, phase and conditions; and shares
+// its label map with every VM of the same labels (mapTable). Its spec and status networks must
+// not share backing arrays with an object someone else holds (slimVM's input is the freshly
+// decoded object, which nobody else holds).
 func internVM(vm *vmv1.VirtualMachine) {
 	internMeta(&vm.TypeMeta, &vm.ObjectMeta)
+	vm.Labels = sharedMaps.share(vm.Labels)
 	vm.Spec.RunPolicy = intern(vm.Spec.RunPolicy)
 	for i := range vm.Spec.Networks {
 		n := &vm.Spec.Networks[i]
@@ -91,14 +105,11 @@ func internVM(vm *vmv1.VirtualMachine) {
 	internConditions(vm.Status.Conditions)
 }
 
-// internIPAddress interns an IPAddress's repeating strings in place: metadata, the interface
-// annotation's value (a network key such as "ClusterNetwork/corp", shared by every Auto
-// IPAddress of that network), type, network reference, status network and phase, conditions.
+// internIPAddress interns an IPAddress's repeating strings in place: kind, namespace and owner
+// references, type, network reference, status network and phase, conditions. Its labels and
+// annotations are slimIPAddress's business.
 func internIPAddress(ip *sdnv1.IPAddress) {
-	internMeta(&ip.TypeMeta, &ip.ObjectMeta)
-	if v, ok := ip.Annotations[vm.AnnotationInterface]; ok {
-		ip.Annotations[vm.AnnotationInterface] = intern(v)
-	}
+	internRefs(&ip.TypeMeta, &ip.ObjectMeta)
 	ip.Spec.Type = intern(ip.Spec.Type)
 	ip.Spec.NetworkRef.Kind, ip.Spec.NetworkRef.Name = intern(ip.Spec.NetworkRef.Kind), intern(ip.Spec.NetworkRef.Name)
 	ip.Status.Network, ip.Status.Phase = intern(ip.Status.Network), intern(ip.Status.Phase)

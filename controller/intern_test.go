@@ -81,9 +81,9 @@ func TestTransformsShareRepeatingStringsAndChangeNoValue(t *testing.T) {
 	p1, _ := slimLauncherPod(decode[corev1.Pod](t, fmtManifest(podManifest, "p1")))
 	p2, _ := slimLauncherPod(decode[corev1.Pod](t, fmtManifest(podManifest, "p2")))
 	pa, pb := p1.(*corev1.Pod), p2.(*corev1.Pod)
-	if !same(pa.Namespace, a.Namespace) || !same(pa.OwnerReferences[0].Kind, pb.OwnerReferences[0].Kind) ||
+	if !same(pa.Namespace, a.Namespace) || !same(pa.Labels["vm.kubevirt.io/name"], pb.Labels["vm.kubevirt.io/name"]) ||
 		!same(string(pa.Status.Phase), string(pb.Status.Phase)) || pa.Name == pb.Name {
-		t.Errorf("launcher pods %s and %s do not share their namespace, owner kind and phase with each other and the VM", pa.Name, pb.Name)
+		t.Errorf("launcher pods %s and %s do not share their namespace, VM label and phase with each other and the VM", pa.Name, pb.Name)
 	}
 
 	const ipManifest = `{"metadata":{"namespace":"team-a","name":"%s","annotations":{"ipam.virtualization.deckhouse.io/interface":"ClusterNetwork/corp"}},

@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -241,19 +242,52 @@ func cmpOr(a, b uint64) uint64 {
 // 2^k values for a cost of ~k (issue #15).
 const maxSizeWalk = 1 << 19
 
+// walkValuesPerUnit is how many values sizeWithin visits per cost unit charged: a visit is a
+// type switch and a size read (~30 ns on the reference machine), so ten of them cost about
+// what a unit of the constructs the budgets are calibrated on costs (limits.go), as cel-go
+// charges ten characters of a string traversal a unit.
+const walkValuesPerUnit = 10
+
+// walkCharge is the charge of a walk that visited n values.
+func walkCharge(n uint64) uint64 { return (n + walkValuesPerUnit - 1) / walkValuesPerUnit }
+
+// errWalkUnpaid stops a walk that reached the values its caller could pay for (sizeWithin's
+// allowance) before it could decide.
+var errWalkUnpaid = errors.New("the walk reached the values its allowance pays for")
+
 // sizeWithin checks v's size against bound and its elements' (at any depth) against elem,
-// visiting at most maxSizeWalk values (past them, the value is beyond the bound).
-func sizeWithin(v ref.Val, bound, elem uint64) error {
-	visits := uint64(maxSizeWalk)
-	return sizeWithinVisits(v, bound, elem, &visits)
+// visiting at most maxSizeWalk values (past them, the value is beyond the bound) and at most
+// allowance (past them: errWalkUnpaid, when fewer than maxSizeWalk). It returns the values it
+// visited, for its caller to charge (walkCharge).
+func sizeWithin(v ref.Val, bound, elem, allowance uint64) (uint64, error) {
+	w := sizeWalk{left: min(allowance, maxSizeWalk)}
+	err := w.within(v, bound, elem)
+	if errors.Is(err, errWalkStopped) {
+		err = fmt.Errorf("more than %d values counting nested lists and maps", maxSizeWalk)
+		if allowance < maxSizeWalk {
+			err = errWalkUnpaid
+		}
+	}
+	return w.visited, err
 }
 
-// sizeWithinVisits is sizeWithin with *visits values left to visit.
-func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
-	if *visits == 0 {
-		return fmt.Errorf("more than %d values counting nested lists and maps", maxSizeWalk)
+// errWalkStopped: the walk visited all the values it may.
+var errWalkStopped = errors.New("walk stopped")
+
+// sizeWalk is one sizeWithin walk: the values it may still visit and those it visited.
+type sizeWalk struct {
+	left, visited uint64
+}
+
+// within checks v as sizeWithin does, one visit for v and one for each element, key and
+// value it nests; a string beyond its bound in bytes counts its characters, up to the bound,
+// a visit each.
+func (w *sizeWalk) within(v ref.Val, bound, elem uint64) error {
+	if w.left == 0 {
+		return errWalkStopped
 	}
-	*visits--
+	w.left--
+	w.visited++
 	var n uint64
 	unit := "entries"
 	switch x := v.(type) {
@@ -261,7 +295,18 @@ func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
 		if uint64(len(x)) <= bound {
 			return nil
 		}
-		n, unit = uint64(utf8.RuneCountInString(string(x))), "characters"
+		// Counted up to the bound only (a string of megabytes is not walked to say so), each
+		// character a visit, as cel-go charges a string traversal a unit per ten characters.
+		n = runesUpTo(string(x), bound)
+		if n > w.left {
+			w.visited, w.left = w.visited+w.left, 0
+			return errWalkStopped
+		}
+		w.visited, w.left = w.visited+n, w.left-n
+		if n <= bound {
+			return nil
+		}
+		return fmt.Errorf("more than %d characters", bound)
 	case types.Bytes:
 		n, unit = uint64(len(x)), "bytes"
 	case traits.Mapper:
@@ -269,10 +314,10 @@ func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
 				k := it.Next()
-				if err := sizeWithinVisits(k, elem, elem, visits); err != nil {
+				if err := w.within(k, elem, elem); err != nil {
 					return err
 				}
-				if err := sizeWithinVisits(x.Get(k), elem, elem, visits); err != nil {
+				if err := w.within(x.Get(k), elem, elem); err != nil {
 					return err
 				}
 			}
@@ -281,7 +326,7 @@ func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
 		n = uint64(x.Size().(types.Int))
 		if n <= bound {
 			for it := x.Iterator(); it.HasNext() == types.True; {
-				if err := sizeWithinVisits(it.Next(), elem, elem, visits); err != nil {
+				if err := w.within(it.Next(), elem, elem); err != nil {
 					return err
 				}
 			}
@@ -293,4 +338,15 @@ func sizeWithinVisits(v ref.Val, bound, elem uint64, visits *uint64) error {
 		return fmt.Errorf("%d %s, at most %d", n, unit, bound)
 	}
 	return nil
+}
+
+// runesUpTo counts the characters of s, stopping past bound (the result is then bound+1).
+func runesUpTo(s string, bound uint64) uint64 {
+	n := uint64(0)
+	for range s {
+		if n++; n > bound {
+			break
+		}
+	}
+	return n
 }

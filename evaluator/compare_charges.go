@@ -64,7 +64,14 @@ func flatInListCharge(x, l ref.Val) uint64 {
 // inListCharge is the run-time charge of `x in l`: linearCharge when an operand nests,
 // flatInListCharge otherwise (a map's `in` is linearCost's).
 func inListCharge(args []ref.Val, limit uint64) *uint64 {
-	if cost := linearCharge(args, limit); cost != nil || len(args) != 2 {
+	if len(args) != 2 {
+		return linearCharge(args, limit)
+	}
+	if _, ok := args[1].(traits.Lister); ok {
+		if cost := searchCharge([]ref.Val{args[1], args[0]}, limit); cost != nil {
+			return cost
+		}
+	} else if cost := linearCharge(args, limit); cost != nil {
 		return cost
 	}
 	if _, ok := args[1].(traits.Lister); !ok {
@@ -131,7 +138,7 @@ func mapChars(m traits.Mapper) uint64 {
 // flatCompareError is why `l in r`, `l == r` or `l != r` (function) must not run: its
 // charge on flat operands exceeds the per-call limit; nil otherwise.
 func flatCompareError(function string, l, r ref.Val, limit uint64) ref.Val {
-	if nested(l) || nested(r) {
+	if (function != operators.In && nested(l)) || nested(r) {
 		return nil // deepArgsError's
 	}
 	var cost uint64

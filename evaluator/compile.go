@@ -382,13 +382,16 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 			cc.errs = append(cc.errs, field.Duplicate(vpath.Child("name"), v.Name))
 			continue
 		}
-		before := len(cc.errs)
+		before, estimatedBefore := len(cc.errs), cc.estimated
 		prog, outType, checked := cc.exprChecked(env, vpath.Child("expression"), v.Expression, nil)
 		bound := fixedVariableBound
 		if checked != nil {
 			var refused string
 			if bound, refused = variableBound(checked, cc.varSizes); refused != "" {
 				cc.errs = append(cc.errs, field.Forbidden(vpath.Child("expression"), refused))
+			}
+			if bound.fixed && len(cc.errs) == before {
+				cc.estimateWalk(vpath.Child("expression"), outType, cc.estimated-estimatedBefore)
 			}
 		}
 		if len(cc.errs) > before {
@@ -411,6 +414,22 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 	out.variablesType = apiservercel.NewObjectType("vmipam.Variables", fields)
 	out.variableIndex = newVariableIndex(out.variables, out.variablesType.CelType().TypeName())
 	return env
+}
+
+// estimateWalk adds to the policy's estimate what the run-time check of a variable of the
+// fixed bound and type t may charge (fixedWalkEstimate), and refuses the variable when that
+// and its expression's own estimate (own) exceed the per-call limit: the check is charged to
+// the variable's evaluation, so that "admitted" still means it cannot be stopped by a limit
+// on an input within the bounds, and many such variables are refused by the budget.
+func (cc *compilation) estimateWalk(path *field.Path, t *cel.Type, own uint64) {
+	walk := fixedWalkEstimate(t)
+	cc.estimated = addSaturating(cc.estimated, walk)
+	if limit, kind := cc.c.limits.staticLimit(); addSaturating(own, walk) > limit {
+		cc.errs = append(cc.errs, field.Forbidden(path, fmt.Sprintf(
+			"estimated worst-case cost %d exceeds the %s limit %d (its expression %d, and %d to check its value "+
+				"against the fixed bound of %s, which walks its nested values: derive the bound from literals "+
+				"and inputs, or keep fewer nested values)", addSaturating(own, walk), kind, limit, own, walk, fixedVariableBound)))
+	}
 }
 
 // wholeVariables reports whether e uses `variables` other than as the operand of a field

@@ -135,6 +135,11 @@ func TestRuntimeLimitsAreErrors(t *testing.T) {
 				})...)
 				d := decide(setOf(t, c, p, newPolicy("light", priority(2), allocation("'None'"))), pooledAuto())
 				checkLimitDecision(t, d, fp, tc.detail)
+				// Only a failure for want of time is DeadlineExceeded, which the controller
+				// retries before publishing; a cost failure is the policy's every time.
+				if want := fp == v1alpha1.FailurePolicyFail && tc.limits.Deadline != time.Hour; d.DeadlineExceeded != want {
+					t.Errorf("DeadlineExceeded = %v, want %v", d.DeadlineExceeded, want)
+				}
 			})
 		}
 	}

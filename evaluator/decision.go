@@ -77,6 +77,12 @@ type Decision struct {
 	Cost int64 `json:"cost,omitempty"`
 	// Trace explains how the decision was reached.
 	Trace Trace `json:"trace,omitzero"`
+	// DeadlineExceeded: the evaluation failed (ReasonPolicyError) after its wall-clock time ran
+	// out — the deadline (Limits.Deadline) or the caller's context ended while it ran, or it
+	// was abandoned — rather than for its cost or an error of an expression alone. Such a
+	// failure depends on how busy the process was as well as on the input: the same input may
+	// decide on a retry. False for every other decision.
+	DeadlineExceeded bool `json:"deadlineExceeded,omitempty"`
 }
 
 // Provenance names the policy that decided each part of a Decision (DESIGN.md §3.3): the

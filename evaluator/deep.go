@@ -48,6 +48,11 @@ type deepCall struct {
 	function, overload string
 	// charge is its run-time charge.
 	charge deepChargeFunc
+	// searched, when set, is the one argument the call's work is bounded by: includes(),
+	// indexOf() and lastIndexOf() compare their element with the list's elements, each
+	// comparison stopping at the list element's end (a size differs), so the guard walks the
+	// list only, not the element (which a deep charge pays for: searchCharge).
+	searched bool
 }
 
 // deepChargeFunc is the run-time charge of a deep call on args, whose deep sizes are within
@@ -59,15 +64,15 @@ type deepChargeFunc func(args []ref.Val, limit uint64) *uint64
 // interpreter plans itself, and `in`, bound once for all its overloads, are checked by
 // deepOperatorDecorator).
 var deepCalls = []deepCall{
-	{"distinct", "list_distinct", distinctCharge},
-	{"flatten", "list_flatten", linearCharge},
-	{"flatten", "list_flatten_int", linearCharge},
-	{"includes", "list_includes_dyn_dyn", linearCharge},
-	{"indexOf", "list_a_index_of_int", linearCharge},
-	{"lastIndexOf", "list_a_last_index_of_int", linearCharge},
-	{"sets.contains", "list_sets_contains_list", setsCharge(1)},
-	{"sets.equivalent", "list_sets_equivalent_list", setsCharge(2)},
-	{"sets.intersects", "list_sets_intersects_list", setsCharge(1)},
+	{"distinct", "list_distinct", distinctCharge, false},
+	{"flatten", "list_flatten", linearCharge, false},
+	{"flatten", "list_flatten_int", linearCharge, false},
+	{"includes", "list_includes_dyn_dyn", searchCharge, true},
+	{"indexOf", "list_a_index_of_int", searchCharge, true},
+	{"lastIndexOf", "list_a_last_index_of_int", searchCharge, true},
+	{"sets.contains", "list_sets_contains_list", setsCharge(1), false},
+	{"sets.equivalent", "list_sets_equivalent_list", setsCharge(2), false},
+	{"sets.intersects", "list_sets_intersects_list", setsCharge(1), false},
 }
 
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
@@ -252,6 +257,38 @@ func linearCharge(args []ref.Val, limit uint64) *uint64 {
 	return &cost
 }
 
+// searchCharge charges a search of a list (args[0]) for an element (args[1]), `in` a list
+// and includes(), indexOf(), lastIndexOf(): the sum of both deep sizes when the list nests
+// lists or maps, nil (the flat charge) otherwise. Each comparison stops at the list element's
+// end, so only a nested list makes the element's size matter; the element is not scanned
+// otherwise: a flat list of 99,000 ints searched for in [1, i] was scanned whole, uncharged,
+// on every call (the flat charges count the list).
+func searchCharge(args []ref.Val, limit uint64) *uint64 {
+	if len(args) != 2 || !nested(args[0]) {
+		return nil
+	}
+	cost := addSaturating(deepSize(args[0], limit), deepSize(args[1], limit))
+	return &cost
+}
+
+// comparable reports whether == or != may compare a's and b's elements: both lists, or both
+// maps, of one size; otherwise equality answers after looking at their sizes (or kinds), and
+// neither the guards nor the charges walk them (a list of 99,000 ints == [1, i] was walked
+// whole, uncharged). Scalars are comparable (nothing to walk).
+func comparable(a, b ref.Val) bool {
+	_, la := a.(traits.Lister)
+	_, lb := b.(traits.Lister)
+	_, ma := a.(traits.Mapper)
+	_, mb := b.(traits.Mapper)
+	switch {
+	case la != lb || ma != mb:
+		return false
+	case la || ma:
+		return listSize(a) == listSize(b)
+	}
+	return true
+}
+
 // pairsCharge is the charge of sets.contains or sets.intersects (directions 1) or
 // sets.equivalent (2) on nested lists a and b of na and nb elements and deep sizes da and
 // db: one direction compares each element of b with the elements of a (or the reverse, for
@@ -310,7 +347,11 @@ func distinctCharge(args []ref.Val, limit uint64) *uint64 {
 // deepCallError is why the deep call d must not run on args: an argument deeper than limit
 // (deepArgsError), or a charge beyond it — the call would be stopped after doing the work.
 func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
-	if err := deepArgsError(d.function, args, limit); err != nil {
+	walked := args
+	if d.searched {
+		walked = args[:1]
+	}
+	if err := deepArgsError(d.function, walked, limit); err != nil {
 		return err
 	}
 	if cost := d.charge(args, limit); cost != nil && *cost > limit {
@@ -320,9 +361,13 @@ func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 	return nil
 }
 
-// equalCharge is the run-time charge of `==` or `!=`: linearCharge when an operand nests,
-// flatEqualCharge otherwise.
+// equalCharge is the run-time charge of `==` or `!=`: cel-go's own when the operands compare
+// no elements (comparable), linearCharge when an operand nests, flatEqualCharge otherwise.
 func equalCharge(args []ref.Val, limit uint64) *uint64 {
+	if len(args) == 2 && !comparable(args[0], args[1]) {
+		cost := (min(listSize(args[0]), listSize(args[1])) + 9) / 10 // cel-go's own charge
+		return &cost
+	}
 	if cost := linearCharge(args, limit); cost != nil {
 		return cost
 	}
@@ -448,9 +493,21 @@ func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if unk != nil {
 		return unk
 	}
-	// `in` a map looks one key up: only `in` a list walks its elements.
-	if _, isMap := r.(traits.Mapper); c.Function() != operators.In || !isMap {
-		if err := deepArgsError(c.Function(), []ref.Val{l, r}, c.limit); err != nil {
+	// `in` a map looks one key up: only `in` a list walks its elements, and only them (each
+	// comparison with l stops at the element's end: searchCharge); == and != of collections
+	// whose sizes differ compare nothing (comparable).
+	_, isMap := r.(traits.Mapper)
+	walked := []ref.Val{l, r}
+	switch {
+	case c.Function() == operators.In && isMap:
+		walked = nil
+	case c.Function() == operators.In:
+		walked = walked[1:]
+	case !comparable(l, r):
+		walked = nil
+	}
+	if len(walked) > 0 {
+		if err := deepArgsError(c.Function(), walked, c.limit); err != nil {
 			return err
 		}
 		if err := flatCompareError(c.Function(), l, r, c.limit); err != nil {

@@ -1,7 +1,9 @@
 package evaluator
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -24,13 +26,56 @@ func sharedDoubling(k int) ref.Val {
 // suggests: a variable holding a shared 2^22-leaf list within every per-level bound is
 // refused, not walked (before, all 8 million nodes were visited and it passed).
 func TestSizeWithinBoundsItsWalk(t *testing.T) {
-	if err := sizeWithin(sharedDoubling(22), 1024, 317); err == nil {
-		t.Error("sizeWithin accepted a 2^22-leaf value")
-	} else {
-		t.Log(err)
+	if n, err := sizeWithin(sharedDoubling(22), 1024, 317, math.MaxUint64); err == nil || n != maxSizeWalk {
+		t.Errorf("sizeWithin(a 2^22-leaf value) = %d visits, %v; want refused after %d visits", n, err, maxSizeWalk)
 	}
-	if err := sizeWithin(sharedDoubling(4), 1024, 317); err != nil {
-		t.Errorf("sizeWithin refused a 32-leaf value: %v", err)
+	// 31 lists and 32 ints.
+	if n, err := sizeWithin(sharedDoubling(4), 1024, 317, math.MaxUint64); err != nil || n != 63 {
+		t.Errorf("sizeWithin(a 32-leaf value) = %d visits, %v; want 63, nil", n, err)
+	}
+}
+
+// sizeWithin stops at the values its caller can pay for (its allowance), with errWalkUnpaid
+// rather than a verdict on the value; it counts a long string's characters only up to the
+// bound.
+func TestSizeWithinStopsAtItsAllowance(t *testing.T) {
+	if n, err := sizeWithin(sharedDoubling(10), 1024, 317, 100); !errors.Is(err, errWalkUnpaid) || n != 100 {
+		t.Errorf("sizeWithin(a 4,095-value list, allowance 100) = %d visits, %v; want 100, errWalkUnpaid", n, err)
+	}
+	if n, err := sizeWithin(sharedDoubling(10), 1024, 317, 4095); err != nil || n != 4095 {
+		t.Errorf("sizeWithin(a 4,095-value list, allowance 4,095) = %d visits, %v; want 4095, nil", n, err)
+	}
+	// A string longer in bytes than its bound counts its characters, a visit each, up to the
+	// bound: 1 + 318 visits say a 1 Mi-character string is beyond 317.
+	long := types.String(strings.Repeat("é", 1<<20))
+	if n, err := sizeWithin(long, 317, 317, 1000); err == nil || err.Error() != "more than 317 characters" || n != 319 {
+		t.Errorf("sizeWithin(a 1 Mi-character string) = %d visits, %v; want 319, more than 317 characters", n, err)
+	}
+	if n, err := sizeWithin(types.String(strings.Repeat("é", 317)), 317, 317, 1000); err != nil || n != 318 {
+		t.Errorf("sizeWithin(317 two-byte characters, bound 317) = %d visits, %v; want 318, within", n, err)
+	}
+	if _, err := sizeWithin(long, 317, 317, 100); !errors.Is(err, errWalkUnpaid) {
+		t.Errorf("sizeWithin(a 1 Mi-character string, allowance 100) = %v, want errWalkUnpaid", err)
+	}
+}
+
+// A fixed variable's walk is estimated by its type: the deep size of the fixed bound, at most
+// the whole walk.
+func TestFixedWalkEstimate(t *testing.T) {
+	for _, c := range []struct {
+		t    *types.Type
+		want uint64
+	}{
+		{types.StringType, 1},
+		{types.NewListType(types.StringType), walkCharge(1 + 1024)},
+		{types.NewMapType(types.StringType, types.StringType), walkCharge(1 + 1024*2)},
+		{types.NewListType(types.NewListType(types.IntType)), walkCharge(1 + 1024*(1+317))},
+		{types.NewListType(types.NewListType(types.NewListType(types.IntType))), walkCharge(maxSizeWalk)},
+		{types.DynType, walkCharge(maxSizeWalk)},
+	} {
+		if got := fixedWalkEstimate(c.t); got != c.want {
+			t.Errorf("fixedWalkEstimate(%s) = %d, want %d", c.t, got, c.want)
+		}
 	}
 }
 

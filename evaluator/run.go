@@ -304,24 +304,31 @@ func (r *run) evalBool(p *Policy, prog program, act *activation) (bool, *policyE
 // error, the per-call cost limit, the budget, the deadline — is an error, never false. An
 // error raised while evaluating a variable keeps the variable's path.
 func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyError) {
+	v, _, err := r.evalCost(p, prog, act)
+	return v, err
+}
+
+// evalCost is eval, also returning what the expression itself was charged (not the
+// variables it evaluated on the way, charged by their own evaluations).
+func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64, *policyError) {
 	if prog.prog == nil {
-		return nil, &policyError{p, prog.path, errors.New("expression was not compiled")}
+		return nil, 0, &policyError{p, prog.path, errors.New("expression was not compiled")}
 	}
 	if act.beyond != nil {
-		return nil, &policyError{p, inputPath, act.beyond}
+		return nil, 0, &policyError{p, inputPath, act.beyond}
 	}
 	if prog.message && act.messageBeyond != nil {
-		return nil, &policyError{p, inputPath, act.messageBeyond}
+		return nil, 0, &policyError{p, inputPath, act.messageBeyond}
 	}
 	acct := r.accountOf(p)
 	if acct.spent > acct.budget {
 		// Spent already: nothing more runs on this account, so that the work on one
 		// interface stays bounded by the budgets.
-		return nil, r.overBudget(p, prog.path, acct)
+		return nil, 0, r.overBudget(p, prog.path, acct)
 	}
 	if err := r.ctx.Err(); err != nil {
 		// ContextEval only checks the context inside comprehensions.
-		return nil, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+		return nil, 0, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
 	}
 	prev := r.at.enter(p, prog.path)
 	defer r.at.leave(prev)
@@ -336,8 +343,10 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		// call. The deadline was checked above.
 		v, det, err = prog.prog.Eval(act)
 	}
+	var cost int64
 	if det != nil && det.ActualCost() != nil {
-		acct.charge(p.Name, int64(min(addSaturating(*det.ActualCost(), prog.uncharged), math.MaxInt64/2)))
+		cost = int64(min(addSaturating(*det.ActualCost(), prog.uncharged), math.MaxInt64/2))
+		acct.charge(p.Name, cost)
 		r.at.spent.Store(r.cost())
 	} else if err == nil {
 		// Fail closed: an evaluation whose cost is unknown cannot be charged to the budget.
@@ -359,12 +368,12 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 		if r.ctx.Err() != nil {
 			r.at.markLate(inner.p, inner.path)
 		}
-		return nil, inner
+		return nil, cost, inner
 	}
 	if acct.spent > acct.budget {
-		return nil, r.overBudget(p, prog.path, acct)
+		return nil, cost, r.overBudget(p, prog.path, acct)
 	}
-	return v, nil
+	return v, cost, nil
 }
 
 // account is one cost account of an interface evaluation: its budget and what it spent, in

@@ -191,14 +191,14 @@ func (s *Set) decideOnce(ctx context.Context, in Input, opts Options) (Decision,
 	runEvaluation(func() { done <- s.evaluate(ctx, in, opts, at) })
 	select {
 	case d := <-done:
-		return d, at.lateSite()
+		return outOfTime(ctx, d, at.lateSite())
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(max(s.limits.Deadline/4, 10*time.Millisecond))
 	defer grace.Stop()
 	select {
 	case d := <-done:
-		return d, at.lateSite()
+		return outOfTime(ctx, d, at.lateSite())
 	case <-grace.C:
 		abandoned.Add(1)
 		p, path := at.get()
@@ -210,8 +210,22 @@ func (s *Set) decideOnce(ctx context.Context, in Input, opts Options) (Decision,
 		d.Trace.Errors = []string{d.Message}
 		// What the finished expressions cost; the abandoned call's own cost is unknown.
 		d.Cost = at.spent.Load()
+		d.DeadlineExceeded = true
 		return d, where{p, path}
 	}
+}
+
+// outOfTime marks a failed decision d DeadlineExceeded when the deadline passed during one of
+// its expressions (late) or the evaluation's context (ctx: the deadline, the caller's) had
+// ended by the time it failed, whichever expression the error names: an expression not
+// evaluated because the time was up, or one cel-go interrupted, fails for want of time. A
+// cost or runtime error in the microseconds before the deadline is classed with them; the
+// caller's retry then fails the same way again (docs/RELIABILITY.md).
+func outOfTime(ctx context.Context, d Decision, late where) (Decision, where) {
+	if d.Reason == ReasonPolicyError && (late.p != nil || ctx.Err() != nil) {
+		d.DeadlineExceeded = true
+	}
+	return d, late
 }
 
 // site is where an evaluation is: the policy and field path of the expression being

@@ -27,7 +27,9 @@ const ReasonDuplicateInterface = "DuplicateInterface"
 // (1 s), but a VM with many interfaces could otherwise hold a reconcile worker for N times
 // that. The interfaces not decided within the budget get a PolicyError naming it (their
 // NetworkReady item says why; nothing existing is deleted for an unknown allocation) and the
-// VM is retried with backoff. Real decisions take well under a millisecond each.
+// VM is retried with backoff; like any decision out of time, the reconciler publishes it only
+// when the retry runs out of time too (Reconciler.lateAgain). Real decisions take well under
+// a millisecond each.
 const DefaultVMEvaluationBudget = 2 * time.Second
 
 // The cause of the budget context's end, which the evaluator names in the PolicyError of every
@@ -85,7 +87,22 @@ func decideWithin(evalCtx context.Context, set *evaluator.Set, in evaluator.Inpu
 	}
 	msg := "not evaluated: " + context.Cause(evalCtx).Error()
 	return evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError,
-		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}}
+		Message: msg, Trace: evaluator.Trace{Errors: []string{msg}}, DeadlineExceeded: true}
+}
+
+// outOfTime returns the keys of the interfaces (removed ones too) whose decision failed only
+// because its wall-clock time ran out (evaluator.Decision.DeadlineExceeded: the evaluator's
+// deadline, or the VM's budget), in order; nil when none did.
+func outOfTime(s *scope) []string {
+	var keys []string
+	for _, its := range [][]*iface{s.interfaces, s.removed} {
+		for _, it := range its {
+			if it.decision.DeadlineExceeded {
+				keys = append(keys, it.key)
+			}
+		}
+	}
+	return keys
 }
 
 // vmInput is what a policy sees of vm, the one place every front end (the controller, the

@@ -283,9 +283,20 @@ func onlyOurChange(observed, written client.Object) bool {
 			equality.Semantic.DeepEqual(o.Spec.Networks, w.Spec.Networks) && equality.Semantic.DeepEqual(o.Status, w.Status)
 	case *corev1.Pod:
 		w, ok := written.(*corev1.Pod)
-		return ok && sameMeta(&o.ObjectMeta, &w.ObjectMeta) && o.Status.Phase == w.Status.Phase
+		return ok && samePodRead(o, w)
 	}
 	return false
+}
+
+// samePodRead compares what vmipam reads of two versions of a launcher pod, apart from the
+// networks-spec annotation it writes and the resourceVersion: its identity, its VM label, its
+// deletion and phase — what changed() watches for. Nothing else of a pod's labels and
+// annotations is read (the manager's cache does not even keep it: controller.slimLauncherPod),
+// so a pod the cache shows and the full pod a patch returns compare equal when only vmipam's
+// patch came between them.
+func samePodRead(a, b *corev1.Pod) bool {
+	return a.UID == b.UID && a.Generation == b.Generation && a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
+		a.Labels[vmv1.LabelLauncherVMName] == b.Labels[vmv1.LabelLauncherVMName] && a.Status.Phase == b.Status.Phase
 }
 
 // sameMeta compares what vmipam reads of two versions of an object's metadata, apart from the

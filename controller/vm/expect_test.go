@@ -205,3 +205,40 @@ func TestSpecWritesWithoutTheirEventAreSwept(t *testing.T) {
 		t.Errorf("%d networks-spec writes kept, want only the recent one", n)
 	}
 }
+
+// The cache keeps of a launcher pod only what vmipam reads (controller.slimLauncherPod), while
+// a patch returns the whole pod: vmipam's own networks-spec patch is recognised all the same,
+// and a change of what it reads is not taken for its own.
+func TestOnlyOurChangeComparesWhatVMIPAMReadsOfAPod(t *testing.T) {
+	cached := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "1",
+		Labels: map[string]string{vmv1.LabelLauncherVMName: "web"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	full := func(change func(*corev1.Pod)) *corev1.Pod {
+		p := cached.DeepCopy()
+		p.ResourceVersion, p.GenerateName = "2", "virt-launcher-web-"
+		p.Labels["kubevirt.internal.virtualization.deckhouse.io"] = "web"
+		p.Annotations = map[string]string{sdnv1.AnnotationNetworksSpec: "[]", sdnv1.AnnotationNetworksStatus: "[]",
+			"kubectl.kubernetes.io/default-container": "compute"}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "InternalVirtualizationVirtualMachineInstance", Name: "web", UID: "uid-vmi"}}
+		p.Finalizers = []string{"virtualization.deckhouse.io/protection"}
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+	now := metav1.Now()
+	for _, tt := range []struct {
+		name    string
+		written *corev1.Pod
+		want    bool
+	}{
+		{"our patch only, the pod carrying what the cache drops", full(nil), true},
+		{"the VM label changed", full(func(p *corev1.Pod) { p.Labels[vmv1.LabelLauncherVMName] = "db" }), false},
+		{"the pod finished", full(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		{"the pod is being deleted", full(func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
+		{"another pod of the name", full(func(p *corev1.Pod) { p.UID = "uid-q" }), false},
+	} {
+		if got := onlyOurChange(cached, tt.written); got != tt.want {
+			t.Errorf("%s: onlyOurChange = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -53,8 +53,13 @@ type Reconciler struct {
 
 	backoffOnce sync.Once
 	backoff     *retryBackoff
-	ownOnce     sync.Once
-	own         *ownWrites
+	// late records the VMs whose last reconcile held back a decision that ran out of time
+	// (lateAgain).
+	lateOnce sync.Once
+	lateMu   sync.Mutex
+	late     map[reconcile.Request]bool
+	ownOnce  sync.Once
+	own      *ownWrites
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -88,11 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Current.ForgetVM(req.NamespacedName)
+			r.forgetLate(req)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vm.DeletionTimestamp != nil {
 		metrics.Current.ForgetVM(req.NamespacedName)
+		r.forgetLate(req)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -102,6 +109,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err := decide(ctx, s, evaluator.Options{}, errVMBudget); err != nil {
 		return reconcile.Result{}, err
+	}
+	if late := outOfTime(s); r.lateAgain(req, late) {
+		metrics.Controller.Evaluated(start)
+		retry := r.retries().next(req, r.now())
+		ctrl.LoggerFrom(ctx).Info("policy evaluation ran out of wall-clock time; nothing written, retrying before a PolicyError is published",
+			"interfaces", late, "retryAfter", retry)
+		return reconcile.Result{RequeueAfter: retry}, nil
 	}
 	p := plan(s)
 	metrics.Controller.Evaluated(start)
@@ -138,12 +152,42 @@ func withNews(s *scope, res reconcile.Result) reconcile.Result {
 	return res
 }
 
+// lateAgain reports whether this reconcile of req, whose decisions of the interfaces late ran
+// out of wall-clock time (outOfTime), should hold them back: yes when late is not empty and the
+// VM's previous reconcile had no such failure. A decision that fails only because its time ran
+// out says more about how busy the process was (a starved controller, a GC pause, a load
+// spike) than about the policy, and the same input usually decides on the next try. So the
+// first such failure is not published: the reconcile writes nothing — no IPAddress, no
+// networks-spec, no status, no event; what the VM shows stays what it was, as after a
+// transient API error — and the VM is retried with backoff. When the retry runs out of time
+// again the PolicyError is published (the policy may really be too slow, and status must say
+// so), and retry keeps retrying it with backoff. A reconcile without such a failure resets it.
+// Before, the first failure was written at once and its retry wrote the status again.
+func (r *Reconciler) lateAgain(req reconcile.Request, late []string) bool {
+	r.lateOnce.Do(func() { r.late = map[reconcile.Request]bool{} })
+	r.lateMu.Lock()
+	defer r.lateMu.Unlock()
+	if len(late) == 0 {
+		delete(r.late, req)
+		return false
+	}
+	if r.late[req] {
+		return false // late twice in a row: publish
+	}
+	r.late[req] = true
+	return true
+}
+
+// forgetLate drops req's record of a late decision (the VM is gone).
+func (r *Reconciler) forgetLate(req reconcile.Request) { r.lateAgain(req, nil) }
+
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
-// on top of the IPAddress watch, because SDN may not write an event when space frees; and
-// when the VM's evaluation budget ran out before every interface was decided.
+// on top of the IPAddress watch, because SDN may not write an event when space frees; when the
+// VM's evaluation budget ran out before every interface was decided; and when a decision
+// failed for want of time (outOfTime), which a less busy moment may decide.
 func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
 	b := r.retries()
-	if s.overBudget {
+	if s.overBudget || len(outOfTime(s)) > 0 {
 		return reconcile.Result{RequeueAfter: b.next(req, r.now())}
 	}
 	for _, it := range s.interfaces {
@@ -211,7 +255,8 @@ const maxEventNote = 1024
 // collapse into one series.
 func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, related, eventType, reason, action, "%s", truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
+		r.Recorder.Eventf(eventReference(obj), eventReference(related), eventType, reason, action, "%s",
+			truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
 	}
 }
 

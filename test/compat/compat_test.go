@@ -24,6 +24,7 @@ import (
 	"github.com/vmipam/vmipam/test/crds"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sandbox"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
@@ -117,7 +118,7 @@ func startAll(ctx context.Context, t *testing.T, e *env.Environment) client.Clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)

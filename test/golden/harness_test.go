@@ -42,6 +42,7 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/dryrunserver"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
@@ -95,7 +96,7 @@ func startHarness(t *testing.T) *harness {
 // returns the step that registers the server with the API server.
 func (h *harness) startManager(t *testing.T, e *env.Environment) func(context.Context) error {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: h.scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: h.scheme, Cache: sim.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 )
 
 var (
@@ -63,7 +64,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(testEnv.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	standIns = startManager(setupStandIns)
+	// The stand-ins read more of a launcher pod than vmipam's cache keeps (sim.CacheOptions).
+	standIns = startManagerWith(testEnv.Config, nil, setupStandIns, func(o *ctrl.Options) { o.Cache = sim.CacheOptions() })
 	vmipamConfig = installIdentity(context.Background())
 	startVMIPAM()
 })
@@ -78,4 +80,7 @@ var _ = AfterSuite(func() {
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
+	// The cache transforms share label and annotation maps between objects (controller
+	// mapintern.go); after every spec ran the controller, none may have been written to.
+	Expect(controller.SharedMapsIntact()).To(Succeed())
 })

@@ -18,6 +18,7 @@ import (
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 )
 
@@ -65,7 +66,7 @@ var _ = AfterSuite(func() {
 func startManager(scheme *runtime.Scheme) {
 	addr := freeAddr()
 	metricsURL = "https://" + addr + "/metrics"
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),
 		Metrics: metrics.ServerOptions{BindAddress: addr, Secure: true}.Server()})
 	Expect(err).NotTo(HaveOccurred())
 	var ctx context.Context

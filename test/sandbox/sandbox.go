@@ -24,6 +24,7 @@ import (
 	"github.com/vmipam/vmipam/samples"
 	"github.com/vmipam/vmipam/test/dryrunserver"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
@@ -113,7 +114,7 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return nil, err

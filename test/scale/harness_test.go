@@ -35,6 +35,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
@@ -97,6 +98,7 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 		"audit-log-maxsize": "0", "max-requests-inflight": "1000", "max-mutating-requests-inflight": "500",
 	}})
 	h.env = e
+	t.Cleanup(h.keepFiles) // runs after h.stop: the logs are complete
 	t.Cleanup(h.stop)
 	must(t, err)
 	_, h.benchCfg, err = e.AdminUser(benchUser)
@@ -180,7 +182,7 @@ func (h *harness) startStandIns() {
 	cfg.QPS, cfg.Burst = standInQPS, standInBurst
 	scheme, err := controller.NewScheme()
 	must(h.t, err)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr(true)}})
 	must(h.t, err)
 	must(h.t, sdn.New(nil).SetupWithManager(mgr))

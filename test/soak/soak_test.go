@@ -25,6 +25,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/vmruntime"
 )
@@ -164,7 +165,7 @@ func zapLevel() zapcore.Level {
 // the VM runtime writes the VM status concurrently with vmipam.
 func startStandIns(t *testing.T, ctx context.Context, e *env.Environment, scheme *runtime.Scheme) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
