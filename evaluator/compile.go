@@ -561,7 +561,8 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 		}
 	}
 	if mode == environment.NewExpressions {
-		if errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...); len(errs) > 0 {
+		errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...)
+		if errs = append(errs, objectConstructionErrors(checked.NativeRep().Expr())...); len(errs) > 0 {
 			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
 			return program{path: path.String()}, nil, native
 		}
