@@ -146,8 +146,10 @@ func deepFromType(t *types.Type, size, elem uint64) (uint64, bool) {
 	case isOptional(t):
 		d, ok := deepFromType(t.Parameters()[0], size, elem)
 		return addSaturating(1, d), ok
-	case t.Kind() == types.StructKind && !libraryScalar(t):
-		return 0, false // an object not read from an input: what it holds has no bound here
+	case t.Kind() == types.StructKind && !libraryScalar(t), comparedByParts(t):
+		// An object not read from an input, or a semver or URL: what it holds has no bound
+		// here (deep.go leafValue).
+		return 0, false
 	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
 		d, ok := deepFromType(t.Parameters()[0], elem, elem)
 		return addSaturating(1, saturatingMul(size, d)), ok
@@ -493,11 +495,14 @@ func mayNest(t *types.Type) bool {
 	return u != t && !leafType(u)
 }
 
-// leafType: a value of type t is a leafValue (deep.go): a primitive, a value of the
-// Kubernetes libraries, or an optional of one.
+// leafType: a value of type t is a leafValue (deep.go): a primitive, a fixed-size value of
+// the Kubernetes libraries, or an optional of one.
 func leafType(t *types.Type) bool {
 	if isOptional(t) {
 		return leafType(t.Parameters()[0])
+	}
+	if comparedByParts(t) {
+		return false
 	}
 	switch t.Kind() {
 	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.StringKind, types.BytesKind,
@@ -550,6 +555,9 @@ func (w *deepWalk) charge(env boundEnv, e ast.Expr, name string, operands []ast.
 			var da uint64
 			if okAlt {
 				da, okAlt = deepOf(env, alt, b)
+			}
+			if okAlt && b.parts && optionalLayers(env.a.GetType(alt.ID())) == 0 {
+				da = 1 // a bare Semver or URL: the run time walks collections and optionals only
 			}
 			if !okAlt {
 				ok = false
@@ -631,4 +639,11 @@ func deepHint(ops []deepOperation) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ") + ": compare or search flat values, or nest fewer or smaller lists"
+}
+
+// comparedByParts: t is a Kubernetes library type whose equality grows with the value
+// (kubernetes.Semver, kubernetes.URL; k8s.io/apiserver pkg/cel), which deep.go's leafValue
+// counts by its parts.
+func comparedByParts(t *types.Type) bool {
+	return t.TypeName() == "kubernetes.Semver" || t.TypeName() == "kubernetes.URL"
 }

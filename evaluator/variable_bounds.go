@@ -39,6 +39,10 @@ type varBound struct {
 	// of its elements (map values); 0 when not derived, then deepOf derives them from the
 	// type and size, elem (deep_bounds.go).
 	deep, elemDeep uint64
+	// parts: the value is a Semver or URL, whose deep is its parts (partsDeep): what a
+	// collection holding it is charged for it, while compared bare it is one node (deep.go
+	// nested: only collections and optionals are walked).
+	parts bool
 }
 
 // typedPath is a path from a Go input type through json field names and @items, @keys,
@@ -92,8 +96,10 @@ func deriveBound(env boundEnv, e ast.Expr) (varBound, bool) {
 	}
 	if t != nil && libraryScalar(t) {
 		// No size of its own, one node to the deep operations; a URL or Semver is sized by
-		// the text it was parsed from, which its methods' charges grow with (parsed_charges.go).
-		return varBound{size: parsedTextBound(env, e, t), deep: 1}, true
+		// the text it was parsed from, which its methods' charges grow with (parsed_charges.go),
+		// and counts its parts in a collection (partsDeep).
+		size := parsedTextBound(env, e, t)
+		return varBound{size: size, deep: partsDeep(t, size), parts: comparedByParts(t)}, true
 	}
 	return deriveShape(env, e)
 }
@@ -827,4 +833,19 @@ func topSizeWithin(v ref.Val, bound, allowance uint64) (uint64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// partsDeep bounds the deep size of a library value of type t parsed from at most size
+// characters, as deep.go's deepSize counts it: a Semver itself, its 5 exported fields and
+// 4 parts per pre-release or build identifier (at most (size+1)/2 of them, 2 per character
+// bounds both); a URL itself and its 11 exported fields (k8s.io/apiserver pkg/cel, Go's
+// net/url.URL); any other library value one node.
+func partsDeep(t *types.Type, size uint64) uint64 {
+	switch t.TypeName() {
+	case "kubernetes.Semver":
+		return addSaturating(6, saturatingMul(2, addSaturating(size, 1)))
+	case "kubernetes.URL":
+		return 12
+	}
+	return 1
 }
