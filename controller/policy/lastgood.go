@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -58,4 +60,18 @@ func decodeLastGood(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy,
 	out.Generation = lg.Generation
 	out.Spec = lg.Spec
 	return out, nil
+}
+
+// recordsGeneration reports whether p's AnnotationLastGood records generation gen with p's
+// own spec: the controller compiled that very generation before.
+func recordsGeneration(p *v1alpha1.ClusterIPAMPolicy, gen int64) bool {
+	raw, ok := p.Annotations[AnnotationLastGood]
+	if !ok {
+		return false
+	}
+	var lg lastGood
+	if err := json.Unmarshal([]byte(raw), &lg); err != nil || lg.Generation != gen {
+		return false
+	}
+	return equality.Semantic.DeepEqual(lg.Spec, p.Spec)
 }

@@ -333,3 +333,29 @@ func TestConflictRecordingLastGoodIsRetriedQuietly(t *testing.T) {
 		t.Errorf("annotation = %+v (present %v) after the retry", lg, ok)
 	}
 }
+
+// A generation no earlier generation admitted is checked as new, whatever the webhook did:
+// the webhook's failurePolicy is Ignore, so a policy written while it was unavailable reached
+// the controller unchecked, and compiled as stored it skipped every check of new expressions
+// — an object construction that converted a whole list per iteration ran into the deadline on
+// every interface (issue #15, tester atk9). A generation that compiled before keeps compiling
+// as stored (the ratchet across vmipam versions).
+func TestUnadmittedGenerationIsCheckedAsNew(t *testing.T) {
+	spec := goodSpec()
+	spec.SkipRules[0].Expression = "evaluator.VM{name: 'a'}.name == vm.name"
+	f := newFixture(t, policyObj("p", "uid-1", 1, spec))
+	r := f.process()
+	f.reconcile(r, "p")
+	f.expect(r, "p", 0, metav1.ConditionFalse, "spec.skipRules[0].expression", "may not build objects")
+
+	good, err := encodeLastGood(policyObj("q", "uid-2", 1, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := policyObj("q", "uid-2", 1, spec)
+	stored.Annotations = map[string]string{AnnotationLastGood: good}
+	f = newFixture(t, stored)
+	r = f.process()
+	f.reconcile(r, "q")
+	f.expect(r, "q", 1, metav1.ConditionTrue, "Generation 1 compiled")
+}

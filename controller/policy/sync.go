@@ -11,14 +11,15 @@ import (
 )
 
 // sync decides which generation of p serves and makes the registry serve it: the current
-// generation when it compiles; else the one serving already for this incarnation of the
+// generation when it compiles (its expressions unchanged from the generation admitted before
+// as stored, the others as new: admitted); else the one serving already for this incarnation of the
 // policy; else the generation stored in AnnotationLastGood, compiled as stored; else none.
 // It writes nothing and is idempotent, so that the Watcher (every replica) and the
 // Reconciler (the leader) may both call it for the same object. It returns the outcome for
 // the status and the object (spec and generation) that serves, or nil.
 func (r *Registry) sync(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (outcome, *v1alpha1.ClusterIPAMPolicy) {
 	out := outcome{generation: p.Generation}
-	compiled, errs := r.compiler.Compile(p, p)
+	compiled, errs := r.compiler.Compile(p, r.admitted(p))
 	if len(errs) == 0 {
 		if src := r.servingSource(p); src == nil || src.Generation != p.Generation {
 			r.Put(p, compiled)
@@ -58,4 +59,24 @@ func (r *Registry) restore(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAM
 	}
 	r.Put(src, compiled)
 	return src, nil
+}
+
+// admitted is the generation of p that compiled before — the one serving, or the one
+// AnnotationLastGood records (p itself when that is p's generation) — which p's unchanged
+// expressions are compiled as (stored); nil when none did, and every expression of p is
+// checked as new. The webhook's failurePolicy is Ignore, so a generation written while it was
+// unavailable reaches the controller unchecked: compiled against itself, as before, it
+// skipped every check of new expressions (object construction, unbounded deep operations,
+// long comprehensions, literal guards) — issue #15, tester atk9.
+func (r *Registry) admitted(p *v1alpha1.ClusterIPAMPolicy) *v1alpha1.ClusterIPAMPolicy {
+	if src := r.servingSource(p); src != nil {
+		return src
+	}
+	if recordsGeneration(p, p.Generation) {
+		return p
+	}
+	if src, err := decodeLastGood(p); err == nil && src != nil {
+		return src
+	}
+	return nil
 }
