@@ -42,15 +42,9 @@ func encodeLastGood(src *v1alpha1.ClusterIPAMPolicy) (string, error) {
 // stored generation not older than p's is an error too (the annotation was copied from
 // another object, or edited): it cannot be a previous generation of p.
 func decodeLastGood(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy, error) {
-	raw, ok := p.Annotations[AnnotationLastGood]
-	if !ok {
-		return nil, nil
-	}
-	var lg lastGood
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&lg); err != nil {
-		return nil, fmt.Errorf("annotation %s is not readable: %w", AnnotationLastGood, err)
+	lg, err := readLastGood(p)
+	if err != nil || lg == nil {
+		return nil, err
 	}
 	if lg.Generation <= 0 || lg.Generation >= p.Generation {
 		return nil, fmt.Errorf("annotation %s records generation %d, which is not a previous generation of this policy (now %d)",
@@ -62,16 +56,25 @@ func decodeLastGood(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAMPolicy,
 	return out, nil
 }
 
-// recordsGeneration reports whether p's AnnotationLastGood records generation gen with p's
-// own spec: the controller compiled that very generation before.
-func recordsGeneration(p *v1alpha1.ClusterIPAMPolicy, gen int64) bool {
+// readLastGood decodes p's AnnotationLastGood, nil when there is none. Unknown fields are
+// errors (decodeLastGood says why).
+func readLastGood(p *v1alpha1.ClusterIPAMPolicy) (*lastGood, error) {
 	raw, ok := p.Annotations[AnnotationLastGood]
 	if !ok {
-		return false
+		return nil, nil
 	}
 	var lg lastGood
-	if err := json.Unmarshal([]byte(raw), &lg); err != nil || lg.Generation != gen {
-		return false
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&lg); err != nil {
+		return nil, fmt.Errorf("annotation %s is not readable: %w", AnnotationLastGood, err)
 	}
-	return equality.Semantic.DeepEqual(lg.Spec, p.Spec)
+	return &lg, nil
+}
+
+// recordsItself reports whether p's AnnotationLastGood records p's own generation and spec:
+// the controller compiled this very generation before.
+func recordsItself(p *v1alpha1.ClusterIPAMPolicy) bool {
+	lg, err := readLastGood(p)
+	return err == nil && lg != nil && lg.Generation == p.Generation && equality.Semantic.DeepEqual(lg.Spec, p.Spec)
 }

@@ -72,7 +72,7 @@ func (r *Registry) admitted(p *v1alpha1.ClusterIPAMPolicy) *v1alpha1.ClusterIPAM
 	if src := r.servingSource(p); src != nil {
 		return src
 	}
-	if recordsGeneration(p, p.Generation) {
+	if recordsItself(p) {
 		return p
 	}
 	if src, err := decodeLastGood(p); err == nil && src != nil {
