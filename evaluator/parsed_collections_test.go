@@ -53,3 +53,33 @@ func TestParsedValuesInCollectionsAreChargedByTheirParts(t *testing.T) {
 		t.Errorf("cost %d, want the semver's 4,000 identifiers charged", d.Cost)
 	}
 }
+
+// A variable holding an optional of a Semver is declared without its optional (dyn): the
+// estimate took the value for a bare Semver, one node to compare, while the run time walks
+// the optional and every part of the version — an admitted `variables.o == variables.o`
+// stopped at the per-call limit on a long version (issue #15, tester atk9 finding 3). And a
+// bare Semver searched for in a list of Semvers was charged its own parts on top of the
+// list's, though each comparison stops at the list element's end: a search the estimate
+// admitted was stopped (atk9 finding 3b). Each expression is either refused when written or
+// within the per-call limit on the longest version the input bounds allow.
+func TestWrappedParsedValuesAreEstimatedAsTheRunTimeWalksThem(t *testing.T) {
+	c := newCompiler(t)
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"v": "1.0.0-" + strings.TrimSuffix(strings.Repeat("a.", 30000), ".")}
+	for _, tc := range []struct{ v, rule string }{
+		{"optional.of(semver(vm.annotations[?'v'].orValue('1.0.0')))", "variables.o == variables.o"},
+		{"dyn(optional.of(semver(vm.annotations[?'v'].orValue('1.0.0'))))", "variables.o == variables.o"},
+		{"[optional.of(semver(vm.annotations[?'v'].orValue('1.0.0')))]", "variables.o[0] == variables.o[0]"},
+		{"semver(vm.annotations[?'v'].orValue('1.0.0'))", "variables.o in [semver('1.0.0'), semver('2.0.0-rc.1')]"},
+		{"semver(vm.annotations[?'v'].orValue('1.0.0'))", "[semver('1.0.0'), semver('2.0.0')].includes(variables.o)"},
+	} {
+		p := newPolicy("p", variable("o", tc.v), skipRule("r", tc.rule, "R", "m", ""))
+		if _, errs := c.Compile(p, nil); len(errs) > 0 {
+			continue // refused when written: nothing runs
+		}
+		d := decide(setOf(t, c, p), in)
+		if d.Reason == evaluator.ReasonPolicyError {
+			t.Errorf("%s over %s: admitted, then %s", tc.rule, tc.v, d.Message)
+		}
+	}
+}

@@ -390,7 +390,8 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return b, ok1 && ok2
 	case "dyn":
 		if len(args) == 1 {
-			return arg(0)
+			b, ok := arg(0)
+			return withOptionalLayers(b, env.a.GetType(args[0].ID())), ok
 		}
 	case "string", "bytes":
 		if len(args) == 1 {
@@ -665,6 +666,7 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 	env := boundEnv{a: a, vars: vars}
 	if b, ok := deriveBound(env, a.Expr()); ok {
+		b = withOptionalLayers(b, a.GetType(a.Expr().ID()))
 		if b.deep == 0 && scalarThrough(a, a.Expr()) {
 			b.deep = 1 // a scalar its dyn type hides: it nests nothing (deep_bounds.go)
 		}
@@ -833,6 +835,24 @@ func topSizeWithin(v ref.Val, bound, allowance uint64) (uint64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// withOptionalLayers is the bound b of a value of type t as a use that no longer sees t's
+// optionals holds it (a variable, declared dyn; dyn()): the optionals become nodes of its deep
+// size, and a Semver or URL they wrap is no longer bare (deep_bounds.go charges a bare one as
+// one node). Before, `variables.o == variables.o` over optional.of(semver(…)) was estimated
+// at one node and walked 120,000 at run time (issue #15, atk9). A deep size not derived stays
+// so: the use's type (dyn) then derives none, and the operation is refused.
+func withOptionalLayers(b varBound, t *types.Type) varBound {
+	n := optionalLayers(t)
+	if n == 0 {
+		return b
+	}
+	b.parts = false
+	if b.deep > 0 {
+		b.deep = addSaturating(b.deep, n)
+	}
+	return b
 }
 
 // partsDeep bounds the deep size of a library value of type t parsed from at most size
