@@ -119,12 +119,35 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		d, late := set.decideOnce(ctx, in, opts)
 		p := set.passOver(d, late)
 		if p == nil || len(passed) == maxPassedOver || ctx.Err() != nil {
-			return withPassedOver(d, passed)
+			return stableWhenLate(ctx, withPassedOver(d, passed), s.limits.Deadline)
 		}
 		passed = append(passed, Decision{Policy: p.Name, Message: lateError(d, late, s.limits.Deadline),
 			Provenance: Provenance{Skip: string(p.Mode)}})
 		set = set.without(p.Name)
 	}
+}
+
+// stableWhenLate gives a decision d that failed for want of time a message naming its policy
+// and the deadline only: which of a slow policy's expressions was running when the time ran
+// out, and whether its call was interrupted or abandoned, vary with the machine's load, and a
+// NetworkReady message that changed from retry to retry was rewritten, and an event raised,
+// each time (issue #15, atk8). The precise error, naming the expression, stays first in the
+// trace's errors, which the dry run and ipamctl show.
+// When the caller's context (ctx: the VM's budget, a dry-run request) ended, its cause is
+// named instead of the deadline.
+func stableWhenLate(ctx context.Context, d Decision, deadline time.Duration) Decision {
+	if d.Reason != ReasonPolicyError || !d.DeadlineExceeded || d.Policy == "" {
+		return d
+	}
+	if !slices.Contains(d.Trace.Errors, d.Message) {
+		d.Trace.Errors = append([]string{d.Message}, d.Trace.Errors...)
+	}
+	why := fmt.Sprintf("the evaluation did not finish within the deadline (%v)", deadline)
+	if ctx.Err() != nil {
+		why = "not evaluated: " + context.Cause(ctx).Error()
+	}
+	d.Message = fmt.Sprintf("policy %s: %s; the dry run's trace names the expression", d.Policy, why)
+	return d
 }
 
 // lateError is the error of late's expression in d's trace, or one naming the deadline.
