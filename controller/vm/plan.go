@@ -40,11 +40,13 @@ type Plan struct {
 	// Status is the VM status after the reconcile; StatusChanged says whether it differs.
 	Status        vmv1.VirtualMachineStatus `json:"status"`
 	StatusChanged bool                      `json:"statusChanged"`
-	// Deferred: the only problems are Auto IPAddresses created less than FreshPendingGrace
-	// ago that SDN has not allocated yet. SDN usually answers within milliseconds and the
-	// reconcile its answer triggers writes the final state, so networks-spec and status are
-	// written once per VM instead of once per allocation; past the grace, the intermediate
-	// state is written as it is.
+	// Deferred: the only problems are IPAddresses SDN is about to answer — Auto IPAddresses
+	// created less than FreshPendingGrace ago that SDN has not allocated yet, and static
+	// IPAddresses created less than FreshPendingGrace ago that SDN has not answered at all.
+	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
+	// final state, so networks-spec and status are written once per VM instead of once per
+	// allocation (and a hotplug's reconcile is not queued behind a status write per new
+	// IPAddress); past the grace, the intermediate state is written as it is.
 	Deferred bool `json:"deferred,omitempty"`
 	// RetryAfter is when to look again if nothing else triggers a reconcile (with Deferred).
 	RetryAfter time.Duration `json:"retryAfter,omitempty"`
@@ -220,9 +222,9 @@ func attach(s *scope, running []sdnv1.NetworksSpecEntry) {
 	}
 }
 
-// freshPending reports whether every problem is IPAddressPending of an Auto IPAddress created
-// by this plan or within its grace (FreshPendingGrace, or UnansweredGrace while SDN has not
-// answered) before s.now, and how long until the last such IPAddress is out of grace.
+// freshPending reports whether every problem is an IPAddress SDN is about to answer, within
+// its grace before s.now (graceLeft), and how long until the last such IPAddress is out of
+// grace.
 func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.PendingRestart) > 0 {
 		return 0, false
@@ -236,26 +238,43 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 		if it.problem == nil {
 			continue
 		}
-		if it.problem.reason != string(evaluator.ReasonIPAddressPending) {
-			return 0, false
-		}
-		left := FreshPendingGrace
-		if !created[it.autoName] {
-			if it.auto == nil {
-				return 0, false
-			}
-			grace := FreshPendingGrace
-			if unanswered(it.auto) {
-				grace = UnansweredGrace
-			}
-			left = grace - s.now.Sub(it.auto.CreationTimestamp.Time)
-		}
+		left := graceLeft(s, it, created)
 		if left <= 0 {
 			return 0, false
 		}
 		wait, any = max(wait, left), true
 	}
 	return wait, any
+}
+
+// graceLeft is how long the interface's problem may still wait for SDN's answer, ≤ 0 when it
+// must be reported now:
+//   - IPAddressPending of its Auto IPAddress: FreshPendingGrace from the IPAddress's creation
+//     (by this plan, created), or UnansweredGrace while SDN has not written any status on it;
+//   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
+//     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
+//     SDN answered (Pending with a reason, or refused) the answer is reported as it is.
+func graceLeft(s *scope, it *iface, created map[string]bool) time.Duration {
+	switch it.problem.reason {
+	case string(evaluator.ReasonIPAddressPending):
+		if created[it.autoName] {
+			return FreshPendingGrace
+		}
+		if it.auto == nil {
+			return 0
+		}
+		grace := FreshPendingGrace
+		if unanswered(it.auto) {
+			grace = UnansweredGrace
+		}
+		return grace - s.now.Sub(it.auto.CreationTimestamp.Time)
+	case string(evaluator.ReasonIPAddressNotAllocated):
+		if it.static == nil || !unanswered(it.static) {
+			return 0
+		}
+		return FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+	}
+	return 0
 }
 
 func results(s *scope) []InterfaceResult {

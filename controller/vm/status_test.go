@@ -188,6 +188,36 @@ func TestFreshPendingWaitsLongerForSDNsFirstAnswer(t *testing.T) {
 	}
 }
 
+// TestFreshPendingWaitsForSDNsFirstAnswerOnANewStaticIPAddress: a static IPAddress a user has
+// just created (to hot-plug the interface) and SDN has not answered yet holds networks-spec
+// and status for FreshPendingGrace, as a new Auto IPAddress does — the reconcile of SDN's
+// answer writes the final state once —; one SDN answered, or one past the grace, is reported.
+func TestFreshPendingWaitsForSDNsFirstAnswerOnANewStaticIPAddress(t *testing.T) {
+	s := statusScope()
+	it := s.interfaces[1]
+	it.static = &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "s", CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))}}
+	it.problem = &problem{string(evaluator.ReasonIPAddressNotAllocated), "IPAddress s is not allocated yet"}
+	s.interfaces = s.interfaces[1:]
+	s.now = time.Unix(1001, 0)
+	if left, deferred := freshPending(s, &Plan{}); !deferred || left != FreshPendingGrace-time.Second {
+		t.Errorf("a static IPAddress SDN has not answered for 1 s: deferred %v for %s, want %s", deferred, left, FreshPendingGrace-time.Second)
+	}
+	it.static.Status.Conditions = []metav1.Condition{{Type: "Allocated", Status: "False", Reason: "OutOfRange"}}
+	if _, deferred := freshPending(s, &Plan{}); deferred {
+		t.Error("a static IPAddress SDN answered (not allocated, with a reason) should be reported")
+	}
+	it.static.Status.Conditions = nil
+	s.now = time.Unix(1000, 0).Add(FreshPendingGrace)
+	if _, deferred := freshPending(s, &Plan{}); deferred {
+		t.Error("past FreshPendingGrace an unanswered static IPAddress should be reported")
+	}
+	s.now = time.Unix(1001, 0)
+	it.problem = &problem{string(evaluator.ReasonIPAddressNotFound), "IPAddress s does not exist"}
+	if _, deferred := freshPending(s, &Plan{}); deferred {
+		t.Error("another problem of the static interface should be reported")
+	}
+}
+
 // TestSkipWarningsFollowASuccessfulStatusWrite: a Warning announces a new NetworkReady item
 // once the status carrying it is written; a status write that loses a conflict (and is retried)
 // announces nothing, so retries do not repeat events.
