@@ -210,6 +210,7 @@ func fullInput(in evaluator.Input) evaluator.Input {
 	for i := range 4 {
 		in.VM.Annotations[fmt.Sprint("a", i)] = strings.Repeat("a", 64<<10-16)
 	}
+	in.VM.Annotations["a1"] = "0.0.0-" + strings.TrimSuffix(strings.Repeat("a.", 32<<10-16), ".") // a version, past semver()'s bound
 	in.VM.Name = strings.Repeat("n", 253)
 	return in
 }
@@ -300,7 +301,11 @@ func (g *exprGen) boolean(depth int) string {
 	case 14:
 		return g.str(d) + ".startsWith(" + g.str(d) + ")"
 	case 15:
-		return "isURL(" + g.str(d) + ")"
+		// One choice for the parsers that take any string: a new case would change what every
+		// kept seed generates. Annotation a1 is a version of 32,000 pre-release identifiers in a
+		// full input (semver's parse allocates per identifier: issue #15, atk10).
+		s := g.str(d)
+		return "(isURL(" + s + ") || isSemver(" + s + ") || isSemver(vm.annotations[?'a1'].orValue(''), true))"
 	case 16:
 		return g.str(d) + ".find(" + patterns[g.next()%len(patterns)] + ") != ''"
 	case 17:

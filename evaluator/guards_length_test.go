@@ -57,3 +57,56 @@ func TestParsersRefuseOverlongArguments(t *testing.T) {
 		t.Errorf("decision = %s %q, want valid arguments at the bounds accepted", d.Reason, d.Message)
 	}
 }
+
+// semver() and isSemver() parse every pre-release identifier into its own value and were
+// charged by the library a tenth of a unit a character: on an annotation of `0.0.0-a.a.a…`
+// (131,000 identifiers, within the declared bounds) one call allocated ~23 MiB and spent 3–4×
+// the calibration's CPU per unit charged, and eleven admitted isSemver() conditions spent
+// 0.24–0.27 s of CPU and 256 MiB on one interface (issue #15, atk10 finding 1). A version
+// longer than maxSemverLength (1,024 characters) is not parsed: isSemver() answers false,
+// semver() fails naming the bound; shorter ones are charged a unit per two characters.
+// Class: a parse whose work per character the library's charge undercounts.
+func TestSemverParsesAreBoundedAndChargedByIdentifiers(t *testing.T) {
+	c := newCompiler(t)
+	huge := "0.0.0-" + strings.TrimSuffix(strings.Repeat("a.", 131_000), ".")
+	for _, tc := range []struct{ expr, want string }{
+		{"isSemver(vm.annotations['a'])", ""},
+		{"isSemver(vm.annotations['a'], true)", ""},
+		{"semver(vm.annotations['a']).major() == 1", "semver(): argument beyond the bound policies are evaluated with: 262005 characters, at most 1024"},
+		{"semver(vm.annotations['a'], true).major() == 1", "semver(): argument beyond the bound policies are evaluated with: 262005 characters, at most 1024"},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			s := setOf(t, c, newPolicy("p", skipRule("r", tc.expr, "R", "", "")))
+			d := decide(s, withAnnotation(huge))
+			if tc.want == "" {
+				// Charged as a parse of the bound at most (513) beyond reading the annotation,
+				// though nothing is parsed.
+				read := decide(setOf(t, c, newPolicy("p", skipRule("r", "!has(vm.annotations.a)", "R", "", ""))), withAnnotation(huge))
+				if d.Reason == evaluator.ReasonPolicyError || d.Skip || d.Cost > read.Cost+513 {
+					t.Errorf("decision = %s %q at cost %d (%d reading the annotation), want the rule false after a length check alone",
+						d.Reason, d.Message, d.Cost, read.Cost)
+				}
+				return
+			}
+			if d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, tc.want) {
+				t.Errorf("decision = %s %q, want a policy error holding %q", d.Reason, d.Message, tc.want)
+			}
+		})
+	}
+	// At the bound a version still parses, charged by its identifiers: 509 of them in 1,023
+	// characters cost over 500 units a call (the library charged 103).
+	atBound := "1.0.0-" + strings.TrimSuffix(strings.Repeat("a.", 509), ".")
+	one := decide(setOf(t, c, newPolicy("p", skipRule("r", "!isSemver(vm.annotations['a'])", "R", "", ""))), withAnnotation(atBound))
+	if one.Reason == evaluator.ReasonPolicyError || one.Skip {
+		t.Fatalf("decision = %s %q, want a valid version at the bound accepted", one.Reason, one.Message)
+	}
+	if one.Cost < 500 {
+		t.Errorf("isSemver of %d characters cost %d, want at least 500 (a unit per two characters)", len(atBound), one.Cost)
+	}
+	if errs := compileRule(c, "isSemver('"+atBound+"a')"); len(errs) != 0 {
+		t.Errorf("a literal at the bound: %v, want it admitted", errs)
+	}
+	if errs := compileRule(c, "semver('"+atBound+"aa').major() == 1"); len(errs) == 0 {
+		t.Error("a literal past the bound is admitted, want it refused when written (it fails whenever evaluated)")
+	}
+}

@@ -48,8 +48,8 @@ import (
 const queryParamCost = 2
 
 // maxSemverText is the text a semver value is assumed parsed from when its derived bound
-// is unknown: the longest string the estimate assumes wherever it cannot size one.
-const maxSemverText = maxFormattedArg
+// is unknown: semver() parses at most maxSemverLength characters (guards.go).
+const maxSemverText = maxSemverLength
 
 // queryCost is the charge of getQuery() on a RawQuery of n characters holding at most
 // params parameters: a parameter needs a character and, but for the last, a separator.
