@@ -23,6 +23,34 @@ func TestEstimatesOfLiteralsAndTypeCompile(t *testing.T) {
 	}
 }
 
+// The lists library's traversals (includes, indexOf, lastIndexOf, min, max, isSorted) of a
+// list of strings are estimated by the bounds the list derives: the library sized the
+// elements of a literal with a computed element, of an all-constant literal under min/max/
+// isSorted, and of a comprehension's result as unbounded and refused them at ~3.7e18 or
+// 2^64-1 (issue #15, tester atk10 finding 2). A traversal of truly large lists still is.
+func TestStringListTraversalsAreEstimatedByTheirBounds(t *testing.T) {
+	c := newCompiler(t)
+	for _, expr := range []string{
+		"['a','b'].max() == 'b'",
+		"['a', 'b'].isSorted()",
+		"['corp', interface.name].includes('corp')",
+		"['corp', interface.name].lastIndexOf('corp') == 0",
+		"['corp', 'tenant-b'].max() == interface.name",
+		"[vm.name, vm.namespace].min() == 'a'",
+		"[vm.labels[?'a'].orValue('')].max() == 'a'",
+		"vm.labels.map(k, k).includes('corp')",
+		"holders.vms.map(h, h + h).indexOf('x') >= 0",
+	} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it to compile", expr, errs)
+		}
+	}
+	expr := "vm.labels.all(k, vm.annotations.map(a, vm.annotations[a]).includes(k))" // 256 × 256 annotations of 256 KiB
+	if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), "estimated") {
+		t.Errorf("%s: errors %v, want the estimate to refuse it", expr, errs)
+	}
+}
+
 // A refused estimate names what it could not bound, as the estimate sees it: the split of a
 // sized string, iterated too often, is too many iterations, not unbounded — its parts are at
 // most 254 of at most 253 characters each, inline as through a variable (issue #15, finding

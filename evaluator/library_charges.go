@@ -97,8 +97,11 @@ func (e estimator) listTraversalEstimate(target *checker.AstNode) *checker.CallE
 		return nil
 	case unknownShape(t):
 	case t.Kind() == types.ListKind && len(t.Parameters()) == 1:
+		if k := t.Parameters()[0].Kind(); k == types.StringKind || k == types.BytesKind {
+			return e.stringListTraversal(target)
+		}
 		if !unknownShape(t.Parameters()[0]) {
-			return nil // typed: scalars and strings the library sizes, lists and maps deep.go charges
+			return nil // typed: scalars the library sizes, lists and maps deep.go charges
 		}
 	default:
 		return nil
@@ -126,6 +129,25 @@ func (e estimator) listTraversalEstimate(target *checker.AstNode) *checker.CallE
 	}
 	perNode := max(1, traversal(chars))
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: saturatingMul(nodes, perNode)}}
+}
+
+// stringListTraversal estimates one of listTraversalFunctions on a list of strings (or
+// bytes) by the bounds the receiver derives: per element one comparison plus the traversal of
+// the longest element — the library's own formula, which sizes the elements of a literal
+// (['a', 'b'].max(), ['corp', interface.name].includes('corp')) or of a comprehension's
+// result (vm.labels.map(k, k).includes('corp')) as unbounded and refused them at ~3.7e18
+// (issue #15, atk10 finding 2). nil when no bound derives: the library's estimate stands.
+func (e estimator) stringListTraversal(target *checker.AstNode) *checker.CallEstimate {
+	if e.bounds == nil {
+		return nil
+	}
+	x := (*target).Expr()
+	b, ok := deriveBound(e.scopeOf(x), x)
+	if !ok {
+		return nil
+	}
+	perElement := 1 + uint64(math.Ceil(float64(b.elem)*common.StringTraversalCostFactor))
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: saturatingMul(b.size, perElement)}}
 }
 
 // stringsOnly: every value x may be, looking through dyn() and conditionals (seeThrough), is

@@ -121,6 +121,12 @@ var libraryEstimateCases = []string{
 	"url('https://' + vm.name + '/x?y=z').getQuery()",
 	"url('https://' + vm.name) == url('https://' + vm.name)",
 	"isSemver(vm.name, true)",
+	// lists traversals of strings, by the list's derived bound (atk10 finding 2).
+	"vm.annotations.map(k, vm.annotations[k]).includes('corp')",
+	"vm.labels.map(k, k + vm.labels[k]).max() != ''",
+	"[vm.name, vm.annotations['a']].min() != ''",
+	"holders.vms.map(h, h + h).isSorted()",
+	"['a', vm.annotations['a']].lastIndexOf('a') >= 0",
 	// Methods of parsed values, charged by the text the value was parsed from.
 	"url('https://x/?' + vm.name.split('').join('&')).getQuery()",
 	"[url('https://x/?' + vm.name.split('').join('&'))].map(u, u.getQuery().size())",
