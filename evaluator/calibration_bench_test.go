@@ -54,6 +54,9 @@ func BenchmarkCostCalibration(b *testing.B) {
 		// map, loading a time zone (by a name absent from the tz database, the slower path,
 		// and by a present one).
 		{"duration-parse", list(3, "1") + ".exists(i, duration(vm.annotations['d']) == duration('1s'))"},
+		// semver's parse allocates per pre-release identifier (guards.go): the longest version
+		// it parses, one identifier per two characters.
+		{"semver-parse", "lists.range(150).exists(i, !isSemver(vm.annotations['v']))"},
 		{"double-parse", list(3, "1") + ".exists(i, double(vm.annotations['f']) == 2.0)"},
 		{"int-parse", list(3, "1") + ".exists(i, int(vm.annotations['f']) == 2)"},
 		// An invalid timestamp is quoted into its error, an invalid bool copied into its
@@ -82,11 +85,12 @@ func BenchmarkCostCalibration(b *testing.B) {
 	in := pooledAuto()
 	in.VM.Name = long[:253-3]
 	in.VM.Annotations = map[string]string{
-		"a": strings.Repeat("a", 70_000),       // a match per character
-		"d": strings.Repeat("0s", 35_000),      // a valid duration, parsed to its end
-		"f": strings.Repeat("0", 69_999) + "1", // a valid int and double
-		"u": strings.Repeat("é", 35_000),       // two bytes per rune
-		"b": strings.Repeat("a", 69_999) + "b", // as long as a, compared to its end
+		"a": strings.Repeat("a", 70_000),                                   // a match per character
+		"d": strings.Repeat("0s", 35_000),                                  // a valid duration, parsed to its end
+		"f": strings.Repeat("0", 69_999) + "1",                             // a valid int and double
+		"u": strings.Repeat("é", 35_000),                                   // two bytes per rune
+		"b": strings.Repeat("a", 69_999) + "b",                             // as long as a, compared to its end
+		"v": "1.0.0-" + strings.TrimSuffix(strings.Repeat("a.", 509), "."), // 509 identifiers, 1,023 characters
 	}
 	for _, k := range constructs {
 		b.Run(k.name, func(b *testing.B) {
