@@ -54,7 +54,7 @@ func (h *harness) runCase(t *testing.T, dir string) {
 	vm := h.subject(t, ctx, dir, ns)
 
 	expected, inputs := evaluatorDecisions(t, ctx, h, dir)
-	live, world := h.settled(t, ctx, ns, vm, expected)
+	live, world := h.settled(t, ctx, ns, vm, expected, inputs)
 	offline := h.ipamctl(t, ctx, dir, vm, world)
 
 	t.Run("the dry-run API and ipamctl decided from the suite's input", func(t *testing.T) {
@@ -170,13 +170,13 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 // resourceVersion) from a second before the question until after the answer, so that the
 // cache the endpoint reads had caught up with them. (The stand-ins may still write once the
 // controller has nothing left to do, e.g. MAC addresses into the VM status.)
-func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) (*dryrunv1.EvaluationStatus, []client.Object) {
+func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []evaluator.Input) (*dryrunv1.EvaluationStatus, []client.Object) {
 	t.Helper()
 	deadline := time.Now().Add(convergeTimeout)
 	for {
 		before := h.world(t, ctx, ns)
 		time.Sleep(time.Second)
-		res := h.converged(t, ctx, ns, vm, expected)
+		res := h.converged(t, ctx, ns, vm, expected, inputs)
 		after := h.world(t, ctx, ns)
 		if versions(before) == versions(after) {
 			return res, after
@@ -197,8 +197,12 @@ func versions(objs []client.Object) string {
 }
 
 // converged asks the endpoint about the live VM until the controller has nothing left to do
-// and the endpoint's decisions are the evaluator's, and returns that answer.
-func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict) *dryrunv1.EvaluationStatus {
+// and the endpoint's decisions and inputs are the evaluator's, and returns that answer. The
+// inputs too: SDN's stand-in may still be working through an IPAddress (Pending with
+// NetworkNotFound, retried periodically, while the ClusterNetwork reaches its cache) when a
+// decision that does not read it — IPAddressInUse — already matches, and a second of no
+// writes did not tell that apart from the end.
+func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []evaluator.Input) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	var res *dryrunv1.EvaluationStatus
 	var why string
@@ -211,7 +215,7 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 		if res, err = h.ask(ctx, live); err != nil {
 			return false, err
 		}
-		why = pending(res, expected)
+		why = pending(res, expected, inputs)
 		return why == "", nil
 	})
 	if err != nil {
@@ -220,8 +224,9 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 	return res
 }
 
-// pending says what the controller still has to do, or how the decisions differ, or "".
-func pending(res *dryrunv1.EvaluationStatus, expected []verdict) string {
+// pending says what the controller still has to do, or how the decisions or their inputs
+// differ, or "".
+func pending(res *dryrunv1.EvaluationStatus, expected []verdict, inputs []evaluator.Input) string {
 	a := res.Actions
 	podChanges := slices.ContainsFunc(a.Pods, func(p vmctrl.PodWrite) bool { return p.Changed })
 	switch {
@@ -235,6 +240,17 @@ func pending(res *dryrunv1.EvaluationStatus, expected []verdict) string {
 	for i := range expected {
 		if got := verdictOf(res.Interfaces[i].Decision); got != expected[i] {
 			return fmt.Sprintf("interface %d: %+v, want %+v", i, got, expected[i])
+		}
+	}
+	for i, want := range inputs {
+		got := res.Interfaces[i].Decision.Trace.Input
+		if got == nil {
+			return fmt.Sprintf("interface %d: the trace has no input", i)
+		}
+		g, _ := json.Marshal(canonical(*got))
+		w, _ := json.Marshal(canonical(want))
+		if !bytes.Equal(g, w) {
+			return fmt.Sprintf("interface %d: input %s, want the suite's %s", i, g, w)
 		}
 	}
 	return ""
