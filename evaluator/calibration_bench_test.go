@@ -57,6 +57,8 @@ func BenchmarkCostCalibration(b *testing.B) {
 		// semver's parse allocates per pre-release identifier (guards.go): the longest version
 		// it parses, one identifier per two characters.
 		{"semver-parse", "lists.range(150).exists(i, !isSemver(vm.annotations['v']))"},
+		// A list library traversal of one-character strings: a unit an element (linear_charges.go).
+		{"list-search-short", "lists.range(150).exists(i, " + list(250, "'a'") + ".includes(string(i)) && i < 0)"},
 		{"double-parse", list(3, "1") + ".exists(i, double(vm.annotations['f']) == 2.0)"},
 		{"int-parse", list(3, "1") + ".exists(i, int(vm.annotations['f']) == 2)"},
 		// An invalid timestamp is quoted into its error, an invalid bool copied into its

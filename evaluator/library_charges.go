@@ -127,7 +127,7 @@ func (e estimator) listTraversalEstimate(target *checker.AstNode) *checker.CallE
 	if unknownShape(t) {
 		chars = max(chars, b.size) // the receiver may be a string itself
 	}
-	perNode := max(1, traversal(chars))
+	perNode := 1 + traversal(chars) // a comparison and the string's traversal (listTraversalCost)
 	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: saturatingMul(nodes, perNode)}}
 }
 

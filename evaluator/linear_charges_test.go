@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,45 @@ func TestStringComparisonsChargedByByteSize(t *testing.T) {
 	} {
 		if got := cost(tc.call) - base; got < tc.want {
 			t.Errorf("%s: charged %d beyond `== ''`, want at least %d (the bytes compared)", tc.call, got, tc.want)
+		}
+	}
+}
+
+// The lists library's traversals of a flat list (includes, indexOf, lastIndexOf, min, max,
+// isSorted) were charged by Kubernetes' traversalCost: a tenth of a unit a character rounded
+// down, and nothing for the comparison, so every string shorter than ten bytes was compared
+// for free — 512 empty strings searched 185 times ran at ~8 µs a unit charged, 37× the
+// calibration, and 20 admitted policies of such searches spent 0.6–0.7 s per interface at 40%
+// of the budget (issue #15, tester atk11 finding 1). Each element is charged a comparison
+// plus its string's traversal rounded up, as the estimate assumes: the charge of a call grows
+// by at least one unit an element. Class: a per-element charge that rounds the element's work
+// down to nothing.
+func TestListTraversalsChargeEveryElement(t *testing.T) {
+	empties := "[" + strings.TrimSuffix(strings.Repeat("'',", 512), ",") + "]"
+	names := "vm.name.split('')" // 253 one-character strings, not a constant
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e9, PerCallCostLimit: 1e9,
+		InterfaceCostBudget: 1e9, TrialCostBudget: 1e9, Deadline: 30 * time.Second})
+	for _, tc := range []struct {
+		name, list string
+		elements   int64
+	}{{"literal of empty strings", empties, 512}, {"split of a name", names, 253}} {
+		for _, call := range []string{"L.includes('x')", "L.indexOf('x') >= 0", "L.lastIndexOf('x') >= 0", "L.max() == 'x'", "L.min() == 'x'", "L.isSorted()"} {
+			t.Run(tc.name+"/"+call, func(t *testing.T) {
+				cost := func(n int) int64 {
+					// Every call runs: each is true or false, and `|| i >= 0` is true.
+					expr := strings.ReplaceAll(fmt.Sprintf("!lists.range(%d).all(i, %s || i >= 0)", n, call), "L", "variables.l")
+					in := withAnnotation("x")
+					in.VM.Name = strings.Repeat("y", 253)
+					d := decide(setOf(t, c, newPolicy("p", variable("l", tc.list), skipRule("r", expr, "R", "", ""))), in)
+					if d.Reason == evaluator.ReasonPolicyError {
+						t.Fatalf("decision = %s %q", d.Reason, d.Message)
+					}
+					return d.Cost
+				}
+				if more := cost(11) - cost(1); more < 10*tc.elements {
+					t.Errorf("10 more calls cost %d more, want at least %d (a unit an element)", more, 10*tc.elements)
+				}
+			})
 		}
 	}
 }
