@@ -88,7 +88,25 @@ func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
 	if _, errs := c.Compile(long, nil); !strings.Contains(fmt.Sprint(errs), "spec.variables[0].expression: Forbidden: its value can hold a string of 524288 characters, more than the 328704") {
 		t.Errorf("two annotation values concatenated: %v, want refused naming the 524288 characters", errs)
 	}
+	// What the expression builds counts too, measured in bytes as the estimate sizes it and the
+	// charges count it: 316 four-byte characters and a key held a bound of 317 characters and
+	// were charged four times their estimate; 318 ASCII ones failed on every input (issue #15,
+	// tester atk11 findings 2 and 3).
+	for _, tc := range []struct{ expr, want string }{
+		{"{'a': 1, 'b': 2}.transformMap(k, v, '" + strings.Repeat("\U0001F600", 316) + "' + k)", "a literal of 1264 bytes (an element may hold 317)"},
+		{"{'a': 1}.transformMap(k, v, '" + strings.Repeat("a", 318) + "')", "a literal of 318 bytes (an element may hold 317)"},
+		{"{'a': 1}.transformMap(k, v, vm.name + vm.name)", "a string of up to 506 bytes"},
+	} {
+		p := newPolicy("p", variable("m", tc.expr), matchCondition("m", "variables.m['a'].indexOf(variables.m['a']) < 0"))
+		if _, errs := c.Compile(p, nil); !strings.Contains(fmt.Sprint(errs), tc.want) {
+			t.Errorf("%.60s…: %v, want refused naming %q", tc.expr, errs, tc.want)
+		}
+	}
 	ok := newPolicy("p", variable("f", "url(vm.name).getHost()"), matchCondition("m", "variables.f != ''"))
+	if _, errs := c.Compile(newPolicy("p", variable("m", "{'a': 1}.transformMap(k, v, k + '-' + vm.name)"),
+		matchCondition("m", "variables.m['a'] != ''")), nil); len(errs) > 0 {
+		t.Errorf("a transformMap of short values: %v, want admitted", errs)
+	}
 	if _, errs := c.Compile(ok, nil); len(errs) > 0 {
 		t.Errorf("the host of a URL in the VM's name: %v, want admitted (fits the fixed bound)", errs)
 	}
@@ -114,6 +132,10 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		// flatten(n) multiplies the sizes of n levels (issue #15: bounded as two, 27 entries > 9).
 		"[[[1,2,3],[1,2,3],[1,2,3]],[[1,2,3],[1,2,3],[1,2,3]],[[1,2,3],[1,2,3],[1,2,3]]].flatten(2)",
 		"[[vm.labels.map(k, k), vm.labels.map(k, k)]].flatten(2)", "[[[[vm.name]]]].flatten(99)",
+		// Fixed-bound values built from literals and short inputs (issue #15, atk11 findings 2, 3).
+		"{'a': 1, 'b': 2}.transformMap(k, v, '" + strings.Repeat("\U0001F600", 316) + "' + k)",
+		"{'a': 1}.transformMap(k, v, '" + strings.Repeat("a", 318) + "' + k)",
+		"{'a': 1}.transformMap(k, v, vm.name + vm.name)", "{'a': 1}.transformMap(k, v, [vm.name, vm.name].join(''))",
 	}
 	for _, form := range forms {
 		for _, read := range []string{"variables.v", "variables.w"} {
