@@ -680,9 +680,6 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 			}
 		}
 		if e.Kind() != ast.SelectKind && e.Kind() != ast.IdentKind {
-			if what, over := builtBeyond(env, e); over {
-				beyond = append(beyond, what)
-			}
 			return
 		}
 		b, ok := deriveBound(env, e)
@@ -696,6 +693,7 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 			beyond = append(beyond, fmt.Sprintf("%s (%s)", name, b))
 		}
 	}))
+	beyond = append(beyond, valueBeyond(estimatorOf(a, vars), a.Expr(), true)...)
 	if len(beyond) == 0 {
 		return fixedVariableBound, ""
 	}
@@ -707,37 +705,81 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 		fixedVariableBound, strings.Join(slicesCompact(beyond), ", "))
 }
 
-// builtBeyond reports a value a fixed-bound variable's expression builds from literals
-// (a string literal, a call on them, a list or map literal) that is larger than the fixed
-// bound holds: a string longer than an element may be, a collection with more entries or
-// larger elements. Such a variable fails the run-time check on every input, and a string
-// held to the bound in characters was charged in bytes beyond its estimate (issue #15,
-// tester atk11 findings 2 and 3). Nodes whose bound does not derive are the fixed bound's
-// to hold, and reads of inputs and variables are variableBound's.
-func builtBeyond(env boundEnv, e ast.Expr) (string, bool) {
-	switch e.Kind() {
-	case ast.LiteralKind, ast.CallKind, ast.ListKind, ast.MapKind:
-	default:
-		return "", false
+// valueBeyond names what a fixed-bound variable's expression builds into its value (e and,
+// where e's own bound does not derive, the subexpressions its value is made of) that the
+// fixed bound may not hold: a string longer than an element may be, a collection with more
+// entries or larger elements, or a string whose length the analysis cannot derive (format()
+// of a computed list). Such a variable fails the run-time check on inputs within their bounds,
+// or on every input (issue #15, testers atk11 findings 2 and 3, atk12 finding 1). What does
+// not flow into the value is not asked: the operands of a call whose result is a scalar (a
+// regex literal of matches(), a string whose size() is taken), a comprehension's condition.
+// Reads of inputs and variables are variableBound's; root is the variable's own expression,
+// whose bound does not derive (that is why it is fixed).
+func valueBeyond(est estimator, e ast.Expr, root bool) []string {
+	if e.Kind() == ast.SelectKind || e.Kind() == ast.IdentKind {
+		return nil
 	}
-	b, ok := deriveBound(env, e)
-	if !ok {
-		return "", false
+	t := est.bounds.a.GetType(e.ID())
+	if !root {
+		if b, ok := est.derivedBound(e); ok {
+			return overFixedBound(e, t, b)
+		}
+		if stringTyped(t) && e.Kind() == ast.CallKind {
+			return []string{fmt.Sprintf("a string built by %s() whose length the analysis cannot derive", e.AsCall().FunctionName())}
+		}
 	}
-	t := env.a.GetType(e.ID())
-	if t != nil && (t.Kind() == types.StringKind || t.Kind() == types.BytesKind) {
+	if scalarTyped(t) {
+		return nil // what its operands hold is not kept
+	}
+	var out []string
+	for _, c := range flowChildren(e) {
+		out = append(out, valueBeyond(est, c, false)...)
+	}
+	return out
+}
+
+// overFixedBound names a value of bound b the fixed bound does not hold, or nothing.
+func overFixedBound(e ast.Expr, t *types.Type, b varBound) []string {
+	if stringTyped(t) {
 		if b.size <= fixedVariableBound.elem {
-			return "", false
+			return nil
 		}
 		if e.Kind() == ast.LiteralKind {
-			return fmt.Sprintf("a literal of %d bytes (an element may hold %d)", b.size, fixedVariableBound.elem), true
+			return []string{fmt.Sprintf("a literal of %d bytes (an element may hold %d)", b.size, fixedVariableBound.elem)}
 		}
-		return fmt.Sprintf("a string of up to %d bytes (an element may hold %d)", b.size, fixedVariableBound.elem), true
+		return []string{fmt.Sprintf("a string of up to %d bytes (an element may hold %d)", b.size, fixedVariableBound.elem)}
 	}
 	if b.size <= fixedVariableBound.size && b.elem <= fixedVariableBound.elem {
-		return "", false
+		return nil
 	}
-	return fmt.Sprintf("a collection of %s", b), true
+	return []string{fmt.Sprintf("a collection of %s", b)}
+}
+
+// flowChildren are the subexpressions of e whose values may become part of e's value: all of
+// its children but a comprehension's loop condition.
+func flowChildren(e ast.Expr) []ast.Expr {
+	if e.Kind() != ast.ComprehensionKind {
+		return children(e)
+	}
+	c := e.AsComprehension()
+	return []ast.Expr{c.IterRange(), c.AccuInit(), c.LoopStep(), c.Result()}
+}
+
+func stringTyped(t *types.Type) bool {
+	return t != nil && (t.Kind() == types.StringKind || t.Kind() == types.BytesKind)
+}
+
+// scalarTyped: a value of t holds no string or collection (bool, numbers, times, types, null).
+func scalarTyped(t *types.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.DurationKind,
+		types.TimestampKind, types.TypeKind, types.NullTypeKind:
+		return true
+	}
+	return false
 }
 
 // longStringError refuses a bound with strings longer than maxFormattedArg, the longest
