@@ -591,7 +591,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	shallow := est.Max
 	est.Max = addSaturating(est.Max, deepExtra)
 	if limit, kind := cc.c.limits.staticLimit(); est.Max > limit {
-		hint := unboundedHint(env, checked.NativeRep().Expr(), est.Max, cc.varSizes)
+		hint := unboundedHint(newProbes(env, checked.NativeRep().Expr()), checked.NativeRep().Expr(), est.Max, cc.varSizes)
 		if shallow <= limit && len(deepOps) > 0 {
 			hint = deepHint(deepOps)
 		}

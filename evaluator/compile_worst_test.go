@@ -2,6 +2,7 @@ package evaluator_test
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +56,34 @@ func BenchmarkCompileWorstCase(b *testing.B) {
 				reportCPU(b, start)
 			})
 		}
+	}
+}
+
+// refusedChainPolicy is one expression refused for its cost whose operand is costly to check
+// (m terms of dyn arithmetic) under a chain of d member calls: the refusal's hint probed each
+// call's operand, checking it again d times (issue #15, tester atk12 finding 2).
+func refusedChainPolicy(m, d int) *v1alpha1.ClusterIPAMPolicy {
+	terms := make([]string, m)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("dyn(%d)+dyn(%d)==dyn(%d)", i, i+1, i+2)
+	}
+	expr := "(" + strings.Join(terms, " || ") + " ? 'a' : 'b')" + strings.Repeat(".lowerAscii()", d) + " == 'a'"
+	return newPolicy("p", matchCondition("m", expr))
+}
+
+// BenchmarkCompileRefusedChain is the refused chain's compile (4.3–5.6 s of CPU before its
+// hint drew on an allowance).
+func BenchmarkCompileRefusedChain(b *testing.B) {
+	c := newCompiler(b)
+	for _, d := range []int{0, 25} {
+		p := refusedChainPolicy(140, d)
+		b.Run(fmt.Sprintf("calls=%d", d), func(b *testing.B) {
+			start := cpuNow(b)
+			for b.Loop() {
+				c.Compile(p, nil)
+			}
+			reportCPU(b, start)
+		})
 	}
 }
 

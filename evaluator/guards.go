@@ -923,9 +923,9 @@ var rangeCostTracker = cel.CostTrackerOptions(interpreter.OverloadCostTracker("l
 //
 // total is the expression's estimate: elements without a size are blamed only when it is
 // unbounded (comparing one with a sized value costs what the sized one does).
-func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) string {
+func unboundedHint(p *probes, e ast.Expr, total uint64, vars variableSizes) string {
 	if !hasComprehension(e) {
-		return noIterationHint(env, e, vars)
+		return noIterationHint(p, e, vars)
 	}
 	var parts []string
 	seen := map[string]bool{}
@@ -939,7 +939,7 @@ func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) s
 			return
 		}
 		seen[src] = true
-		if part := rangeBlame(env, r, src, total == math.MaxUint64, vars); part != "" {
+		if part := rangeBlame(p, r, src, total == math.MaxUint64, vars); part != "" {
 			parts = append(parts, part)
 		}
 	}))
@@ -952,13 +952,13 @@ func unboundedHint(env *cel.Env, e ast.Expr, total uint64, vars variableSizes) s
 // rangeBlame says what is unbounded about the comprehension range r (source src), or "".
 // It estimates r alone iterated with a constant body, then comparing its elements; a range
 // that does not compile alone (it reads an outer iteration variable) is judged by its form.
-func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool, vars variableSizes) string {
+func rangeBlame(p *probes, r ast.Expr, src string, elements bool, vars variableSizes) string {
 	size := "the size of " + src + " is unbounded: iterate over a declared input, a variable or a literal list"
 	if arg, ok := strings.CutPrefix(src, "lists.range("); ok && strings.HasSuffix(arg, ")") {
 		size = "the size of " + src + " is unbounded: it grows with the value of " + strings.TrimSuffix(arg, ")") +
 			"; give lists.range a literal bound"
 	}
-	iterated, ok := probeCost(env, "("+src+").all(_v, true)")
+	iterated, ok := p.cost("(" + src + ").all(_v, true)")
 	if !ok {
 		if boundedRange(r) {
 			return ""
@@ -972,34 +972,74 @@ func rangeBlame(env *cel.Env, r ast.Expr, src string, elements bool, vars variab
 		return ""
 	}
 	// Compared as the estimate sizes them: an iteration variable by its range's derived bound.
-	if compared, ok := probeDerivedCost(env, "("+src+").all(_v, _v == _v)", vars); ok && compared == math.MaxUint64 {
+	if compared, ok := p.derivedCost("("+src+").all(_v, _v == _v)", vars); ok && compared == math.MaxUint64 {
 		return "the elements of " + src + " have no size the estimate knows (the parts of split(), the results of " +
 			"library calls): iterate over a declared input, a variable or a literal list"
 	}
 	return ""
 }
 
-// probeDerivedCost is probeCost with the estimator of a policy's expressions, which derives
-// the bounds of subexpressions (estimatorOf), with the variables' sizes vars.
-func probeDerivedCost(env *cel.Env, src string, vars variableSizes) (uint64, bool) {
-	checked, iss := env.Compile(src)
+// probes compiles the hints' probe expressions on an allowance of type-checking work
+// (checkWork). Each probe checks a part of the refused expression again: a chain of n calls
+// over a costly operand checked that operand n times, outside MaxPolicyCheckWork — 4.3–5.6 s
+// of CPU for one refused 4.6 KB expression, past the webhook's 5 s (issue #15, tester atk12
+// finding 2). The allowance is the refused expression's own check work, so its hint costs at
+// most as much again; a probe past it is not compiled and counts as one that does not compile
+// (the hint falls back to the expression's form).
+type probes struct {
+	env  *cel.Env
+	left uint64
+}
+
+// newProbes returns the probes of a hint about the checked expression e.
+func newProbes(env *cel.Env, e ast.Expr) *probes {
+	return &probes{env: env, left: checkWork(env.Functions(), e)}
+}
+
+// compile parses and checks src within what is left of the allowance.
+func (p *probes) compile(src string) (*cel.Ast, bool) {
+	if p.left == 0 {
+		return nil, false // spent: not even parsed
+	}
+	parsed, iss := p.env.Parse(src)
 	if failed(iss) {
+		return nil, false
+	}
+	work := checkWork(p.env.Functions(), parsed.NativeRep().Expr())
+	if work > p.left {
+		p.left = 0
+		return nil, false
+	}
+	p.left -= work
+	checked, iss := p.env.Check(parsed)
+	if failed(iss) {
+		return nil, false
+	}
+	return checked, true
+}
+
+// derivedCost is cost with the estimator of a policy's expressions, which derives the bounds
+// of subexpressions (estimatorOf), with the variables' sizes vars.
+func (p *probes) derivedCost(src string, vars variableSizes) (uint64, bool) {
+	checked, ok := p.compile(src)
+	if !ok {
 		return 0, false
 	}
-	est, err := env.EstimateCost(checked, estimatorOf(checked.NativeRep(), vars))
+	est, err := p.env.EstimateCost(checked, estimatorOf(checked.NativeRep(), vars))
 	if err != nil {
 		return 0, false
 	}
 	return est.Max, true
 }
 
-// probeCost is the estimated worst-case cost of src in env; false when it does not compile.
-func probeCost(env *cel.Env, src string) (uint64, bool) {
-	checked, iss := env.Compile(src)
-	if failed(iss) {
+// cost is the estimated worst-case cost of src; false when it does not compile (or is past
+// the allowance).
+func (p *probes) cost(src string) (uint64, bool) {
+	checked, ok := p.compile(src)
+	if !ok {
 		return 0, false
 	}
-	est, err := env.EstimateCost(checked, costEstimator)
+	est, err := p.env.EstimateCost(checked, costEstimator)
 	if err != nil {
 		return 0, false
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/parser"
 )
@@ -23,7 +22,7 @@ const unsizedProbeCost = 10_000
 // Before, it blamed an annotation value whatever the expression read:
 // vm.name.lowerAscii().matches(…) reads no annotation; and it named nothing for an expression
 // reading only variables, whose sizes vars holds.
-func noIterationHint(env *cel.Env, e ast.Expr, vars variableSizes) string {
+func noIterationHint(p *probes, e ast.Expr, vars variableSizes) string {
 	reads := map[string]bool{}
 	inputReads(e, reads)
 	var inputs []string
@@ -53,7 +52,7 @@ func noIterationHint(env *cel.Env, e ast.Expr, vars variableSizes) string {
 		// Judged by the estimator itself: matching a one-character pattern on a string of
 		// the estimate's size costs about a tenth of a unit per character (~26,000 on a
 		// 256 KiB annotation value, 28 on vm.name).
-		if cost, ok := probeCost(env, "("+src+").matches('a')"); ok && cost >= unsizedProbeCost {
+		if cost, ok := p.cost("(" + src + ").matches('a')"); ok && cost >= unsizedProbeCost {
 			results = append(results, src)
 		}
 	}))
