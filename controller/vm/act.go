@@ -105,7 +105,10 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 // from the API server, and a candidate that the VM's spec or networks-spec, or the
 // networks-spec of any pod that has not finished (a terminating one too), still names is kept
 // for a later reconcile. Each delete carries the UID and resourceVersion seen as
-// preconditions, so that a concurrent edit of the IPAddress wins over the delete.
+// preconditions, so that a concurrent edit of the IPAddress wins over the delete. The deletes
+// are independent of each other and go side by side, as the two reads do: one after the other
+// they made a policy edit's reconcile six round trips long (docs/BENCHMARKS.md, "policy
+// change"); each error is returned, and the retry deletes what is left.
 func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []string) error {
 	if len(names) == 0 {
 		return nil
@@ -114,38 +117,49 @@ func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []strin
 	if err != nil {
 		return err
 	}
+	var g errgroup.Group
 	for _, name := range names {
-		if inUse[name] {
-			continue
-		}
-		if err := r.delete(ctx, s, name); err != nil {
-			return err
+		if !inUse[name] {
+			g.Go(func() error { return r.delete(ctx, s, name) })
 		}
 	}
-	return nil
+	return g.Wait()
 }
 
 // namedLive returns the IPAddress names that the live VM (spec and networks-spec) and the
 // networks-spec of its live launcher pods that have not finished name.
 func (r *Reconciler) namedLive(ctx context.Context, vm *vmv1.VirtualMachine) (map[string]bool, error) {
-	out := map[string]bool{}
 	live := &vmv1.VirtualMachine{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vm), live); {
-	case apierrors.IsNotFound(err): // gone: the garbage collector takes its IPAddresses
-	case err != nil:
-		return nil, fmt.Errorf("read VirtualMachine before deleting IPAddresses: %w", err)
-	default:
+	var pods corev1.PodList
+	gone := false
+	var g errgroup.Group
+	g.Go(func() error {
+		switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vm), live); {
+		case apierrors.IsNotFound(err): // gone: the garbage collector takes its IPAddresses
+			gone = true
+		case err != nil:
+			return fmt.Errorf("read VirtualMachine before deleting IPAddresses: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := r.APIReader.List(ctx, &pods, client.InNamespace(vm.Namespace),
+			client.MatchingLabels{vmv1.LabelLauncherVMName: vm.Name}); err != nil {
+			return fmt.Errorf("list launcher pods before deleting IPAddresses: %w", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	if !gone {
 		for _, n := range live.Spec.Networks {
 			out[n.IPAddressName] = true
 		}
 		for _, name := range index.CarriedNames(live.Annotations[sdnv1.AnnotationNetworksSpec]) {
 			out[name] = true
 		}
-	}
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(vm.Namespace),
-		client.MatchingLabels{vmv1.LabelLauncherVMName: vm.Name}); err != nil {
-		return nil, fmt.Errorf("list launcher pods before deleting IPAddresses: %w", err)
 	}
 	for i := range pods.Items {
 		if usesAddresses(&pods.Items[i]) {
