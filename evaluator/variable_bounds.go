@@ -716,17 +716,19 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 // Reads of inputs and variables are variableBound's; root is the variable's own expression,
 // whose bound does not derive (that is why it is fixed).
 func valueBeyond(est estimator, e ast.Expr, root bool) []string {
-	if e.Kind() == ast.SelectKind || e.Kind() == ast.IdentKind {
-		return nil
+	if _, read := readName(e); read || e.Kind() == ast.IdentKind {
+		return nil // an input or variable, or an iteration variable: its range is asked
 	}
 	t := est.bounds.a.GetType(e.ID())
 	if !root {
 		if b, ok := est.derivedBound(e); ok {
 			return overFixedBound(e, t, b)
 		}
-		if stringTyped(t) && e.Kind() == ast.CallKind {
-			return []string{fmt.Sprintf("a string built by %s() whose length the analysis cannot derive", e.AsCall().FunctionName())}
-		}
+	}
+	// The variable's own value too: a string root is held to the fixed size (1,024), and
+	// '%s%s%s%s%s'.format([vm.name ×5].map(x, x)) failed on long names (issue #15, atk13).
+	if stringTyped(t) {
+		return []string{fmt.Sprintf("a string built by %s whose length the analysis cannot derive", builtBy(e))}
 	}
 	if scalarTyped(t) {
 		return nil // what its operands hold is not kept
@@ -736,6 +738,20 @@ func valueBeyond(est estimator, e ast.Expr, root bool) []string {
 		out = append(out, valueBeyond(est, c, false)...)
 	}
 	return out
+}
+
+// builtBy names what builds the value of e, for a message.
+func builtBy(e ast.Expr) string {
+	switch e.Kind() {
+	case ast.CallKind:
+		if fn := e.AsCall().FunctionName(); !strings.HasPrefix(fn, "_") {
+			return fn + "()"
+		}
+		return "an index or operator (" + strings.Trim(e.AsCall().FunctionName(), "_") + ")"
+	case ast.SelectKind:
+		return "the field " + e.AsSelect().FieldName() + " of a value built there"
+	}
+	return "an expression"
 }
 
 // overFixedBound names a value of bound b the fixed bound does not hold, or nothing.

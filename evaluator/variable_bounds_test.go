@@ -96,6 +96,8 @@ func TestVariableOfFixedBoundReadingLargerInputIsRefused(t *testing.T) {
 		{"{'a': 1, 'b': 2}.transformMap(k, v, '" + strings.Repeat("\U0001F600", 316) + "' + k)", "a string of up to 1265 bytes (an element may hold 317)"},
 		{"{'a': 1}.transformMap(k, v, '" + strings.Repeat("a", 318) + "')", "a literal of 318 bytes (an element may hold 317)"},
 		{"{'a': 1}.transformMap(k, v, vm.name + vm.name)", "a string of up to 506 bytes"},
+		{"'%s%s%s%s%s'.format([vm.name, vm.name, vm.name, vm.name, vm.name].map(x, x))", "a string built by format() whose length"},
+		{"{'a': 1}.transformMap(k, v, {'z': '%s-%s'.format([vm.name, vm.name].map(x, x))}.z)", "a string built by"},
 		// format() of a computed list has no derived length: held to 317, it failed on names
 		// of more than 157 characters (issue #15, tester atk12 finding 1).
 		{"{'a': 1}.transformMap(k, v, '%s-%s'.format([vm.name, vm.name].map(x, x)))", "a string built by format() whose length the analysis cannot derive"},
@@ -150,6 +152,12 @@ func TestAdmittedVariablesNeverExceedTheirBoundWithinInputBounds(t *testing.T) {
 		"{'a': 1}.transformMap(k, v, '%s-%s'.format([vm.name, vm.name].map(x, x)))",
 		"{'a': 1}.transformMap(k, v, '%s'.format([[k + '" + strings.Repeat("a", 200) + "', k + '" + strings.Repeat("b", 200) + "']]))",
 		"vm.labels.transformMap(k, v, v.matches('^(" + strings.Repeat("a|", 200) + "b)$'))",
+		// The variable's own value, and a field of a map built in it (issue #15, tester atk13).
+		"'%s%s%s%s%s'.format([vm.name, vm.name, vm.name, vm.name, vm.name].map(x, x))",
+		"'%s%s%s%s'.format(['" + strings.Repeat("a", 300) + "', '" + strings.Repeat("b", 300) + "', '" + strings.Repeat("c", 300) + "', '" + strings.Repeat("d", 300) + "'].map(x, x))",
+		"{'a': 1}.transformMap(k, v, {'z': '%s-%s'.format([vm.name, vm.name].map(x, x))}.z)",
+		"{'a': 1}.transformMap(k, v, {'z': '" + strings.Repeat("a", 400) + "'}.z)",
+		"{'a': 1}.transformMap(k, v, [{'z': '%s-%s'.format([vm.name, vm.name].map(x, x))}.z])",
 	}
 	for _, form := range forms {
 		for _, read := range []string{"variables.v", "variables.w"} {
