@@ -76,7 +76,9 @@ func TestJoinSplitAndOrValueAreEstimatedBounded(t *testing.T) {
 	c := newCompiler(t)
 	for _, expr := range []string{"['a', 'b'].join('-') != ''", "vm.name.split('-').join('.') != ''",
 		"[vm.name, interface.name].join() != ''", "vm.labels[?'team'].orValue('').contains('x')",
-		"vm.labels.map(k, k + '=' + vm.labels[k]).join(', ') != ''"} {
+		"vm.labels.map(k, k + '=' + vm.labels[k]).join(', ') != ''",
+		// A computed separator by its bound (issue #15, tester atk13).
+		"['a', 'b'].join(vm.namespace) != ''", "vm.labels.map(k, k).join(interface.name) != ''"} {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
 			t.Errorf("%s: %v, want it to compile", expr, errs)
 		}

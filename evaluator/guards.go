@@ -668,11 +668,13 @@ func (e estimator) joinEstimate(target *checker.AstNode, args []checker.AstNode)
 	}
 	sep := uint64(0)
 	if len(args) == 1 {
-		n, ok := literalString(args[0].Expr())
+		// A literal separator, or a computed one by its bound (['a', 'b'].join(vm.namespace)
+		// was refused at ~3.7e18: issue #15, tester atk13).
+		n, ok := e.elementStringBound(args[0].Expr())
 		if !ok {
 			return nil
 		}
-		sep = uint64(len(n))
+		sep = n
 	}
 	var chars, parts uint64
 	switch l := (*target).Expr(); {

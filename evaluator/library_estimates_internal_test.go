@@ -127,6 +127,7 @@ var libraryEstimateCases = []string{
 	"[vm.name, vm.annotations['a']].min() != ''",
 	"holders.vms.map(h, h + h).isSorted()",
 	"['a', vm.annotations['a']].lastIndexOf('a') >= 0",
+	"[vm.name, vm.annotations['a']].join(vm.name) != ''", // a computed separator (atk13)
 	// Methods of parsed values, charged by the text the value was parsed from.
 	"url('https://x/?' + vm.name.split('').join('&')).getQuery()",
 	"[url('https://x/?' + vm.name.split('').join('&'))].map(u, u.getQuery().size())",
