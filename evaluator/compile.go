@@ -389,6 +389,8 @@ func (cc *compilation) compileVariables(path *field.Path, vars []v1alpha1.NamedE
 			var refused string
 			if bound, refused = variableBound(checked, cc.varSizes); refused != "" {
 				cc.errs = append(cc.errs, field.Forbidden(vpath.Child("expression"), refused))
+			} else if bound.fixed && !cc.ratchet.isStored(vpath.Child("expression").String(), v.Expression, i) {
+				cc.errs = append(cc.errs, field.Forbidden(vpath.Child("expression"), underivedVariableError))
 			}
 			if bound.fixed && len(cc.errs) == before {
 				cc.estimateWalk(vpath.Child("expression"), outType, cc.estimated-estimatedBefore)

@@ -122,9 +122,9 @@ func TestAMacrosAccumulationNamesTheUnsizedElement(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ expr, want string }{
-		{"lists.range(4).map(i, vm.labels.transformMap(k, v, v)).size() > 0",
+		{"lists.range(4).map(i, vm.labels.transformMap(k, v, '%s'.format([k].map(j, j)))).size() > 0",
 			"the list the comprehension at 1:19 builds: the value the comprehension at 1:45 builds has no size the estimate can derive"},
-		{"lists.range(4).map(i, [vm.labels.transformMap(k, v, v)]).size() > 0",
+		{"lists.range(4).map(i, [vm.labels.transformMap(k, v, '%s'.format([k].map(j, j)))]).size() > 0",
 			"the list the comprehension at 1:19 builds: the value the comprehension at 1:46 builds has no size"},
 	} {
 		_, errs := c.Compile(skipRulePolicy(tc.expr), nil)
@@ -147,9 +147,9 @@ func TestAConcatenationOfUnsizedElementsNamesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expr := "([vm.labels.transformMap(k, v, v)] + [vm.labels]).size() > 0"
+	expr := "([vm.labels.transformMap(k, v, '%s'.format([k].map(j, j)))] + [vm.labels]).size() > 0"
 	_, errs := c.Compile(skipRulePolicy(expr), nil)
-	if want := "+ at 1:36: the value the comprehension at 1:25 builds has no size the estimate can derive"; len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
+	if want := "+ at 1:61: the value the comprehension at 1:25 builds has no size the estimate can derive"; len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
 		t.Errorf("%s: %v, want refused: %s", expr, errs, want)
 	}
 }

@@ -654,9 +654,37 @@ func stepGrowth(env boundEnv, accu string, step ast.Expr) (varBound, bool) {
 				b.deep, b.elemDeep = addSaturating(x.deep, y.deep)-1, max(x.elemDeep, y.elemDeep)
 			}
 			return b, ok1 && ok2
+		case "cel.@mapInsert":
+			return mapInsertGrowth(env, accu, call.Args())
 		}
 	}
 	return varBound{}, false
+}
+
+// mapInsertGrowth bounds what a step of transformMap (cel.@mapInsert(accu, key, value)) or
+// transformMapEntry (cel.@mapInsert(accu, entries)) adds: one entry of the key and value, or
+// the entries of the map the step builds (cel-go ext/comprehensions.go). Without it, neither
+// result had a derived bound, and a new variable holding one is refused.
+func mapInsertGrowth(env boundEnv, accu string, args []ast.Expr) (varBound, bool) {
+	if len(args) < 2 || args[0].Kind() != ast.IdentKind || args[0].AsIdent() != accu {
+		return varBound{}, false
+	}
+	if len(args) == 2 {
+		m, ok := boundOrScalar(env, args[1])
+		return varBound{size: m.size, elem: m.elem}, ok
+	}
+	k, ok1 := boundOrScalar(env, args[1])
+	v, ok2 := boundOrScalar(env, args[2])
+	return varBound{size: 1, elem: max(k.size, k.elem, v.size, v.elem)}, ok1 && ok2
+}
+
+// boundOrScalar is e's derived bound, or an empty one when e is a scalar (it holds no
+// string or entries).
+func boundOrScalar(env boundEnv, e ast.Expr) (varBound, bool) {
+	if scalarTyped(env.a.GetType(e.ID())) {
+		return varBound{}, true
+	}
+	return deriveBound(env, e)
 }
 
 // variableBound is the bound of a variable's value: derived from its expression, or the
@@ -704,6 +732,21 @@ func variableBound(a *ast.AST, vars map[string]varBound) (varBound, string) {
 		"(substring, a literal list, map or filter over it)",
 		fixedVariableBound, strings.Join(slicesCompact(beyond), ", "))
 }
+
+// underivedVariableError refuses a new variable whose bound the analysis cannot derive. Such
+// a variable used to be held to the fixed bound (fixedVariableBound), checked by a walk of its
+// value at run time; but a compile-time check that no value within the input bounds exceeds it
+// has to follow every way a value flows, and five testers in a row found another (a nested
+// list held to 317 entries, dyn() hiding a string, a field of a built map, format() of a
+// computed list, the walk's own limit: issue #15, atk11–atk14), each an admitted policy that
+// failed on inputs within their bounds. A new variable must have a derived bound, so that
+// "compiles" implies "cannot exceed what the estimates reading it assume"; a stored one keeps
+// the fixed bound and its run-time check (the update ratchet), so no installed policy breaks.
+const underivedVariableError = "the size of this value cannot be derived from the expression (the results of " +
+	"transformMap(), transformMapEntry(), transformList(), sortBy(), format() of a computed list, a field of a value " +
+	"built here, …): a variable must have a size the cost estimates of the expressions reading it can rely on; " +
+	"write the expression where it is used, or build the variable from inputs, literals, earlier variables, " +
+	"map() or filter() over a bounded list, and the string functions"
 
 // valueBeyond names what a fixed-bound variable's expression builds into its value (e and,
 // where e's own bound does not derive, the subexpressions its value is made of) that the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -89,10 +90,17 @@ func TestOptionalOfValueIsDerived(t *testing.T) {
 // The walks are estimated too: a fixed variable whose type nests collections is estimated at
 // the most its check may walk, so that 29 of them are refused at compile time (their sum is
 // beyond the budget) rather than admitted and stopped, or run, at every evaluation.
+//
+// Written new, such a variable is refused for its underived size alone (underivedVariableError);
+// stored (admitted by an earlier version), the walk's estimate is what refuses the 29.
 func TestManyFixedVariablesOverNestedValuesAreRefused(t *testing.T) {
-	_, errs := newCompiler(t).Compile(newPolicy("p", sharedNested, fixedCopies(29), readAll(29)), nil)
+	p := newPolicy("p", sharedNested, fixedCopies(29), readAll(29))
+	_, errs := newCompiler(t).Compile(p, p)
 	if !strings.Contains(fmt.Sprint(errs), "beyond the interface cost budget") {
-		t.Errorf("Compile(29 fixed variables over ~500,000 values) = %v, want refused: their estimates sum beyond the budget", errs)
+		t.Errorf("Compile(29 stored fixed variables over ~500,000 values) = %v, want refused: their estimates sum beyond the budget", errs)
+	}
+	if _, errs := newCompiler(t).Compile(p, nil); !strings.Contains(fmt.Sprint(errs), "the size of this value cannot be derived") {
+		t.Errorf("Compile(29 new fixed variables) = %v, want each refused for its underived size", errs)
 	}
 	// A flat fixed variable walks at most its 1,024 entries: estimated ~103 units, admitted.
 	_, errs = newCompiler(t).Compile(newPolicy("p", variable("names", "optional.of(vm.labels.map(k, k)).value()"),
@@ -151,5 +159,29 @@ func TestDeepGuardsWalkOnlyWhatTheOperationTouches(t *testing.T) {
 				t.Errorf("decision = %s %q, want Auto (the 131,072-element operand need not be walked)", d.Reason, d.Message)
 			}
 		})
+	}
+}
+
+// A new variable whose size the analysis cannot derive is refused: the fixed bound and its
+// run-time walk stay for stored variables only, so that no newly admitted policy can fail its
+// check on inputs within their bounds (issue #15: testers atk11–atk14 each found a value that
+// passed the compile-time checks of a fixed-bound variable and failed the walk). A stored
+// one — admitted by an earlier version — still compiles and decides (the update ratchet).
+func TestANewVariableOfUnderivedSizeIsRefused(t *testing.T) {
+	c := newCompiler(t)
+	p := newPolicy("p", sharedNested, copies(1, "variables.base.sortBy(x, x.size())"), readAll(1))
+	if _, errs := c.Compile(p, nil); !strings.Contains(fmt.Sprint(errs), "spec.variables[3].expression: Forbidden: the size of this value cannot be derived") {
+		t.Errorf("Compile(new) = %v, want spec.variables[3] (v0, after sharedNested's three) refused for its underived size", errs)
+	}
+	stored, errs := c.Compile(p, p)
+	if len(errs) > 0 {
+		t.Fatalf("Compile(stored) = %v, want admitted as stored", errs)
+	}
+	b, err := policies.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(evaluator.NewSet([]*evaluator.Policy{stored}, mustCompile(t, c, b)), pooledAuto()); d.Reason == evaluator.ReasonPolicyError {
+		t.Errorf("the stored policy: %s %s, want decided", d.Reason, d.Message)
 	}
 }
