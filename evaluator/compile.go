@@ -456,6 +456,22 @@ func wholeVariables(e ast.Expr) bool {
 	return found
 }
 
+// iteratesAsVariables reports whether a comprehension of e names an iteration variable
+// `variables`. CEL accepts it, and inside it `variables.v` is a field of the element, but the
+// bound analysis read it as the policy variable v: a 200,000-character annotation was sized
+// as v's one character, and the admitted rule failed on its cost at run time (issue #15,
+// tester atk15). The name only shadows, so it is refused rather than scoped.
+func iteratesAsVariables(e ast.Expr) bool {
+	found := false
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.ComprehensionKind {
+			c := e.AsComprehension()
+			found = found || c.IterVar() == "variables" || (c.HasIterVar2() && c.IterVar2() == "variables")
+		}
+	}))
+	return found
+}
+
 var identifierPattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // celReserved are the words CEL does not accept as identifiers (as in Kubernetes'
@@ -542,6 +558,11 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	if wholeVariables(native.Expr()) {
 		cc.errs = append(cc.errs, field.Invalid(path, src,
 			"`variables` may only be read by name (variables.<name>), not used as a value"))
+		return program{path: path.String()}, nil, native
+	}
+	if iteratesAsVariables(native.Expr()) {
+		cc.errs = append(cc.errs, field.Invalid(path, src,
+			"an iteration variable may not be named `variables`: it would shadow the policy's variables"))
 		return program{path: path.String()}, nil, native
 	}
 	if cc.visit != nil {
