@@ -424,24 +424,50 @@ func (e estimator) derivedBound(x ast.Expr) (varBound, bool) {
 // each comprehension whose condition or step holds x (an accumulator stays unbounded). Before,
 // `[variables.v + variables.v].exists(x, x.matches('b'))` sized x at 328,704 characters, was
 // admitted, then stopped by the per-call limit on 524,000.
+//
+// The result of a comprehension that binds a name as its accumulator over an empty range
+// (optMap(), optFlatMap(), cel.bind: its value is the accumulator's initial value) sees that
+// name bound to the initial value's bound, unbounded when it has none: it was not in scope,
+// so optMap(vm, vm.name…) sized vm.name as the input's 253 characters and x + x over a list
+// of 5,000 as nothing (issue #15, tester atk16).
 func (e estimator) scopeOf(x ast.Expr) boundEnv {
-	var around []ast.ComprehensionExpr
+	type scoped struct {
+		c    ast.ComprehensionExpr
+		bind bool // x is in the result of a binding comprehension
+	}
+	var around []scoped
 	for child, p := x.ID(), e.parents[x.ID()]; p != nil; child, p = p.ID(), e.parents[p.ID()] {
 		if p.Kind() != ast.ComprehensionKind {
 			continue
 		}
 		c := p.AsComprehension()
-		if child == c.LoopCondition().ID() || child == c.LoopStep().ID() {
-			around = append(around, c)
+		switch {
+		case child == c.LoopCondition().ID() || child == c.LoopStep().ID():
+			around = append(around, scoped{c: c})
+		case child == c.Result().ID() && bindsAccumulator(c):
+			around = append(around, scoped{c: c, bind: true})
 		}
 	}
 	env := *e.bounds
 	for i := len(around) - 1; i >= 0; i-- {
-		c := around[i]
+		c := around[i].c
+		if around[i].bind {
+			b, ok := deriveBound(env, c.AccuInit())
+			b.unbounded = !ok
+			env = env.with(c.AccuVar(), b)
+			continue
+		}
 		r, ok := deriveBound(env, c.IterRange())
 		env, _, _ = comprehensionScope(env, c, r, ok)
 	}
 	return env
+}
+
+// bindsAccumulator: c iterates over an empty list literal, so its accumulator is only a name
+// for its initial value (how cel-go expands optMap(), optFlatMap() and cel.bind).
+func bindsAccumulator(c ast.ComprehensionExpr) bool {
+	r := c.IterRange()
+	return r.Kind() == ast.ListKind && len(r.AsList().Elements()) == 0
 }
 
 // children are the direct subexpressions of e.

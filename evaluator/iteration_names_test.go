@@ -23,3 +23,17 @@ func TestAnIterationVariableNamedVariablesIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// optMap() and optFlatMap() name their accumulator: it was not in the bound analysis's scope,
+// so a name shadowing an input was sized as the input: an admitted rule failed on its cost at
+// run time (issue #15, tester atk16 finding 1). It is refused by its estimate now.
+func TestAnOptMapVariableIsSizedByItsValue(t *testing.T) {
+	c := newCompiler(t)
+	for _, expr := range []string{
+		"vm.annotations.exists(k, optional.of({'name': vm.annotations[k]}).optMap(vm, vm.name.matches('z+q') || vm.name.matches('q+z') || vm.name.matches('y+z')).orValue(false))",
+	} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) == 0 {
+			t.Errorf("%.70s…: admitted, want refused by its estimate", expr)
+		}
+	}
+}

@@ -43,6 +43,11 @@ type varBound struct {
 	// collection holding it is charged for it, while compared bare it is one node (deep.go
 	// nested: only collections and optionals are walked).
 	parts bool
+	// unbounded marks a name in scope whose value has no bound (an iteration variable over a
+	// range that cannot be bounded, a bound accumulator whose initial value cannot): it shadows
+	// an input or variable of the same name, and nothing derives from it. A zero varBound
+	// there read as an empty value (issue #15, testers atk14, atk16).
+	unbounded bool
 }
 
 // typedPath is a path from a Go input type through json field names and @items, @keys,
@@ -167,7 +172,7 @@ func deriveShape(env boundEnv, e ast.Expr) (varBound, bool) {
 		return b, true
 	case ast.IdentKind:
 		if b, ok := env.scope[e.AsIdent()]; ok {
-			return b, true
+			return b, !b.unbounded
 		}
 		if typ, ok := inputVariables[e.AsIdent()]; ok {
 			return inputBound(typedPath{typ: typ})
@@ -599,9 +604,9 @@ func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
 // bounded (ok false; its variables are then unbounded too).
 func comprehensionScope(env boundEnv, c ast.ComprehensionExpr, r varBound, ok bool) (boundEnv, uint64, bool) {
 	if !ok {
-		inner := env.with(c.IterVar(), varBound{})
+		inner := env.with(c.IterVar(), varBound{unbounded: true})
 		if c.HasIterVar2() {
-			inner = inner.with(c.IterVar2(), varBound{})
+			inner = inner.with(c.IterVar2(), varBound{unbounded: true})
 		}
 		return inner, 0, false
 	}
