@@ -291,7 +291,7 @@ func (w *deepWalk) walk(env boundEnv, e ast.Expr, iterations uint64, known bool)
 		r, okRange := deriveBound(env, c.IterRange())
 		inner, rangeSize, ok := comprehensionScope(env, c, r, okRange)
 		w.checkRange(c, rangeSize, ok)
-		loop := inner.with(c.AccuVar(), varBound{})
+		loop := inner.with(c.AccuVar(), accumulatorBound(env, inner, c, r, okRange))
 		if w.steps == nil {
 			w.steps = map[int64]bool{}
 		}

@@ -425,15 +425,13 @@ func (e estimator) derivedBound(x ast.Expr) (varBound, bool) {
 // `[variables.v + variables.v].exists(x, x.matches('b'))` sized x at 328,704 characters, was
 // admitted, then stopped by the per-call limit on 524,000.
 //
-// The result of a comprehension that binds a name as its accumulator over an empty range
-// (optMap(), optFlatMap(), cel.bind: its value is the accumulator's initial value) sees that
-// name bound to the initial value's bound, unbounded when it has none: it was not in scope,
-// so optMap(vm, vm.name…) sized vm.name as the input's 253 characters and x + x over a list
-// of 5,000 as nothing (issue #15, tester atk16).
+// The result of a comprehension sees its accumulator bound as accumulatorBound bounds it: a
+// binding comprehension's (optMap(), optFlatMap()) was not in scope, so optMap(vm, vm.name…)
+// sized vm.name as the input's 253 characters (issue #15, tester atk16).
 func (e estimator) scopeOf(x ast.Expr) boundEnv {
 	type scoped struct {
-		c    ast.ComprehensionExpr
-		bind bool // x is in the result of a binding comprehension
+		c      ast.ComprehensionExpr
+		result bool // x is in c's result, where its accumulator is in scope
 	}
 	var around []scoped
 	for child, p := x.ID(), e.parents[x.ID()]; p != nil; child, p = p.ID(), e.parents[p.ID()] {
@@ -441,24 +439,23 @@ func (e estimator) scopeOf(x ast.Expr) boundEnv {
 			continue
 		}
 		c := p.AsComprehension()
-		switch {
-		case child == c.LoopCondition().ID() || child == c.LoopStep().ID():
+		switch child {
+		case c.LoopCondition().ID(), c.LoopStep().ID():
 			around = append(around, scoped{c: c})
-		case child == c.Result().ID() && bindsAccumulator(c):
-			around = append(around, scoped{c: c, bind: true})
+		case c.Result().ID():
+			around = append(around, scoped{c: c, result: true})
 		}
 	}
 	env := *e.bounds
 	for i := len(around) - 1; i >= 0; i-- {
 		c := around[i].c
-		if around[i].bind {
-			b, ok := deriveBound(env, c.AccuInit())
-			b.unbounded = !ok
-			env = env.with(c.AccuVar(), b)
+		r, ok := deriveBound(env, c.IterRange())
+		inner, _, _ := comprehensionScope(env, c, r, ok)
+		if around[i].result {
+			env = env.with(c.AccuVar(), accumulatorBound(env, inner, c, r, ok))
 			continue
 		}
-		r, ok := deriveBound(env, c.IterRange())
-		env, _, _ = comprehensionScope(env, c, r, ok)
+		env = inner
 	}
 	return env
 }

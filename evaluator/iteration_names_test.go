@@ -1,9 +1,12 @@
 package evaluator_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // An iteration variable named `variables` shadowed the policy's variables for CEL but not
@@ -35,5 +38,31 @@ func TestAnOptMapVariableIsSizedByItsValue(t *testing.T) {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) == 0 {
 			t.Errorf("%.70s…: admitted, want refused by its estimate", expr)
 		}
+	}
+}
+
+// The deep walk bound an accumulator as an empty value, so the body of optMap()/optFlatMap()
+// over a list of 5,000 concatenated it twenty times for nothing in the estimate: admitted,
+// then charged 109,545 against the per-call limit (issue #15, tester atk16 finding 2). The
+// same body over an iteration variable was refused; both are now, and a body whose cost fits
+// is still admitted and decides.
+func TestAnOptMapAccumulatorIsSizedInTheDeepWalk(t *testing.T) {
+	c := newCompiler(t)
+	body := "x" + strings.Repeat(" + x", 19)
+	for _, expr := range []string{
+		"optional.of(lists.range(5000)).optMap(x, " + body + ").orValue([]).size() == 0",
+		"optional.of(lists.range(5000)).optFlatMap(x, optional.of(" + body + ")).orValue([]).size() == 0",
+		"[lists.range(5000)].exists(x, (" + body + ").size() == 0)",
+	} {
+		_, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil)
+		if !strings.Contains(fmt.Sprint(errs), "exceeds the per-call limit") {
+			t.Errorf("%.60s…: %v, want refused by its estimate", expr, errs)
+		}
+	}
+	small := "optional.of(lists.range(50)).optMap(x, x + x + x).orValue([]).size() == 150"
+	s := setOf(t, c, newPolicy("p", matchCondition("m", small), allocation("'None'")))
+	d := s.Decide(context.Background(), pooledAuto(), evaluator.Options{})
+	if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationNone {
+		t.Errorf("%s: decided %+v, want None by policy p", small, d)
 	}
 }

@@ -582,13 +582,32 @@ func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		return varBound{}, false
 	}
 	inner, _, _ := comprehensionScope(env, c, r, true)
-	init, ok := deriveBound(env, c.AccuInit())
-	if !ok {
+	acc := accumulatorBound(env, inner, c, r, true)
+	if acc.unbounded {
 		return varBound{}, false
 	}
-	grow, ok := stepGrowth(inner, c.AccuVar(), c.LoopStep())
+	return deriveBound(inner.with(c.AccuVar(), acc), c.Result())
+}
+
+// accumulatorBound bounds c's accumulator through its loop and in its result, in env (around
+// c) and inner (env with c's iteration variables, comprehensionScope), r being its range's
+// bound (rangeOK: derived): a binding comprehension's (optMap(), optFlatMap(): an empty range)
+// is its initial value's; another's the initial value plus, per element of the range, the
+// most one step adds; unbounded when either cannot be derived. The bound analysis, the
+// estimator's scope and the deep walk all size an accumulator here: the deep walk read one as
+// an empty value, so x + x … over optMap(x, …) of 5,000 elements was admitted and charged
+// 109,545 against the per-call limit (issue #15, tester atk16 finding 2).
+func accumulatorBound(env, inner boundEnv, c ast.ComprehensionExpr, r varBound, rangeOK bool) varBound {
+	init, ok := deriveBound(env, c.AccuInit())
 	if !ok {
-		return varBound{}, false
+		return varBound{unbounded: true}
+	}
+	if bindsAccumulator(c) {
+		return init
+	}
+	grow, ok := stepGrowth(inner, c.AccuVar(), c.LoopStep())
+	if !ok || !rangeOK {
+		return varBound{unbounded: true}
 	}
 	acc := varBound{size: addSaturating(init.size, saturatingMul(r.size, grow.size)), elem: max(init.elem, grow.elem)}
 	if grow.deep > 0 && init.deep > 0 && elemsKnown(init) && elemsKnown(grow) {
@@ -596,7 +615,7 @@ func comprehensionBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		acc.deep = addSaturating(init.deep, saturatingMul(r.size, grow.deep-1))
 		acc.elemDeep = max(init.elemDeep, grow.elemDeep)
 	}
-	return deriveBound(inner.with(c.AccuVar(), acc), c.Result())
+	return acc
 }
 
 // comprehensionScope is env with c's iteration variables bound to the elements (keys, values)
