@@ -194,8 +194,18 @@ var _ checker.CostEstimator = estimator{}
 // path reaches (the parts of split(), a list a comprehension built) is sized by its derived
 // bound (iterVarBound), as the same range held in a variable is: before,
 // interface.name.split('-').exists(p, p.upperAscii() == 'DMZ') was refused as unbounded,
-// and admitted with the split in a variable.
+// and admitted with the split in a variable. A call the checker leaves unsized is sized by
+// its derived bound too (callSize).
 func (e estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	if size := e.identSize(n); size != nil {
+		return size
+	}
+	return e.callSize(n)
+}
+
+// identSize is the library's size of n, else n's derived bound when it is an iteration
+// variable; nil otherwise.
+func (e estimator) identSize(n checker.AstNode) *checker.SizeEstimate {
 	if size := e.lib.EstimateSize(n); size != nil {
 		return size
 	}
@@ -204,6 +214,24 @@ func (e estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		return nil
 	}
 	b, ok := e.iterVarBound(x)
+	if !ok {
+		return nil
+	}
+	return &checker.SizeEstimate{Min: 0, Max: b.size}
+}
+
+// callSize is the derived bound of n when it is a call of a sized result that neither the
+// checker nor the library sized (cel-go asks the estimator only then): an index or
+// orValue() of a map of maps, a library call of a computed list. Unsized, comparing two was
+// estimated at ~1.8e19 and refused: vm.labels.exists(l, variables.v[?interface.name].
+// orValue({}) == variables.v[?l].orValue({})) over a variable of two small maps (issue #15,
+// tester atk15). The deep walk charges what comparing them walks.
+func (e estimator) callSize(n checker.AstNode) *checker.SizeEstimate {
+	x := n.Expr()
+	if x == nil || x.Kind() != ast.CallKind || n.Type() == nil || !sizedKind(n.Type().Kind()) {
+		return nil
+	}
+	b, ok := e.derivedBound(x)
 	if !ok {
 		return nil
 	}
@@ -315,7 +343,7 @@ func (e estimator) EstimateCallCost(function, overloadID string, target *checker
 		}
 	}
 	if function == overloads.TypeConvertString && len(args) == 1 {
-		size := e.EstimateSize(args[0]) // string(s) and string(bytes) are as long as their input
+		size := e.identSize(args[0]) // string(s) and string(bytes) are as long as their input
 		if max, ok := stringSizes[args[0].Type().TypeName()]; ok {
 			size = &checker.SizeEstimate{Min: 1, Max: max}
 		}

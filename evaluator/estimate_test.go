@@ -3,6 +3,8 @@ package evaluator_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // Literal lists have a known size and type() is constant time: policies using them are
@@ -61,6 +63,10 @@ func TestRefusedEstimateNamesTheUnboundedInput(t *testing.T) {
 	for _, tc := range []struct{ expr, want, not string }{
 		{"vm.name.split(',').all(a, vm.name.split(',').exists(b, a == b))", "nest fewer iterations", "no size"},
 		{"vm.name.lowerAscii().split(',').all(a, vm.labels.all(k, vm.labels.exists(b, a == b)))", "nest fewer iterations", "unbounded"},
+		// sortBy() iterates over its input under the macro's own name: the hint judges what
+		// the name binds, and names only what the user wrote (issue #15, tester atk15).
+		{"vm.labels.map(k, k).sortBy(k, vm.labels[k])[0] == 'a'", "nest fewer iterations", "@"},
+		{"lists.range(vm.name.size()).sortBy(k, k)[0] == 1", "lists.range(vm.name.size()) is unbounded", "@"},
 	} {
 		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || strings.Contains(errs[0].Error(), tc.not) {
@@ -121,5 +127,23 @@ func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || (tc.not != "" && strings.Contains(errs[0].Error(), tc.not)) {
 			t.Errorf("%s: errors %v, want one naming %q and not %q", tc.expr, errs, tc.want, tc.not)
 		}
+	}
+}
+
+// A call the checker leaves unsized is sized by its derived bound: comparing two entries of a
+// variable holding a map of small maps was estimated at ~1.8e19 and refused (issue #15,
+// tester atk15); it is admitted, and charged within its estimate when decided.
+func TestEntriesOfAMapOfMapsCompareAtTheirSize(t *testing.T) {
+	c := newCompiler(t)
+	v := variable("v", "{'corp': {'pool': 'a', 'mode': 'Auto'}, 'dmz': {'pool': 'b', 'mode': 'None'}}")
+	expr := "vm.labels.exists(l, variables.v[?interface.name].orValue({}) == variables.v[?l].orValue({}))"
+	p := newPolicy("p", v, matchCondition("m", expr), allocation("'None'"))
+	if _, errs := c.Compile(p, nil); len(errs) > 0 {
+		t.Fatalf("%s: %v, want it to compile", expr, errs)
+	}
+	in := pooledAuto()
+	in.Interface.Name, in.VM.Labels = "corp", map[string]string{"dmz": "", "corp": ""}
+	if d := decide(setOf(t, c, p), in); d.Allocation != evaluator.AllocationNone || d.Reason == evaluator.ReasonPolicyError {
+		t.Errorf("decided %+v, want None by policy p", d)
 	}
 }

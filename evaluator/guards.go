@@ -931,11 +931,15 @@ func unboundedHint(p *probes, e ast.Expr, total uint64, vars variableSizes) stri
 	}
 	var parts []string
 	seen := map[string]bool{}
+	bound := boundNames(e)
 	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.ComprehensionKind {
 			return
 		}
 		r := e.AsComprehension().IterRange()
+		if r.Kind() == ast.IdentKind && bound[r.AsIdent()] != nil {
+			r = bound[r.AsIdent()]
+		}
 		src, err := parser.Unparse(r, nil)
 		if err != nil || seen[src] {
 			return
@@ -949,6 +953,21 @@ func unboundedHint(p *probes, e ast.Expr, total uint64, vars variableSizes) stri
 		return "iterate over fewer or smaller lists, or nest fewer iterations"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// boundNames maps each name a binding comprehension in e binds (bindsAccumulator) to the
+// expression it names. A macro binds its input under an internal name (sortBy():
+// @__sortBy_input__) and iterates over that name: the hint blamed the name, which the user
+// never wrote and the estimate had sized, as unbounded (issue #15, tester atk15); it judges
+// the bound expression instead.
+func boundNames(e ast.Expr) map[string]ast.Expr {
+	names := map[string]ast.Expr{}
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if x.Kind() == ast.ComprehensionKind && bindsAccumulator(x.AsComprehension()) {
+			names[x.AsComprehension().AccuVar()] = x.AsComprehension().AccuInit()
+		}
+	}))
+	return names
 }
 
 // rangeBlame says what is unbounded about the comprehension range r (source src), or "".
