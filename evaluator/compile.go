@@ -586,6 +586,7 @@ func (cc *compilation) exprChecked(envSet *environment.EnvSet, path *field.Path,
 	if mode == environment.NewExpressions {
 		errs := append(literalGuardErrors(checked.NativeRep().Expr()), nestedFormatErrors(checked)...)
 		errs = append(errs, objectConstructionErrors(checked.NativeRep().Expr())...)
+		errs = append(errs, literalZoneErrors(checked.NativeRep().Expr())...)
 		if errs = append(errs, unorderedSortErrors(checked.NativeRep())...); len(errs) > 0 {
 			cc.errs = append(cc.errs, field.Invalid(path, src, strings.Join(errs, "; ")))
 			return program{path: path.String()}, nil, native

@@ -71,8 +71,8 @@ type callGuard struct {
 	checkArgs func(args []ref.Val, maxChars uint64) error
 }
 
-// callGuards are the guarded overloads.
-var callGuards = []callGuard{
+// callGuards are the guarded overloads, the time-zone accessors (zones.go) among them.
+var callGuards = append([]callGuard{
 	{function: "quantity", overload: "string_to_quantity", check: quantityArg},
 	{function: "isQuantity", overload: "is_quantity_string", check: quantityArg, refused: types.False},
 	{function: "ip", overload: "string_to_ip", check: lengthArg(maxIPLength)},
@@ -91,7 +91,7 @@ var callGuards = []callGuard{
 	{function: "format", overload: "string_format", check: formatArg, checkArgs: formatListArg},
 	{function: "replace", overload: "string_replace_string_string", check: noCheck, checkArgs: replaceResultArg},
 	{function: "replace", overload: "string_replace_string_string_int", check: noCheck, checkArgs: replaceResultArg},
-}
+}, zoneGuards()...)
 
 // noCheck is the check of a guard that bounds only what a call produces (checkArgs).
 func noCheck([]ref.Val) error { return nil }
