@@ -32,7 +32,8 @@ const (
 )
 
 // execute carries out a Plan: Auto IPAddresses first, then networks-spec on the VM and the
-// pods (side by side), then status, then deletions. Status follows what was done: it is
+// pods (side by side), then status (beside the reads that guard the deletions), then
+// deletions. Status follows what was done: it is
 // written once the networks-spec writes it describes succeeded, whether or not a deletion
 // fails later.
 // Deleting last means SDN never sees a VM or running pod naming an IPAddress that is gone: if
@@ -52,10 +53,24 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if err != nil {
 		return err
 	}
-	if err := r.writeStatus(ctx, s, written, p); err != nil {
+	// The status write and the reads that guard the deletions go side by side: neither
+	// changes what the other reads (status is not networks-spec), and both follow the
+	// networks-spec writes. The deletions wait for both, so a failed status write still
+	// deletes nothing and status never names an address already gone. A policy edit's
+	// reconcile was four round trips one after the other, the bound of its time (issue #16).
+	var inUse map[string]bool
+	var g errgroup.Group
+	g.Go(func() error { return r.writeStatus(ctx, s, written, p) })
+	if len(p.DeleteIPAddresses) > 0 {
+		g.Go(func() (err error) {
+			inUse, err = r.namedLive(ctx, s.vm)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	return r.deleteUnwanted(ctx, s, p.DeleteIPAddresses)
+	return r.deleteUnwanted(ctx, s, p.DeleteIPAddresses, inUse)
 }
 
 // RBAC for execute: Auto IPAddresses are created and deleted (get re-reads one after
@@ -100,23 +115,16 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 	}
 }
 
-// deleteUnwanted deletes the plan's candidates that no writer-visible state names. The plan
-// decided from the cache, which may lag; so the VM and its launcher pods are read once more
-// from the API server, and a candidate that the VM's spec or networks-spec, or the
-// networks-spec of any pod that has not finished (a terminating one too), still names is kept
-// for a later reconcile. Each delete carries the UID and resourceVersion seen as
+// deleteUnwanted deletes the plan's candidates that no writer-visible state names (not in
+// inUse, namedLive's answer). The plan decided from the cache, which may lag; so the VM and
+// its launcher pods are read once more from the API server, and a candidate that the VM's
+// spec or networks-spec, or the networks-spec of any pod that has not finished (a terminating
+// one too), still names is kept for a later reconcile. Each delete carries the UID and resourceVersion seen as
 // preconditions, so that a concurrent edit of the IPAddress wins over the delete. The deletes
 // are independent of each other and go side by side, as the two reads do: one after the other
 // they made a policy edit's reconcile six round trips long (docs/BENCHMARKS.md, "policy
 // change"); each error is returned, and the retry deletes what is left.
-func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	inUse, err := r.namedLive(ctx, s.vm)
-	if err != nil {
-		return err
-	}
+func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []string, inUse map[string]bool) error {
 	var g errgroup.Group
 	for _, name := range names {
 		if !inUse[name] {

@@ -79,6 +79,55 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 	}
 }
 
+// TestExecuteDeletesNothingWhenTheStatusWriteFails: the status write and the reads that guard
+// the deletes go side by side, and the deletes wait for both: a failed status write deletes
+// nothing, so status never keeps naming an address that is gone (issue #16 took the reads
+// off the chain after the status write; this keeps what that order guaranteed).
+func TestExecuteDeletesNothingWhenTheStatusWriteFails(t *testing.T) {
+	for _, statusFails := range []bool{false, true} {
+		vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+		auto := autoOf(vm, "corp", "10.0.0.5")
+		ip := &auto
+		ip.ResourceVersion = ""
+		var mu sync.Mutex
+		var writes []string
+		record := func(w string) {
+			mu.Lock()
+			defer mu.Unlock()
+			writes = append(writes, w)
+		}
+		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, ip).WithStatusSubresource(vm).
+			WithInterceptorFuncs(interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					record("patch status")
+					if statusFails {
+						return errors.New("status patch refused")
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					record("delete " + obj.GetName())
+					return c.Delete(ctx, obj, opts...)
+				},
+			}).Build()
+		r := &Reconciler{Client: c, APIReader: c}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
+			t.Fatal(err)
+		}
+		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}}
+		p := &Plan{DeleteIPAddresses: []string{ip.Name}, StatusChanged: true,
+			Status: vmv1.VirtualMachineStatus{Networks: []vmv1.NetworksStatus{{Type: vmv1.NetworkTypeMain}}}}
+		err := r.execute(context.Background(), s, p)
+		want := []string{"patch status", "delete " + ip.Name}
+		if statusFails {
+			want = want[:1]
+		}
+		if !slices.Equal(writes, want) || (err != nil) != statusFails {
+			t.Errorf("status patch fails=%v: writes %v, error %v; want %v", statusFails, writes, err, want)
+		}
+	}
+}
+
 // TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer: a dry run whose time ran out must not
 // answer with decisions cut short (they would be PolicyErrors or missing).
 func TestEvaluateAfterTheDeadlineIsAnErrorNotAnAnswer(t *testing.T) {
