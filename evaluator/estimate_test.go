@@ -84,7 +84,10 @@ func TestJoinSplitAndOrValueAreEstimatedBounded(t *testing.T) {
 		"[vm.name, interface.name].join() != ''", "vm.labels[?'team'].orValue('').contains('x')",
 		"vm.labels.map(k, k + '=' + vm.labels[k]).join(', ') != ''",
 		// A computed separator by its bound (issue #15, tester atk13).
-		"['a', 'b'].join(vm.namespace) != ''", "vm.labels.map(k, k).join(interface.name) != ''"} {
+		"['a', 'b'].join(vm.namespace) != ''", "vm.labels.map(k, k).join(interface.name) != ''",
+		// A search in a split's parts by their characters together, as exists() is: each
+		// part was sized as the whole value and it was refused at 891,381 (issue #15, atk17).
+		"vm.annotations[?'x'].orValue('').split(',', 32).includes(interface.name)"} {
 		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); len(errs) > 0 {
 			t.Errorf("%s: %v, want it to compile", expr, errs)
 		}
@@ -122,6 +125,9 @@ func TestLiteralBoundedConstructorsAreSized(t *testing.T) {
 		{"'p' in vm.annotations && vm.annotations['p'].matches('a{100}x')", "it reads vm.annotations (", ""},
 		{"optional.none().or(optional.of(vm.name.split('x')[0])).value().matches('^a[bc]{1,9}$')", "it reads vm.name (up to 253 characters); the result of optional.none().or(optional.of(vm.name.split(\"x\")[0])).value() is sized", "annotation"},
 		{"lists.range(interface.index).all(i, vm.labels.all(k, i > 0))", "lists.range(interface.index) is unbounded: it grows with the value of interface.index", ""},
+		// Without an iteration too: the range's argument, not the input it reads (issue #15,
+		// tester atk17).
+		{"lists.range(holders.vms.size() > 10 ? 10 : holders.vms.size()).size() > 0", "give lists.range a literal bound", "it reads holders.vms"},
 	} {
 		_, errs := c.Compile(newPolicy("p", matchCondition("m", tc.expr)), nil)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || (tc.not != "" && strings.Contains(errs[0].Error(), tc.not)) {

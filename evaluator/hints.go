@@ -23,6 +23,9 @@ const unsizedProbeCost = 10_000
 // vm.name.lowerAscii().matches(…) reads no annotation; and it named nothing for an expression
 // reading only variables, whose sizes vars holds.
 func noIterationHint(p *probes, e ast.Expr, vars variableSizes) string {
+	if hint := computedRangeHint(e); hint != "" {
+		return hint
+	}
 	reads := map[string]bool{}
 	inputReads(e, reads)
 	var inputs []string
@@ -69,6 +72,28 @@ func noIterationHint(p *probes, e ast.Expr, vars variableSizes) string {
 	}
 	return "no iteration: its calls cost that much on values as large as their bounds allow" + why +
 		": call them on smaller inputs or directly on an input, or with smaller patterns and formats"
+}
+
+// computedRangeHint names the first lists.range(n) of e whose n is not a literal: its size
+// grows with the value of n, which the estimate does not bound, so it is the cause. Before,
+// lists.range(holders.vms.size() > 10 ? 10 : holders.vms.size()).size() > 0 blamed the
+// holders' size (issue #15, tester atk17). "" when there is none.
+func computedRangeHint(e ast.Expr) string {
+	hint := ""
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if hint != "" || x.Kind() != ast.CallKind || x.AsCall().FunctionName() != "lists.range" || len(x.AsCall().Args()) != 1 {
+			return
+		}
+		if _, ok := literalRange(x); ok {
+			return
+		}
+		arg, err := parser.Unparse(x.AsCall().Args()[0], nil)
+		if err != nil {
+			return
+		}
+		hint = fmt.Sprintf("the size of lists.range(%s) is unbounded: it grows with the value of %s; give lists.range a literal bound", cut(arg, 80), cut(arg, 80))
+	}))
+	return hint
 }
 
 // refusedVariablesHint is the error of an expression whose estimate fails and that reads

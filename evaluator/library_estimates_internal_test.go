@@ -94,6 +94,11 @@ var libraryEstimateCases = []string{
 	"vm.name.replace('n', 'nn', 3)",
 	"vm.name.split('')",
 	"vm.name.split('n', 5)",
+	// A traversal of a split's parts, by their characters together (issue #15, tester atk17).
+	"vm.annotations['a'].split('a', 32).includes('x')",
+	"vm.annotations['a'].split('', 32).indexOf('x')",
+	"vm.name.split('').max()",
+	"vm.annotations['a'].split('a', 32).sort().lastIndexOf('x')",
 	"strings.quote(vm.annotations['a'])",
 	// cel-go's standard string functions.
 	"vm.name.contains(vm.name)",

@@ -43,6 +43,11 @@ type varBound struct {
 	// collection holding it is charged for it, while compared bare it is one node (deep.go
 	// nested: only collections and optionals are walked).
 	parts bool
+	// chars, when not 0, bounds the characters (bytes) of a list's string elements together,
+	// where that is far below size × elem: the parts of split() hold no more than the
+	// string split. Only the traversals of a flat list read it (stringListTraversal); a
+	// derivation that builds a new bound leaves it 0.
+	chars uint64
 	// unbounded marks a name in scope whose value has no bound (an iteration variable over a
 	// range that cannot be bounded, a bound accumulator whose initial value cannot): it shadows
 	// an input or variable of the same name, and nothing derives from it. A zero varBound
@@ -465,7 +470,7 @@ func callBound(env boundEnv, e ast.Expr) (varBound, bool) {
 		if len(args) == 2 {
 			limit = literalIntOf(args[1])
 		}
-		return varBound{size: partsBound(b.size, limit), elem: b.size}, ok
+		return varBound{size: partsBound(b.size, limit), elem: b.size, chars: b.size}, ok
 	case "join":
 		b, ok := target()
 		sep := varBound{}
