@@ -209,15 +209,7 @@ func (e estimator) identSize(n checker.AstNode) *checker.SizeEstimate {
 	if size := e.lib.EstimateSize(n); size != nil {
 		return size
 	}
-	x := n.Expr()
-	if x == nil || x.Kind() != ast.IdentKind || n.Type() == nil || !sizedKind(n.Type().Kind()) {
-		return nil
-	}
-	b, ok := e.iterVarBound(x)
-	if !ok {
-		return nil
-	}
-	return &checker.SizeEstimate{Min: 0, Max: b.size}
+	return sizeOf(n, ast.IdentKind, e.iterVarBound)
 }
 
 // callSize is the derived bound of n when it is a call of a sized result that neither the
@@ -227,11 +219,17 @@ func (e estimator) identSize(n checker.AstNode) *checker.SizeEstimate {
 // orValue({}) == variables.v[?l].orValue({})) over a variable of two small maps (issue #15,
 // tester atk15). The deep walk charges what comparing them walks.
 func (e estimator) callSize(n checker.AstNode) *checker.SizeEstimate {
+	return sizeOf(n, ast.CallKind, e.derivedBound)
+}
+
+// sizeOf is the size bound gives n when n is an expression of kind k whose value has a size
+// (sizedKind); nil otherwise or when bound has none.
+func sizeOf(n checker.AstNode, k ast.ExprKind, bound func(ast.Expr) (varBound, bool)) *checker.SizeEstimate {
 	x := n.Expr()
-	if x == nil || x.Kind() != ast.CallKind || n.Type() == nil || !sizedKind(n.Type().Kind()) {
+	if x == nil || x.Kind() != k || n.Type() == nil || !sizedKind(n.Type().Kind()) {
 		return nil
 	}
-	b, ok := e.derivedBound(x)
+	b, ok := bound(x)
 	if !ok {
 		return nil
 	}
