@@ -1,7 +1,6 @@
 package evaluator
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -31,7 +31,7 @@ import (
 //	  network: {exists: true, ready: true, ipamEnabled: true}
 //	cases:
 //	- name: static address on the shared network is refused
-//	  input:                             # applied over defaults
+//	  input:                             # a JSON merge patch over defaults (null removes)
 //	    interface: {type: ClusterNetwork, name: shared, ipAddressName: web}
 //	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks,
 //	           provenance: {allocation: default, skip: tenant-networks, hotplug: default}}
@@ -276,25 +276,42 @@ func (e Expectation) empty() bool {
 		e.Hotplug == nil && e.Provenance == nil && e.MessageContains == "" && len(e.Audit) == 0 && e.NoPolicyMatched == nil
 }
 
-// CaseInput is the Input of case i: the suite's defaults with the case's input applied.
+// CaseInput is the Input of case i: the suite's defaults with the case's input applied as a
+// JSON merge patch (RFC 7386: objects and maps merge, lists and scalars are replaced, null
+// removes), decoded case-sensitively with unknown and duplicate fields refused. Before, the
+// input was decoded over the defaults by encoding/json, which matched field names in any case
+// (`VM: {Labels: …}` was read as vm.labels) and left a string or number the defaults set
+// when the case said null (issue #15, tester atk18).
 func (s *TestSuite) CaseInput(i int) (Input, error) {
-	var in Input
+	merged := []byte("{}")
 	for _, raw := range []json.RawMessage{s.Defaults, s.Cases[i].Input} {
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
+		var err error
+		if merged, err = jsonpatch.MergePatch(merged, raw); err != nil {
 			return Input{}, fmt.Errorf("input: %w", err)
 		}
+	}
+	var in Input
+	if err := unmarshalStrict(merged, &in); err != nil {
+		return Input{}, fmt.Errorf("input: %w", err)
 	}
 	return in, nil
 }
 
+// PolicyDecoder reads the ClusterIPAMPolicy documents of one file (YAML or JSON, documents
+// separated by "---"), as policies.Decode does; an error names the document and field.
+type PolicyDecoder func(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error)
+
 // LoadSuite reads the suite file name from fsys, parses it and loads the policy files it
-// names, resolved against the suite file's directory within fsys.
-func LoadSuite(fsys fs.FS, name string) (*TestSuite, error) {
+// names, resolved against the suite file's directory within fsys, with decode (nil:
+// policies.Decode). `ipamctl test` passes the dry-run engine's decoder, which `ipamctl lint`
+// and `ipamctl evaluate` use too, so that a file is read alike by every front end.
+func LoadSuite(fsys fs.FS, name string, decode PolicyDecoder) (*TestSuite, error) {
+	if decode == nil {
+		decode = policies.Decode
+	}
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, err
@@ -304,7 +321,7 @@ func LoadSuite(fsys fs.FS, name string) (*TestSuite, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	for _, pattern := range s.Policies {
-		loaded, err := loadPolicies(fsys, path.Join(path.Dir(name), pattern))
+		loaded, err := loadPolicies(fsys, path.Join(path.Dir(name), pattern), decode)
 		if err != nil {
 			return nil, fmt.Errorf("%s: policies: %w", name, err)
 		}
@@ -313,7 +330,7 @@ func LoadSuite(fsys fs.FS, name string) (*TestSuite, error) {
 	return s, nil
 }
 
-func loadPolicies(fsys fs.FS, pattern string) ([]SuitePolicy, error) {
+func loadPolicies(fsys fs.FS, pattern string, decode PolicyDecoder) ([]SuitePolicy, error) {
 	files, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
@@ -327,7 +344,7 @@ func loadPolicies(fsys fs.FS, pattern string) ([]SuitePolicy, error) {
 		if err != nil {
 			return nil, err
 		}
-		docs, err := policies.Decode(data)
+		docs, err := decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}

@@ -34,11 +34,11 @@ func TestParseSuiteRejects(t *testing.T) {
 		{"a case without a name", suiteHeader + "cases:\n- expect: {skip: true}\n", "cases[0]: a name is required"},
 		{"a case without expectations", suiteHeader + "cases:\n- name: a\n", `cases[0] "a": expect is empty`},
 		{"a misspelled input field", suiteHeader + "cases:\n- name: a\n  input: {vm: {nmae: x}}\n  expect: {skip: true}\n",
-			`unknown field "nmae"`},
+			`input: unknown field "vm.nmae"`},
 		{"a misspelled defaults field", suiteHeader + "defaults: {network: {ready: yes, pol: {}}}\ncases:\n- name: a\n  expect: {skip: true}\n",
-			`unknown field "pol"`},
+			`input: unknown field "network.pol"`},
 		{"a string where a number goes", suiteHeader + "cases:\n- name: a\n  input: {interface: {index: one}}\n  expect: {skip: true}\n",
-			"cannot unmarshal string"},
+			"input: interface.index: must be a number, not string"},
 		{"a misspelled expectation", suiteHeader + "cases:\n- name: a\n  expect: {skip: true}\n- name: b\n  expect: {skp: true}\n",
 			`cases[1] "b": unknown field "expect.skp"`},
 		{"a misspelled expectation in a case without a name", suiteHeader + "cases:\n- expect: {skp: true}\n",
@@ -107,7 +107,7 @@ cases:
   expect: {allocation: Auto, skip: false, reason: Other, policy: default, messageContains: third, audit: {watcher: {skip: true}}}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ cases:
   expect: {audit: {watcher: {skip: false}}}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "suite.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "suite.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestRunSuiteNamesPoliciesThatDoNotCompile(t *testing.T) {
 		"p.yaml":     {Data: []byte(broken)},
 		"suite.yaml": {Data: []byte(suiteHeader + "policies: [p.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "suite.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "suite.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRunSuiteNamesPoliciesThatDoNotCompile(t *testing.T) {
 
 func TestLoadSuiteRejectsMissingPolicyFiles(t *testing.T) {
 	fsys := fstest.MapFS{"suite.yaml": {Data: []byte(suiteHeader + "policies: [none/*.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")}}
-	if _, err := evaluator.LoadSuite(fsys, "suite.yaml"); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
+	if _, err := evaluator.LoadSuite(fsys, "suite.yaml", nil); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
 		t.Errorf("LoadSuite error = %v, want the missing pattern named", err)
 	}
 }
@@ -207,7 +207,7 @@ cases:
   expect: {noPolicyMatched: true}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ cases:
   expect: {allocation: None}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/labels.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "cases/labels.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ cases:
   expect: {skip: false}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/slow.yaml")
+	suite, err := evaluator.LoadSuite(fsys, "cases/slow.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

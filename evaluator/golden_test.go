@@ -53,7 +53,7 @@ func TestSampleCases(t *testing.T) {
 	for _, f := range files {
 		name := filepath.ToSlash(f[len(repoRoot)+1:])
 		t.Run(name, func(t *testing.T) {
-			suite, err := evaluator.LoadSuite(fsys, name)
+			suite, err := evaluator.LoadSuite(fsys, name, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,8 @@ import (
 //     a look-alike of ';': any character that is ';' after NFKC normalization but not ';'
 //     itself (U+037E GREEK QUESTION MARK, U+FF1B FULLWIDTH SEMICOLON, U+FE54 SMALL SEMICOLON),
 //     and the other semicolons of Unicode (otherSemicolons);
+//   - a combining mark on anything but a letter or a digit (onLetter): on punctuation it
+//     redraws it (',' and a dot above read as ';');
 //   - a ';' followed by a space or a combining mark, or preceded by a space: "; " is the
 //     separator, and " ;" reads as "; " once a right-to-left script reverses it.
 
@@ -103,15 +105,35 @@ func refusedRune(s string, i int, r rune) string {
 		return "a character that renders blank or not at all"
 	case semicolonLike(s, i, r):
 		return "a look-alike of ';'"
+	case unicode.In(r, unicode.Mn, unicode.Me) && !onLetter(s, i):
+		return "a combining mark on a character that is no letter or digit"
 	}
 	return ""
+}
+
+// onLetter: the combining marks that end s[:i] and the one at byte i sit on a letter or a
+// digit. A mark belongs on a letter: on punctuation it redraws it — ',' with U+0307 COMBINING
+// DOT ABOVE reads as ';', and "fine,̇ ClusterNetwork/db: Ready" passed as one item (issue
+// #15, tester atk18) — and on a space or at the start it stands alone.
+func onLetter(s string, i int) bool {
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		if !unicode.In(r, unicode.Mn, unicode.Me) {
+			return unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
+		i -= size
+	}
+	return false
 }
 
 // otherSemicolons are the look-alikes of ';' that NFKC leaves as they are: every character of
 // Unicode 14 whose name holds SEMICOLON (UnicodeData.txt) but U+003B itself and those NFKC maps
 // to ';' (U+FE14, U+FE54, U+FF1B), and U+E003B TAG SEMICOLON, a format character refused anyway.
-// UTS #39's confusables.txt maps U+037E GREEK QUESTION MARK to ';', which NFKC does too.
+// UTS #39's confusables.txt maps U+037E GREEK QUESTION MARK to ';', which NFKC does too. And
+// the letters drawn as ';' that no table maps to it: U+A4FC LISU LETTER TONE MYA NA (ꓼ; a
+// message "fineꓼ ClusterNetwork/db: Ready" passed, issue #15, tester atk18).
 var otherSemicolons = []rune{
+	'\uA4FC',     // LISU LETTER TONE MYA NA
 	'\u061B',     // ARABIC SEMICOLON
 	'\u1364',     // ETHIOPIC SEMICOLON
 	'\u204F',     // REVERSED SEMICOLON

@@ -131,11 +131,15 @@ var lookalikeSeparators = []string{
 	"corp\ua6f6 Network/lan: IPAddressInUse: forged",     // BAMUM SEMICOLON
 	"corp\U0001da89 Network/lan: IPAddressInUse: forged", // SIGNWRITING SEMICOLON
 	"corp;\U0001d159Network/lan: IPAddressInUse: forged", // MUSICAL SYMBOL NULL NOTEHEAD, drawn empty
+	// A letter drawn as ';', and ',' redrawn by a combining mark (issue #15, tester atk18).
+	"corp\ua4fc Network/lan: IPAddressInUse: forged",  // LISU LETTER TONE MYA NA
+	"corp,\u0307 Network/lan: IPAddressInUse: forged", // COMBINING DOT ABOVE on a comma
+	"corp.\u0326 Network/lan: IPAddressInUse: forged", // COMBINING COMMA BELOW on a full stop
 }
 
 // readerSemicolons are what a reader's eye takes for ';' beyond NFKC: the characters whose
 // Unicode name holds SEMICOLON.
-var readerSemicolons = []rune{'\u061b', '\u1364', '\u204f', '\u236e', '\u2e35', '\ua6f6', '\U0001da89'}
+var readerSemicolons = []rune{'\ua4fc', '\u061b', '\u1364', '\u204f', '\u236e', '\u2e35', '\ua6f6', '\U0001da89'}
 
 // A messageExpression spelling the separator with look-alikes falls back to the static message;
 // a static message spelling it is refused when new, and defused when stored. Before, every one
@@ -160,7 +164,8 @@ func TestLookalikeSeparatorsCannotForgeItems(t *testing.T) {
 			}
 		})
 	}
-	for _, ok := range []string{"a;b", "x:1;y:2", "café, naïve — ok", "値は正しくない", "\u05d0\u05d1 ok"} {
+	for _, ok := range []string{"a;b", "x:1;y:2", "café, naïve — ok", "値は正しくない", "\u05d0\u05d1 ok",
+		"cafe\u0301 naı\u0308ve", "हिन्दी ठीक है", "\u0e01\u0e34\u0e19 ok"} {
 		if _, errs := c.Compile(newPolicy("p", skipRule("r", "true", "Never", ok, "")), nil); len(errs) > 0 {
 			t.Errorf("%q refused: %v", ok, errs)
 		}
@@ -171,8 +176,12 @@ func TestLookalikeSeparatorsCannotForgeItems(t *testing.T) {
 }
 
 // readsAsSeparator: s, normalized as a reader's eye does (NFKC) and without the characters that
-// render blank, holds a ';' next to a space or a combining mark.
+// render blank, holds a ';' next to a space or a combining mark; or s holds a combining mark on
+// anything but a letter or a digit (markedPunctuation).
 func readsAsSeparator(s string) bool {
+	if markedPunctuation(s) {
+		return true
+	}
 	var b strings.Builder
 	for _, r := range norm.NFKC.String(s) {
 		switch {
@@ -194,6 +203,22 @@ func readsAsSeparator(s string) bool {
 		}
 		next, _ := utf8.DecodeRuneInString(t[i+1:])
 		if next == ' ' || unicode.Is(unicode.M, next) || (i > 0 && t[i-1] == ' ') {
+			return true
+		}
+	}
+	return false
+}
+
+// markedPunctuation: s holds a combining mark on a character that is no letter or digit, which
+// a reader may take for a ';' (',' and a dot above).
+func markedPunctuation(s string) bool {
+	base := rune(-1) // the last character that is no mark
+	for _, r := range s {
+		if !unicode.Is(unicode.M, r) {
+			base = r
+			continue
+		}
+		if unicode.In(r, unicode.Mn, unicode.Me) && !unicode.IsLetter(base) && !unicode.IsDigit(base) {
 			return true
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -358,6 +359,31 @@ func PastSizeBounds(errs field.ErrorList) bool {
 		}
 	}
 	return false
+}
+
+// DecodePolicies reads the ClusterIPAMPolicy documents of one file (YAML or JSON, documents
+// separated by "---", empty ones skipped) as a request's candidate policies are read:
+// validated against the CRD's schema, nulls dropped and defaults filled, decoded
+// case-sensitively with unknown and duplicate fields refused. It is the
+// evaluator.PolicyDecoder of `ipamctl test`, so that a suite's policies are read as `ipamctl
+// lint`, `ipamctl evaluate` and the dry-run API read them: policies.Decode matched field names
+// in any case, and a policy whose `Match:` the cluster drops passed its suite with the
+// selector applied (issue #15, tester atk18). An error names the document (from 0) and its
+// problems by field path.
+func (e *Engine) DecodePolicies(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
+	docs, err := manifest.Split(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(docs))
+	for _, doc := range docs {
+		p, errs := e.decodePolicy(nil, doc.JSON)
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("document %d: %w", doc.Index, errs.ToAggregate())
+		}
+		out = append(out, *p)
+	}
+	return out, nil
 }
 
 // decodePolicy validates a policy manifest and decodes it strictly. It returns the policy

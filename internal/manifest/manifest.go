@@ -21,7 +21,10 @@ type Document struct {
 }
 
 // Split reads every document of data, YAML or JSON, in order, converts each to JSON and drops
-// the empty ones (nothing, or only comments). An error names the document's index.
+// the empty ones (nothing, or only comments). A key given twice in one mapping is an error,
+// as kubectl's default (strict) validation makes it: converted loosely, the last one won
+// silently, so `ipamctl lint` passed a policy with two `hotplug:` keys that the dry-run API
+// refused (issue #15, tester atk18). An error names the document's index.
 func Split(data []byte) ([]Document, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []Document
@@ -33,7 +36,7 @@ func Split(data []byte) ([]Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		js, err := yaml.YAMLToJSON(raw)
+		js, err := yaml.YAMLToJSONStrict(raw)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}

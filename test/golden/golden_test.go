@@ -144,7 +144,7 @@ func canonical(in evaluator.Input) evaluator.Input {
 // have decided from.
 func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []evaluator.Input) {
 	t.Helper()
-	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")))
+	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,6 +258,62 @@ func TestTestNamesTheFileAndCaseOfAMisspelledExpectation(t *testing.T) {
 	}
 }
 
+// ipamctl test reads a suite's policies as lint, evaluate and the dry-run API do, and its
+// inputs case-sensitively with null removing what the defaults set. Before, a policy's
+// `Match:` (which the cluster drops, so that the policy decides for every VM) was applied as
+// `match:` and the suite passed; a key given twice passed lint with the last one winning; and
+// `ipAddressName: null` in a case left the defaults' value (issue #15, tester atk18).
+func TestTestReadsFilesAsTheOtherFrontEnds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const head = "apiVersion: ipam.virtualization.deckhouse.io/v1alpha1\nkind: ClusterIPAMPolicy\nmetadata: {name: p}\nspec:\n  priority: 5\n"
+	suite := func(input string) string {
+		return write("suite.yaml", `apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1
+kind: PolicyTest
+policies: [policy.yaml]
+defaults:
+  network: {exists: true, ready: true, ipamEnabled: true}
+  vm: {labels: {team: a}}
+  interface: {type: ClusterNetwork, name: corp, ipAddressName: web}
+cases:
+- name: c
+  input: `+input+`
+  expect: {allocation: None, policy: p}
+`)
+	}
+	for _, tc := range []struct{ name, policy, input, want string }{
+		{"a field in another case", head + "  Match: {vmSelector: {matchLabels: {team: a}}}\n  allocation: {expression: \"'None'\"}\n", "{}",
+			"document 0: spec.Match: Invalid value: unknown field"},
+		{"a key given twice", head + "  allocation: {expression: \"'None'\"}\n  allocation: {expression: \"'Auto'\"}\n", "{}",
+			`key "allocation" already set in map`},
+		{"an input field in another case", head + "  allocation: {expression: \"'None'\"}\n", "{VM: {Labels: {team: b}}}",
+			`input: unknown field "VM"`},
+	} {
+		write("policy.yaml", tc.policy)
+		code, out, _ := run(t, "ipamctl", "test", suite(tc.input))
+		if code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, output:\n%s\nwant 1 and %q", tc.name, code, out, tc.want)
+		}
+		if tc.input != "{}" {
+			continue
+		}
+		if code, out, errOut := run(t, "ipamctl", "lint", filepath.Join(dir, "policy.yaml")); code == 0 {
+			t.Errorf("%s: lint passed: %s%s", tc.name, out, errOut)
+		}
+	}
+	write("policy.yaml", head+"  allocation: {expression: \"has(interface.ipAddressName) ? 'Auto' : 'None'\"}\n")
+	if code, out, _ := run(t, "ipamctl", "test", suite("{interface: {ipAddressName: null}}")); code != 0 {
+		t.Errorf("ipAddressName: null: exit %d, output:\n%s\nwant the defaults' value removed", code, out)
+	}
+}
+
 // apiServer is a fake API server serving the dry-run API in namespace: it checks the
 // kubeconfig's token and the path, records the body and answers with answer.
 func apiServer(t *testing.T, namespace string, code int, answer any) (*httptest.Server, *[]byte) {

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
-
-	"github.com/vmipam/vmipam/evaluator"
 )
 
 // Output formats of test: the human summary, or a JUnit XML report for CI systems (GitLab,
@@ -28,10 +26,10 @@ func checkTestOutput(format string) error {
 // runJUnit runs every suite file and writes the JUnit report to w. A failed case is a
 // <failure> with one line per difference; a suite that cannot be run is one <error> case. It
 // returns errReported when anything failed, like the text output.
-func runJUnit(ctx context.Context, w io.Writer, c *evaluator.Compiler, files []string) error {
+func runJUnit(ctx context.Context, w io.Writer, r suiteRunner, files []string) error {
 	report := junit.Testsuites{Name: "ipamctl test"}
 	for i, f := range files {
-		suite := junitSuite(ctx, c, f)
+		suite := junitSuite(ctx, r, f)
 		suite.ID = i
 		report.AddSuite(suite)
 	}
@@ -44,9 +42,9 @@ func runJUnit(ctx context.Context, w io.Writer, c *evaluator.Compiler, files []s
 	return nil
 }
 
-func junitSuite(ctx context.Context, c *evaluator.Compiler, file string) junit.Testsuite {
+func junitSuite(ctx context.Context, r suiteRunner, file string) junit.Testsuite {
 	suite := junit.Testsuite{Name: file, File: file}
-	results, err := runSuiteFile(ctx, c, file)
+	results, err := r.runFile(ctx, file)
 	if err != nil {
 		suite.AddTestcase(junit.Testcase{Name: file, Classname: file,
 			Error: &junit.Result{Message: "the suite cannot be run", Data: strings.TrimPrefix(err.Error(), file+": ")}})

@@ -54,16 +54,16 @@ func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("no policy test suite (kind %s) in %s", evaluator.SuiteKind, strings.Join(args, ", "))
 	}
-	compiler, err := evaluator.NewCompiler(evaluator.DefaultLimits)
+	runner, err := newSuiteRunner()
 	if err != nil {
 		return err
 	}
 	if o.output == outputJUnit {
-		return runJUnit(ctx, s.Out, compiler, files)
+		return runJUnit(ctx, s.Out, runner, files)
 	}
 	var t tally
 	for _, f := range files {
-		o.runSuite(ctx, s.Out, compiler, f, &t)
+		o.runSuite(ctx, s.Out, runner, f, &t)
 	}
 	fmt.Fprintf(s.Out, "%d passed, %d failed\n", t.passed, t.failed)
 	if t.failed > 0 || t.broken > 0 {
@@ -73,8 +73,8 @@ func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
 }
 
 // runSuite runs one suite file and prints what failed (or everything with -v).
-func (o *testOptions) runSuite(ctx context.Context, w io.Writer, c *evaluator.Compiler, file string, t *tally) {
-	results, err := runSuiteFile(ctx, c, file)
+func (o *testOptions) runSuite(ctx context.Context, w io.Writer, r suiteRunner, file string, t *tally) {
+	results, err := r.runFile(ctx, file)
 	if err != nil {
 		t.broken++
 		fmt.Fprintf(w, "ERROR %s: %s\n", file, strings.TrimPrefix(err.Error(), file+": "))
@@ -100,8 +100,24 @@ func (o *testOptions) runSuite(ctx context.Context, w io.Writer, c *evaluator.Co
 	}
 }
 
-// runSuiteFile loads a suite (policy paths relative to its file) and runs it.
-func runSuiteFile(ctx context.Context, c *evaluator.Compiler, file string) ([]evaluator.CaseResult, error) {
+// suiteRunner runs suites with the controller's limits, reading their policies as the
+// dry-run engine reads a request's (the decoder `ipamctl lint` and `ipamctl evaluate` use).
+type suiteRunner struct {
+	compiler *evaluator.Compiler
+	decode   evaluator.PolicyDecoder
+}
+
+// newSuiteRunner builds a suiteRunner on a dry-run engine of the controller's default limits.
+func newSuiteRunner() (suiteRunner, error) {
+	engine, err := newEngine()
+	if err != nil {
+		return suiteRunner{}, err
+	}
+	return suiteRunner{compiler: engine.Compiler(), decode: engine.DecodePolicies}, nil
+}
+
+// runFile loads a suite (policy paths relative to its file) and runs it.
+func (r suiteRunner) runFile(ctx context.Context, file string) ([]evaluator.CaseResult, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -111,11 +127,11 @@ func runSuiteFile(ctx context.Context, c *evaluator.Compiler, file string) ([]ev
 	if err != nil {
 		return nil, err
 	}
-	suite, err := evaluator.LoadSuite(os.DirFS(root), filepath.ToSlash(rel))
+	suite, err := evaluator.LoadSuite(os.DirFS(root), filepath.ToSlash(rel), r.decode)
 	if err != nil {
 		return nil, unrooted(err, filepath.ToSlash(rel), file)
 	}
-	return evaluator.RunSuite(ctx, c, suite)
+	return evaluator.RunSuite(ctx, r.compiler, suite)
 }
 
 // unrooted shows the file as the user named it in an error that names it from the root.
