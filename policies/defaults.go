@@ -3,12 +3,13 @@ package policies
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 	"sync"
 
-	"sigs.k8s.io/yaml"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/vmipam/vmipam/crds"
 	"github.com/vmipam/vmipam/internal/crdschema"
@@ -61,8 +62,8 @@ func Builtin() (*v1alpha1.ClusterIPAMPolicy, error) {
 }
 
 // Decode reads every ClusterIPAMPolicy document of a YAML or JSON stream (documents separated
-// by "---"; empty and comment-only ones are skipped). Unknown fields are errors, so that a
-// misspelled key is reported, not dropped; documents of another kind are errors too. Errors
+// by "---"; empty and comment-only ones are skipped). Unknown fields, a field name in another
+// case and a key given twice are errors, so that a misspelled key is reported, not dropped; documents of another kind are errors too. Errors
 // name the document's index (from 0). Nulls are dropped and defaults filled from the
 // ClusterIPAMPolicy CRD's schema, as the API server does (an absent spec.priority is 100), so
 // that files order like the installed objects.
@@ -78,7 +79,8 @@ func Decode(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error) {
 			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
 		}
 		var p v1alpha1.ClusterIPAMPolicy
-		if err := yaml.UnmarshalStrict(js, &p); err != nil {
+		strict, err := sigsjson.UnmarshalStrict(js, &p) // case-sensitive, as the API server reads
+		if err = errors.Join(append([]error{err}, strict...)...); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc.Index, err)
 		}
 		if p.Kind != "ClusterIPAMPolicy" || p.APIVersion != v1alpha1.GroupVersion.String() {

@@ -21,8 +21,10 @@ func TestDecodeSkipsEmptyDocumentsAndNamesTheOthers(t *testing.T) {
 	}
 	cases := []struct{ name, data, want string }{
 		{"a document without kind or name", data + "---\nspec: {priority: 1}\n", `document 3: kind "" apiVersion "", want ClusterIPAMPolicy`},
-		{"an unknown field", data + "---\n" + strings.Replace(policyDoc, "spec:", "sepc:", 1), `document 3: `},
+		{"an unknown field", data + "---\n" + strings.NewReplacer("spec:", "sepc:", "%s", "c").Replace(policyDoc), `document 3: unknown field "sepc"`},
 		{"a syntax error", data + "---\nkind: [\n", "document 3: "},
+		// A field in another case: encoding/json took Spec for spec (issue #15, tester atk18).
+		{"a field in another case", data + "---\n" + strings.NewReplacer("spec:", "Spec:", "%s", "c").Replace(policyDoc), `document 3: unknown field "Spec"`},
 	}
 	for _, tc := range cases {
 		if _, err := policies.Decode([]byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
