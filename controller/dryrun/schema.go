@@ -2,6 +2,7 @@ package dryrun
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -67,5 +68,30 @@ func (s schemas) validate(path *field.Path, gvk schema.GroupVersionKind, obj map
 	if !ok {
 		return nil
 	}
-	return validation.ValidateCustomResource(path, obj, val)
+	return withFieldPaths(path, validation.ValidateCustomResource(path, obj, val))
+}
+
+// withFieldPaths moves the field an error names only in its text ("Checked value must be of
+// type integer with format int32 in spec.priority", kube-openapi's format checks) into its
+// path, and drops it when another error names that field already: `priority: 3000000000` was
+// reported at no field at all (issue #15, tester atk18).
+func withFieldPaths(path *field.Path, errs field.ErrorList) field.ErrorList {
+	named := map[string]bool{}
+	for _, e := range errs {
+		named[e.Field] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		i := strings.LastIndex(e.Detail, " in ")
+		if e.Field != pathString(path) || i < 0 || strings.Contains(e.Detail[i+4:], " ") {
+			out = append(out, e)
+			continue
+		}
+		moved := *e
+		moved.Field, moved.Detail, moved.BadValue = join(pathString(path), e.Detail[i+4:]), e.Detail[:i], field.OmitValueType{}
+		if !named[moved.Field] {
+			out = append(out, &moved)
+		}
+	}
+	return out
 }

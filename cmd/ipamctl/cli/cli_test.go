@@ -225,6 +225,27 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// A schema error kube-openapi names only in its text (a format's range) is reported at its
+// field: `priority: 3000000000` was "Invalid value: \"\": … in spec.priority" at no field, and
+// `priority: 10.5` added it beside the type error (issue #15, tester atk18).
+func TestLintNamesTheFieldOfAFormatError(t *testing.T) {
+	dir := t.TempDir()
+	for value, want := range map[string]string{
+		"3000000000": "big.yaml: spec.priority: Invalid value: Checked value must be of type integer with format int32\n",
+		"10.5":       "big.yaml: spec.priority: Invalid value: \"float64\": spec.priority in body must be of type int32: \"float64\"\n",
+	} {
+		f := filepath.Join(dir, "big.yaml")
+		body := "apiVersion: ipam.virtualization.deckhouse.io/v1alpha1\nkind: ClusterIPAMPolicy\nmetadata: {name: big}\nspec: {priority: " + value + "}\n"
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := run(t, "ipamctl", "lint", f)
+		if code != 1 || strings.TrimPrefix(out, dir+"/") != want {
+			t.Errorf("priority %s: exit %d, output %q, want 1 and %q", value, code, out, want)
+		}
+	}
+}
+
 var summary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed\n\z`)
 
 func TestTestRunsTheShippedSuites(t *testing.T) {
