@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -194,6 +196,9 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 	}
 	if vm.Namespace == "" {
 		vm.Namespace = opts.DefaultNamespace
+	}
+	if opts.Root == nil { // offline; the dry-run API reports unknown fields by fieldValidation
+		errs = appendNew(errs, e.schemas.unknownNICFields(path, gvk, obj))
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
 	if n := len(vm.Spec.Networks); n > MaxInterfaces {
@@ -590,6 +595,9 @@ func intoTyped(path *field.Path, obj map[string]any, out any) *field.Error {
 		return field.InternalError(path, err)
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, out); err != nil {
+		if fe := timestampError(path, obj, err); fe != nil {
+			return fe
+		}
 		fe := typeError(path, err)
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -598,6 +606,21 @@ func intoTyped(path *field.Path, obj map[string]any, out any) *field.Error {
 			}
 		}
 		return fe
+	}
+	return nil
+}
+
+// timestampError is err at the metadata timestamp whose text it could not parse
+// (creationTimestamp: yesterday), or nil: time's error names the text, not the field.
+func timestampError(path *field.Path, obj map[string]any, err error) *field.Error {
+	var pe *time.ParseError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	for _, name := range []string{"creationTimestamp", "deletionTimestamp"} {
+		if v, _, _ := unstructured.NestedString(obj, "metadata", name); v == pe.Value {
+			return field.Invalid(path.Child("metadata", name), v, "must be a time in RFC 3339 form (2026-12-02T10:00:00Z)")
+		}
 	}
 	return nil
 }

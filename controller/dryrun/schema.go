@@ -2,11 +2,14 @@ package dryrun
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -20,7 +23,8 @@ import (
 // are ours and the trimmed third-party ones (internal/thirdpartycrds, generated from the Go types vmipam
 // reads; not installable, but the best offline description of those kinds — the controller
 // could check against the cluster's CRDs instead); a field the trimmed schema does not know
-// is not an error, since the real CRD may have it.
+// is not an error, since the real CRD may have it — but in a NIC of spec.networks, whose
+// fields the trimmed schema has all (unknownNICFields).
 type schemas struct {
 	validators map[schema.GroupVersionKind]validation.SchemaValidator
 	structural crdschema.Schemas
@@ -94,4 +98,40 @@ func withFieldPaths(path *field.Path, errs field.ErrorList) field.ErrorList {
 		}
 	}
 	return out
+}
+
+// unknownNICFields reports the fields of obj's spec.networks items (obj a VM of kind gvk)
+// that the schema does not declare. Elsewhere a field the trimmed VM schema does not know may
+// be the real CRD's; a NIC's fields are all there (id, type, name, ipAddressName,
+// virtualMachineMACAddressName, as in the platform's CRD), so one more is a mistake the API
+// server would prune or refuse: `ipamctl evaluate` dropped a misspelled `IPAddressName: x`
+// without a word and decided the interface Auto (issue #15, tester atk18).
+func (s schemas) unknownNICFields(path *field.Path, gvk schema.GroupVersionKind, obj map[string]any) field.ErrorList {
+	st, ok := s.structural[gvk]
+	if !ok {
+		return nil
+	}
+	spec, ok := st.Properties["spec"]
+	if !ok {
+		return nil
+	}
+	nets, ok := spec.Properties["networks"]
+	if !ok || nets.Items == nil || nets.Items.XPreserveUnknownFields {
+		return nil
+	}
+	items, _, _ := unstructured.NestedSlice(obj, "spec", "networks")
+	var errs field.ErrorList
+	for i, item := range items {
+		nic, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(nic)) {
+			if _, known := nets.Items.Properties[k]; !known {
+				errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: "unknown field",
+					Field: path.Child("spec", "networks").Index(i).Child(k).String()})
+			}
+		}
+	}
+	return errs
 }

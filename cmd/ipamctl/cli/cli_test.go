@@ -246,6 +246,28 @@ func TestLintNamesTheFieldOfAFormatError(t *testing.T) {
 	}
 }
 
+// evaluate names the field of a VM manifest it cannot use: a NIC field the platform's CRD does
+// not have (a misspelled `IPAddressName` was dropped and the interface decided Auto) and a
+// creation time that is no time (reported at no field) (issue #15, tester atk18).
+func TestEvaluateNamesTheFieldOfABadVM(t *testing.T) {
+	dir := t.TempDir()
+	for meta, want := range map[string]string{
+		"":                               "spec.networks[1].IPAddressName: Invalid value: unknown field",
+		", creationTimestamp: yesterday": `metadata.creationTimestamp: Invalid value: "yesterday": must be a time in RFC 3339 form`,
+	} {
+		f := filepath.Join(dir, "vm.yaml")
+		body := "apiVersion: virtualization.deckhouse.io/v1alpha2\nkind: VirtualMachine\nmetadata: {name: web, namespace: demo" + meta +
+			"}\nspec:\n  networks:\n  - {type: Main}\n  - {type: ClusterNetwork, name: corp, IPAddressName: web-ip}\n"
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, "ipamctl", "evaluate", "-f", f)
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("metadata %q: exit %d, output %s%s, want an error containing %q", meta, code, out, errOut, want)
+		}
+	}
+}
+
 var summary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed\n\z`)
 
 func TestTestRunsTheShippedSuites(t *testing.T) {
