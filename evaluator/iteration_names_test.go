@@ -66,3 +66,24 @@ func TestAnOptMapAccumulatorIsSizedInTheDeepWalk(t *testing.T) {
 		t.Errorf("%s: decided %+v, want None by policy p", small, d)
 	}
 }
+
+// An optMap() name that reuses the name of a loop variable around it was sized by the
+// estimator as that loop variable, whose bound it took from its own walk of the
+// comprehensions: admitted at 50–90, charged up to 262,179 and stopped by the per-call limit
+// on a 256 KiB annotation (issue #15, tester atk19). The estimator sizes names from the scope
+// the bound analysis builds; each is refused now.
+func TestAnOptMapNameShadowingALoopVariableIsSizedByItsValue(t *testing.T) {
+	c := newCompiler(t)
+	body := "x.indexOf('b') + x.indexOf('c') + x.indexOf('d') + x.indexOf('e') + x.indexOf('f')"
+	for _, expr := range []string{
+		"['a'].exists(x, optional.of(vm.annotations['a']).optMap(x, " + body + ").orValue(0) > 0)",
+		"['a'].exists(x, optional.of(vm.annotations['a']).optFlatMap(x, optional.of(" + body + ")).orValue(0) > 0)",
+		"{'a': 'b'}.exists(x, optional.of(vm.annotations['a']).optMap(x, " + body + ").orValue(0) > 0)",
+		"[1].exists(i, x, optional.of(vm.annotations['a']).optMap(x, " + body + ").orValue(0) > 0)",
+		"['a'].exists(x, optional.of(vm.annotations['a']).optMap(x, x.matches('^(a|b)*c$') && x.matches('^(a|c)*b$')).orValue(false))",
+	} {
+		if _, errs := c.Compile(newPolicy("p", matchCondition("m", expr)), nil); !strings.Contains(fmt.Sprint(errs), "exceeds the per-call limit") {
+			t.Errorf("%.70s…: %v, want refused by its estimate", expr, errs)
+		}
+	}
+}
