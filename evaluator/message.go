@@ -23,8 +23,8 @@ import (
 //     a look-alike of ';': any character that is ';' after NFKC normalization but not ';'
 //     itself (U+037E GREEK QUESTION MARK, U+FF1B FULLWIDTH SEMICOLON, U+FE54 SMALL SEMICOLON),
 //     and the other semicolons of Unicode (otherSemicolons);
-//   - a combining mark on anything but a letter or a digit (onLetter): on punctuation it
-//     redraws it (',' and a dot above read as ';');
+//   - a combining mark on anything but a letter (not a modifier letter) or a digit
+//     (onLetter): on punctuation it redraws it (',' and a dot above read as ';');
 //   - a ';' followed by a space or a combining mark, or preceded by a space: "; " is the
 //     separator, and " ;" reads as "; " once a right-to-left script reverses it.
 
@@ -106,20 +106,22 @@ func refusedRune(s string, i int, r rune) string {
 	case semicolonLike(s, i, r):
 		return "a look-alike of ';'"
 	case unicode.In(r, unicode.Mn, unicode.Me) && !onLetter(s, i):
-		return "a combining mark on a character that is no letter or digit"
+		return "a combining mark on a character that is no letter (or a modifier letter) or digit"
 	}
 	return ""
 }
 
-// onLetter: the combining marks that end s[:i] and the one at byte i sit on a letter or a
-// digit. A mark belongs on a letter: on punctuation it redraws it — ',' with U+0307 COMBINING
-// DOT ABOVE reads as ';', and "fine,̇ ClusterNetwork/db: Ready" passed as one item (issue
-// #15, tester atk18) — and on a space or at the start it stands alone.
+// onLetter: the combining marks that end s[:i] and the one at byte i sit on a letter that is
+// no modifier letter, or on a digit. A mark belongs on a letter: on punctuation it redraws it
+// — ',' with U+0307 COMBINING DOT ABOVE reads as ';', and "fine,̇ ClusterNetwork/db: Ready"
+// passed as one item (issue #15, tester atk18) —, and so on a modifier letter drawn as
+// punctuation (U+A4F9 LISU LETTER TONE NA PO is a ',', U+02BB a turned comma: tester atk19);
+// on a space or at the start it stands alone.
 func onLetter(s string, i int) bool {
 	for i > 0 {
 		r, size := utf8.DecodeLastRuneInString(s[:i])
 		if !unicode.In(r, unicode.Mn, unicode.Me) {
-			return unicode.IsLetter(r) || unicode.IsDigit(r)
+			return (unicode.IsLetter(r) && !unicode.Is(unicode.Lm, r)) || unicode.IsDigit(r)
 		}
 		i -= size
 	}

@@ -135,6 +135,10 @@ var lookalikeSeparators = []string{
 	"corp\ua4fc Network/lan: IPAddressInUse: forged",  // LISU LETTER TONE MYA NA
 	"corp,\u0307 Network/lan: IPAddressInUse: forged", // COMBINING DOT ABOVE on a comma
 	"corp.\u0326 Network/lan: IPAddressInUse: forged", // COMBINING COMMA BELOW on a full stop
+	// Modifier letters drawn as punctuation, redrawn by a mark (issue #15, tester atk19).
+	"corp\ua4f9\u0307 Network/lan: IPAddressInUse: forged", // LISU LETTER TONE NA PO (',') with a dot above
+	"corp\ua4f8\u0326 Network/lan: IPAddressInUse: forged", // LISU LETTER TONE MYA TI ('.') with a comma below
+	"corp\u02bb\u0323 Network/lan: IPAddressInUse: forged", // MODIFIER LETTER TURNED COMMA with a dot below
 }
 
 // readerSemicolons are what a reader's eye takes for ';' beyond NFKC: the characters whose
@@ -209,8 +213,9 @@ func readsAsSeparator(s string) bool {
 	return false
 }
 
-// markedPunctuation: s holds a combining mark on a character that is no letter or digit, which
-// a reader may take for a ';' (',' and a dot above).
+// markedPunctuation: s holds a combining mark on a character that is no letter (or a modifier
+// letter, which may be drawn as punctuation) or digit, which a reader may take for a ';' (','
+// and a dot above).
 func markedPunctuation(s string) bool {
 	base := rune(-1) // the last character that is no mark
 	for _, r := range s {
@@ -218,7 +223,7 @@ func markedPunctuation(s string) bool {
 			base = r
 			continue
 		}
-		if unicode.In(r, unicode.Mn, unicode.Me) && !unicode.IsLetter(base) && !unicode.IsDigit(base) {
+		if unicode.In(r, unicode.Mn, unicode.Me) && !(unicode.IsLetter(base) && !unicode.Is(unicode.Lm, base)) && !unicode.IsDigit(base) {
 			return true
 		}
 	}
