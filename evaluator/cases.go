@@ -15,8 +15,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
+	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -158,10 +158,15 @@ func suiteMatched(d Decision) bool {
 // name: cases[1] "static refused": unknown field "expect.skp". It does not read the policy
 // files.
 func ParseSuite(data []byte) (*TestSuite, error) {
-	js, err := yaml.YAMLToJSON(data)
+	docs, err := manifest.Split(data) // a key given twice is an error, as in a policy
 	if err != nil {
 		return nil, err
 	}
+	if len(docs) != 1 {
+		// A second document was dropped without a word (issue #15, a new user's try).
+		return nil, fmt.Errorf("%d documents, want one suite per file", len(docs))
+	}
+	js := docs[0].JSON
 	var file suiteFile
 	if err := unmarshalStrict(js, &file); err != nil {
 		return nil, err

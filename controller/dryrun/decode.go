@@ -87,7 +87,7 @@ func (e *Engine) DecodeBody(ctx context.Context, body *Body, opts DecodeOptions)
 	}
 	candidates, perrs := e.decodePolicies(root.Child("policies"), body.Policies)
 	errs = append(errs, perrs...)
-	objects, oerrs := e.decodeObjects(root.Child("objects"), body.Objects, namespace)
+	objects, oerrs := e.decodeObjects(root.Child("objects"), body.Objects, namespace, opts.Root == nil)
 	errs = append(errs, oerrs...)
 	if opts.Authorize != nil {
 		if namespace == "" {
@@ -199,6 +199,7 @@ func (e *Engine) decodeVM(path *field.Path, raw json.RawMessage, opts DecodeOpti
 	}
 	if opts.Root == nil { // offline; the dry-run API reports unknown fields by fieldValidation
 		errs = appendNew(errs, e.schemas.unknownNICFields(path, gvk, obj))
+		errs = appendNew(errs, e.schemas.otherCaseFields(path, gvk, obj))
 	}
 	errs = appendNew(errs, validateMeta(path, vm, true))
 	if n := len(vm.Spec.Networks); n > MaxInterfaces {
@@ -380,8 +381,21 @@ func (e *Engine) DecodePolicies(data []byte) ([]v1alpha1.ClusterIPAMPolicy, erro
 	if err != nil {
 		return nil, err
 	}
+	if len(docs) == 0 {
+		return nil, errors.New("no ClusterIPAMPolicy in the file")
+	}
+	gvk := v1alpha1.GroupVersion.WithKind("ClusterIPAMPolicy")
 	out := make([]v1alpha1.ClusterIPAMPolicy, 0, len(docs))
 	for _, doc := range docs {
+		var head map[string]any
+		if err := json.Unmarshal(doc.JSON, &head); err == nil && head != nil {
+			if errs := checkKind(nil, head, nil); len(errs) > 0 { // a file names its kind, as for kubectl
+				return nil, fmt.Errorf("document %d: %w", doc.Index, errs.ToAggregate())
+			}
+			if gvkOf(head) != gvk {
+				return nil, fmt.Errorf("document %d: a %s, want a %s", doc.Index, gvkOf(head).Kind, gvk.Kind)
+			}
+		}
 		p, errs := e.decodePolicy(nil, doc.JSON)
 		if len(errs) > 0 {
 			return nil, fmt.Errorf("document %d: %w", doc.Index, errs.ToAggregate())
@@ -431,14 +445,14 @@ func appendNew(errs, more field.ErrorList) field.ErrorList {
 	return errs
 }
 
-func (e *Engine) decodeObjects(path *field.Path, raws []json.RawMessage, namespace string) ([]client.Object, field.ErrorList) {
+func (e *Engine) decodeObjects(path *field.Path, raws []json.RawMessage, namespace string, offline bool) ([]client.Object, field.ErrorList) {
 	var (
 		out  []client.Object
 		errs field.ErrorList
 	)
 	seen := map[string]int{}
 	for i, raw := range raws {
-		obj, oerrs := e.decodeObject(path.Index(i), raw, namespace)
+		obj, oerrs := e.decodeObject(path.Index(i), raw, namespace, offline)
 		errs = append(errs, oerrs...)
 		if obj == nil {
 			continue
@@ -458,12 +472,15 @@ func (e *Engine) decodeObjects(path *field.Path, raws []json.RawMessage, namespa
 // carry, in the VM's namespace (the default) or cluster-scoped, valid against its schema. An
 // empty namespace means the VM's is not known (the VM is invalid): the object's namespace is
 // then not checked against it.
-func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace string) (client.Object, field.ErrorList) {
+func (e *Engine) decodeObject(path *field.Path, raw json.RawMessage, namespace string, offline bool) (client.Object, field.ErrorList) {
 	obj, errs := e.decodeManifest(path, raw, nil)
 	if obj == nil {
 		return nil, errs
 	}
 	gvk := gvkOf(obj)
+	if offline { // the dry-run API reports unknown fields by fieldValidation
+		errs = appendNew(errs, e.schemas.otherCaseFields(path, gvk, obj))
+	}
 	kind, ok := allowedKinds[gvk]
 	if !ok {
 		return nil, append(errs, field.NotSupported(path.Child("kind"), gvk.Kind+" "+gvk.GroupVersion().String(), allowedKindNames()))

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -134,4 +135,52 @@ func (s schemas) unknownNICFields(path *field.Path, gvk schema.GroupVersionKind,
 		}
 	}
 	return errs
+}
+
+// otherCaseFields reports each field of obj (of kind gvk) that its schema does not declare but
+// declares in another case (`Networks` for `networks`, `IPAM` for `ipam`), at any depth the
+// schema describes — also where it keeps unknown fields, as the trimmed schemas do for the
+// parts of the platform's objects vmipam does not read. The API server prunes such a field
+// and kubectl's strict validation refuses it; offline it was dropped without a word, and a
+// VM whose `Networks:` was misspelled was decided with no interface at all (issue #15, a new
+// user's try).
+func (s schemas) otherCaseFields(path *field.Path, gvk schema.GroupVersionKind, obj map[string]any) field.ErrorList {
+	st, ok := s.structural[gvk]
+	if !ok {
+		return nil
+	}
+	var errs field.ErrorList
+	otherCase(path, st, obj, &errs)
+	return errs
+}
+
+// otherCase walks v against st, appending to errs a field of another case for each key
+// st does not declare that one of its properties matches case-insensitively.
+func otherCase(path *field.Path, st *structuralschema.Structural, v any, errs *field.ErrorList) {
+	if st == nil {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			prop, known := st.Properties[k]
+			if !known {
+				for name := range st.Properties {
+					if strings.EqualFold(name, k) {
+						*errs = append(*errs, &field.Error{Type: field.ErrorTypeInvalid, Field: path.Child(k).String(),
+							BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("unknown field (the field is %q)", name)})
+					}
+				}
+				if st.AdditionalProperties != nil && st.AdditionalProperties.Structural != nil {
+					otherCase(path.Key(k), st.AdditionalProperties.Structural, v[k], errs)
+				}
+				continue
+			}
+			otherCase(path.Child(k), &prop, v[k], errs)
+		}
+	case []any:
+		for i, item := range v {
+			otherCase(path.Index(i), st.Items, item, errs)
+		}
+	}
 }

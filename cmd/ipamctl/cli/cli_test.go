@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -264,6 +265,51 @@ func TestEvaluateNamesTheFieldOfABadVM(t *testing.T) {
 		code, out, errOut := run(t, "ipamctl", "evaluate", "-f", f)
 		if code == 0 || !strings.Contains(errOut, want) {
 			t.Errorf("metadata %q: exit %d, output %s%s, want an error containing %q", meta, code, out, errOut, want)
+		}
+	}
+}
+
+// Offline, a field written in another case than its schema's is refused wherever the schema
+// knows the field, also where the trimmed schemas keep unknown fields: a VM's `Networks:` was
+// dropped and the VM decided with no interface, a ClusterNetwork's `IPAM:` made it poolless
+// (issue #15, a new user's try). A policy file names its kind for lint as for evaluate and
+// test; a suite is one document without repeated keys, and its policy files hold a policy.
+func TestFrontEndsRefuseWhatTheClusterWouldNotTake(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	vm := write("vm.yaml", "apiVersion: virtualization.deckhouse.io/v1alpha2\nkind: VirtualMachine\nmetadata: {name: web, namespace: demo}\n"+
+		"spec:\n  Networks:\n  - {type: Main}\n  - {type: ClusterNetwork, name: corp}\n")
+	world := write("world.yaml", "apiVersion: network.deckhouse.io/v1alpha1\nkind: ClusterNetwork\nmetadata: {name: corp}\nspec: {IPAM: {}}\n")
+	_, _, errOut := run(t, "ipamctl", "evaluate", "-f", vm, "-O", world)
+	for _, want := range []string{`spec.Networks: Invalid value: unknown field (the field is "networks")`,
+		`spec.IPAM: Invalid value: unknown field (the field is "ipam")`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("evaluate: %s\nwant %q", errOut, want)
+		}
+	}
+	kindless := write("kindless.yaml", "metadata: {name: x}\nspec: {priority: 3}\n")
+	if code, out, _ := run(t, "ipamctl", "lint", kindless); code != 1 || !strings.Contains(out, "apiVersion and kind are required") {
+		t.Errorf("lint of a policy without kind: exit %d: %s", code, out)
+	}
+	write("empty.yaml", "# nothing\n")
+	suite := "apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1\nkind: PolicyTest\npolicies: [%s]\ncases:\n- name: c\n  expect: {%s}\n"
+	for _, tc := range []struct{ name, body, want string }{
+		{"an empty policy file", fmt.Sprintf(suite, "empty.yaml", "noPolicyMatched: true"), "no ClusterIPAMPolicy in the file"},
+		{"a policy file without kind", fmt.Sprintf(suite, "kindless.yaml", "noPolicyMatched: true"), "kind: Required value"},
+		{"a repeated key", fmt.Sprintf(suite, "empty.yaml", "skip: false, skip: true"), `key "skip" already set in map`},
+		{"two documents", fmt.Sprintf(suite, "empty.yaml", "skip: true") + "---\n" + fmt.Sprintf(suite, "empty.yaml", "skip: true"),
+			"2 documents, want one suite per file"},
+	} {
+		code, out, _ := run(t, "ipamctl", "test", write("suite.yaml", tc.body))
+		if code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, output:\n%s\nwant 1 and %q", tc.name, code, out, tc.want)
 		}
 	}
 }

@@ -83,6 +83,12 @@ func lint(s Streams, paths []string, recursive bool) error {
 // maps the names so far to their files.
 func lintOne(engine *dryrun.Engine, i int, d document, seen map[string]string) (*v1alpha1.ClusterIPAMPolicy, field.ErrorList) {
 	path := field.NewPath("policies").Index(i)
+	if d.apiVersion == "" || d.kind == "" {
+		// A file names its kind, as kubectl requires and `ipamctl evaluate -p` and `ipamctl
+		// test` do: lint passed a policy without them that evaluate refused.
+		return nil, field.ErrorList{field.Required(path.Child("kind"), "apiVersion and kind are required (ClusterIPAMPolicy "+
+			v1alpha1.GroupVersion.String()+")")}
+	}
 	p, errs := engine.CheckPolicy(path, d.json)
 	if p == nil {
 		return nil, errs
