@@ -22,6 +22,18 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 )
 
+// fileWriter returns a function that writes body to the file name in dir and returns its path.
+func fileWriter(t *testing.T, dir string) func(name, body string) string {
+	return func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
 // run runs ipamctl in-process and returns its exit code, output and error output.
 func run(t *testing.T, name string, args ...string) (int, string, string) {
 	t.Helper()
@@ -276,14 +288,7 @@ func TestEvaluateNamesTheFieldOfABadVM(t *testing.T) {
 // test; a suite is one document without repeated keys, and its policy files hold a policy.
 func TestFrontEndsRefuseWhatTheClusterWouldNotTake(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	vm := write("vm.yaml", "apiVersion: virtualization.deckhouse.io/v1alpha2\nkind: VirtualMachine\nmetadata: {name: web, namespace: demo}\n"+
 		"spec:\n  Networks:\n  - {type: Main}\n  - {type: ClusterNetwork, name: corp}\n")
 	world := write("world.yaml", "apiVersion: network.deckhouse.io/v1alpha1\nkind: ClusterNetwork\nmetadata: {name: corp}\nspec: {IPAM: {}}\n")
@@ -354,14 +359,7 @@ func TestTestNamesTheFileAndCaseOfAMisspelledExpectation(t *testing.T) {
 // `ipAddressName: null` in a case left the defaults' value (issue #15, tester atk18).
 func TestTestReadsFilesAsTheOtherFrontEnds(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	const head = "apiVersion: ipam.virtualization.deckhouse.io/v1alpha1\nkind: ClusterIPAMPolicy\nmetadata: {name: p}\nspec:\n  priority: 5\n"
 	suite := func(input string) string {
 		return write("suite.yaml", `apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1
