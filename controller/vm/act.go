@@ -70,7 +70,34 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return r.deleteUnwanted(ctx, s, p.DeleteIPAddresses, inUse)
+	return r.deleteUnwanted(ctx, s, r.releaseDue(s, p.DeleteIPAddresses, inUse))
+}
+
+// releaseDue returns the plan's candidates that no writer-visible state names (not in inUse,
+// namedLive's answer) and that have been unnamed for ReleaseGrace; s.releaseAfter says when
+// the next of the others is due. A plan without candidates ends the VM's releases.
+func (r *Reconciler) releaseDue(s *scope, names []string, inUse map[string]bool) []*sdnv1.IPAddress {
+	key := client.ObjectKeyFromObject(s.vm)
+	if len(names) == 0 {
+		r.releases.forget(key)
+		return nil
+	}
+	byUID := map[types.UID]*sdnv1.IPAddress{}
+	var unnamed []types.UID
+	for i := range s.owned {
+		ip := &s.owned[i]
+		if slices.Contains(names, ip.Name) && !inUse[ip.Name] && ours(ip, s.vm) {
+			byUID[ip.UID] = ip
+			unnamed = append(unnamed, ip.UID)
+		}
+	}
+	due, wait := r.releases.due(key, unnamed, r.now(), ReleaseGrace)
+	s.releaseAfter = wait
+	out := make([]*sdnv1.IPAddress, 0, len(due))
+	for _, uid := range due {
+		out = append(out, byUID[uid])
+	}
+	return out
 }
 
 // RBAC for execute: Auto IPAddresses are created and deleted (get re-reads one after
@@ -115,21 +142,20 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 	}
 }
 
-// deleteUnwanted deletes the plan's candidates that no writer-visible state names (not in
-// inUse, namedLive's answer). The plan decided from the cache, which may lag; so the VM and
-// its launcher pods are read once more from the API server, and a candidate that the VM's
-// spec or networks-spec, or the networks-spec of any pod that has not finished (a terminating
-// one too), still names is kept for a later reconcile. Each delete carries the UID and resourceVersion seen as
-// preconditions, so that a concurrent edit of the IPAddress wins over the delete. The deletes
-// are independent of each other and go side by side, as the two reads do: one after the other
-// they made a policy edit's reconcile six round trips long (docs/BENCHMARKS.md, "policy
-// change"); each error is returned, and the retry deletes what is left.
-func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, names []string, inUse map[string]bool) error {
+// deleteUnwanted deletes ips, the plan's candidates that no writer-visible state has named
+// for ReleaseGrace (releaseDue). The plan decided from the cache, which may lag; so the VM and
+// its launcher pods were read once more from the API server (namedLive), and a candidate that
+// the VM's spec or networks-spec, or the networks-spec of any pod that has not finished (a
+// terminating one too), still names is kept for a later reconcile. Each delete carries the
+// UID and resourceVersion seen as preconditions, so that a concurrent edit of the IPAddress
+// wins over the delete. The deletes are independent of each other and go side by side, as the
+// two reads do: one after the other they made a policy edit's reconcile six round trips long
+// (docs/BENCHMARKS.md, "policy change"); each error is returned, and the retry deletes what is
+// left.
+func (r *Reconciler) deleteUnwanted(ctx context.Context, s *scope, ips []*sdnv1.IPAddress) error {
 	var g errgroup.Group
-	for _, name := range names {
-		if !inUse[name] {
-			g.Go(func() error { return r.delete(ctx, s, name) })
-		}
+	for _, ip := range ips {
+		g.Go(func() error { return r.delete(ctx, s, ip) })
 	}
 	return g.Wait()
 }
@@ -179,21 +205,15 @@ func (r *Reconciler) namedLive(ctx context.Context, vm *vmv1.VirtualMachine) (ma
 	return out, nil
 }
 
-func (r *Reconciler) delete(ctx context.Context, s *scope, name string) error {
-	for i := range s.owned {
-		ip := &s.owned[i]
-		if ip.Name != name || !ours(ip, s.vm) {
-			continue
-		}
-		err := r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID, ResourceVersion: &ip.ResourceVersion})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("delete IPAddress %s: %w", ip.Name, err)
-		}
-		r.expectations().observedIPAddress(ip) // gone or changed: never read it from the expectations
-		if err == nil {
-			r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressDeleted", "Delete",
-				"Deleted IPAddress %s: no interface uses it any more", ip.Name)
-		}
+func (r *Reconciler) delete(ctx context.Context, s *scope, ip *sdnv1.IPAddress) error {
+	err := r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID, ResourceVersion: &ip.ResourceVersion})
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete IPAddress %s: %w", ip.Name, err)
+	}
+	r.expectations().observedIPAddress(ip) // gone or changed: never read it from the expectations
+	if err == nil {
+		r.event(s.vm, ip, corev1.EventTypeNormal, "IPAddressDeleted", "Delete",
+			"Deleted IPAddress %s: no interface uses it any more", ip.Name)
 	}
 	return nil
 }

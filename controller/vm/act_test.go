@@ -61,6 +61,7 @@ func TestExecuteDeletesOnlyAfterTheNetworksSpecNoLongerNamesTheIPAddress(t *test
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
 			t.Fatal(err)
 		}
+		unnamedFor(r, vm, ip, ReleaseGrace)
 		s := &scope{vm: vm, pods: []corev1.Pod{*pod}, owned: []sdnv1.IPAddress{*ip}}
 		p := &Plan{DeleteIPAddresses: []string{ip.Name},
 			VMNetworksSpec: NetworksSpecWrite{Changed: true, value: "[]"},
@@ -114,6 +115,7 @@ func TestExecuteDeletesNothingWhenTheStatusWriteFails(t *testing.T) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ip), ip); err != nil {
 			t.Fatal(err)
 		}
+		unnamedFor(r, vm, ip, ReleaseGrace)
 		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}}
 		p := &Plan{DeleteIPAddresses: []string{ip.Name}, StatusChanged: true,
 			Status: vmv1.VirtualMachineStatus{Networks: []vmv1.NetworksStatus{{Type: vmv1.NetworkTypeMain}}}}
@@ -173,6 +175,7 @@ func TestADeleteWaitsWhileTheLiveVMOrAPodStillNamesTheIPAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Reconciler{Client: c, APIReader: c}
+		unnamedFor(r, vm, ip, ReleaseGrace)
 		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}} // the cache shows nobody naming it
 		if err := r.execute(context.Background(), s, &Plan{DeleteIPAddresses: []string{ip.Name}}); err != nil {
 			t.Fatal(err)

@@ -52,6 +52,9 @@ type scope struct {
 	// news says that an event of an object this reconcile wrote arrived during the write and
 	// showed something else than the write: the VM is reconciled again (Reconciler.issue).
 	news bool
+	// releaseAfter is how long until the next unwanted Auto IPAddress's ReleaseGrace ends (0:
+	// none waits); filled by act.
+	releaseAfter time.Duration
 }
 
 // iface is one additional interface through the reconcile.

@@ -60,6 +60,8 @@ type Reconciler struct {
 	late     map[reconcile.Request]bool
 	ownOnce  sync.Once
 	own      *ownWrites
+	// releases times the unwanted Auto IPAddresses' ReleaseGrace.
+	releases releases
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -92,14 +94,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	vm := &vmv1.VirtualMachine{}
 	if err := reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			metrics.Current.ForgetVM(req.NamespacedName)
-			r.forgetLate(req)
+			r.forgetVM(req)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vm.DeletionTimestamp != nil {
-		metrics.Current.ForgetVM(req.NamespacedName)
-		r.forgetLate(req)
+		r.forgetVM(req)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -137,7 +137,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if p.Deferred {
 		return withNews(s, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
 	}
-	return withNews(s, r.retry(req, s)), nil
+	return withNews(s, untilRelease(s, r.retry(req, s))), nil
+}
+
+// forgetVM drops what the Reconciler keeps about req's VM: it is gone or being deleted.
+func (r *Reconciler) forgetVM(req reconcile.Request) {
+	metrics.Current.ForgetVM(req.NamespacedName)
+	r.forgetLate(req)
+	r.releases.forget(req.NamespacedName)
+}
+
+// untilRelease brings the VM back when its next unwanted IPAddress's ReleaseGrace ends
+// (s.releaseAfter), unless res already brings it back sooner.
+func untilRelease(s *scope, res reconcile.Result) reconcile.Result {
+	if s.releaseAfter > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > s.releaseAfter) {
+		res.RequeueAfter = s.releaseAfter
+	}
+	return res
 }
 
 // newsRequeue is how soon a VM is reconciled again when an event that arrived during one of

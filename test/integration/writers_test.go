@@ -353,6 +353,26 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
 	})
 
+	It("keeps an Auto IPAddress for ReleaseGrace, so that a launcher pod made from an older read of the VM still finds it", func() {
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
+		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
+		read := getVM(ctx, ns, "v") // a pod creator's read: a restart is about to replace the pod
+
+		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+		Eventually(func() []string { return networksSpecNames(getVM(ctx, ns, "v")) }, timeout, interval).Should(BeEmpty())
+		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-v-late",
+			Labels:          map[string]string{vmv1.LabelLauncherVMName: "v"},
+			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(read, vmv1.GroupVersion.WithKind("VirtualMachine"))}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
+		create(ctx, late) // the restart's new pod, with the copy taken before the removal
+		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, vmctrl.ReleaseGrace/2, interval).Should(BeEmpty())
+		// The hotplug takes the interface off the late pod as well; the IPAddress goes a grace later.
+		Eventually(func() []string { return networksSpecNames(getPod(ctx, ns, late.Name)) }, timeout, interval).Should(BeEmpty())
+		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
+	})
+
 	It("never gives a running VM's static IPAddress to a copy made in the same second with its networks-spec", func() {
 		create(ctx, build.StaticIPAddress(ns, "ip-s", "ClusterNetwork", corp, "10.60.0.30"))
 		sameSecond(ctx, build.VM(ns, "vm-s", build.OnClusterNetwork(corp, "ip-s")),
