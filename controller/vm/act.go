@@ -75,7 +75,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 
 // releaseDue returns the plan's candidates that no writer-visible state names (not in inUse,
 // namedLive's answer) and that have been unnamed for ReleaseGrace; s.releaseAfter says when
-// the next of the others is due. A plan without candidates ends the VM's releases.
+// the next of the others is due, unless a handoff is due sooner. A plan without candidates ends the VM's releases.
 func (r *Reconciler) releaseDue(s *scope, names []string, inUse map[string]bool) []*sdnv1.IPAddress {
 	key := client.ObjectKeyFromObject(s.vm)
 	if len(names) == 0 {
@@ -92,7 +92,7 @@ func (r *Reconciler) releaseDue(s *scope, names []string, inUse map[string]bool)
 		}
 	}
 	due, wait := r.releases.due(key, unnamed, r.now(), ReleaseGrace)
-	s.releaseAfter = wait
+	s.releaseAfter = soonest(s.releaseAfter, wait)
 	out := make([]*sdnv1.IPAddress, 0, len(due))
 	for _, uid := range due {
 		out = append(out, byUID[uid])

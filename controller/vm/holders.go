@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/index"
@@ -27,16 +29,17 @@ import (
 // address on that network, then a VM whose annotation carries it, then the oldest VM, and only
 // then the name. A VM that still carries the address counts even when its spec no longer names
 // it. Every contender computes the same holder, so exactly one of them attaches the address
-// and the current holder always keeps it.
-func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv1.NetworksSpec, address string) (evaluator.Holders, error) {
+// and the current holder always keeps it. A VM that let go of the address holds it for
+// ReleaseGrace more (handoffs); wait is how long until then, 0 when nothing is held back.
+func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv1.NetworksSpec, address string) (h evaluator.Holders, wait time.Duration, err error) {
 	carriers, err := r.carriers(ctx, vm.Namespace, spec.IPAddressName)
 	if err != nil {
-		return evaluator.Holders{}, err
+		return evaluator.Holders{}, 0, err
 	}
 	var list vmv1.VirtualMachineList
 	if err := r.reader.List(ctx, &list, client.InNamespace(vm.Namespace),
 		client.MatchingFields{index.VMIPAddressName: spec.IPAddressName}); err != nil {
-		return evaluator.Holders{}, fmt.Errorf("list VMs naming IPAddress %s: %w", spec.IPAddressName, err)
+		return evaluator.Holders{}, 0, fmt.Errorf("list VMs naming IPAddress %s: %w", spec.IPAddressName, err)
 	}
 	contenders := []contender{{vm: vm, carrier: carriers[vm.Name]}}
 	others := []string{}
@@ -55,7 +58,19 @@ func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv
 		}
 	}
 	slices.Sort(others)
-	return evaluator.Holders{VMs: others, Holder: holder(contenders, spec, address)}, nil
+	h = evaluator.Holders{VMs: others, Holder: holder(contenders, spec, address)}
+	if r.handoffs != nil {
+		var carrying []string
+		for name := range carriers {
+			if name != vm.Name {
+				carrying = append(carrying, name)
+			}
+		}
+		slices.Sort(carrying)
+		ip := types.NamespacedName{Namespace: vm.Namespace, Name: spec.IPAddressName}
+		h.Holder, wait = r.handoffs.hold(ip, vm.Name, h.Holder, carrying, carriers[vm.Name] != nil, r.now, ReleaseGrace)
+	}
+	return h, wait, nil
 }
 
 // carrier is what shows that a VM uses an IPAddress.

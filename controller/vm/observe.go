@@ -52,8 +52,9 @@ type scope struct {
 	// news says that an event of an object this reconcile wrote arrived during the write and
 	// showed something else than the write: the VM is reconciled again (Reconciler.issue).
 	news bool
-	// releaseAfter is how long until the next unwanted Auto IPAddress's ReleaseGrace ends (0:
-	// none waits); filled by act.
+	// releaseAfter is how long until the next ReleaseGrace of the VM ends (0: none waits): an
+	// unwanted Auto IPAddress's (filled by act) or a static IPAddress's handoff from the VM
+	// that last carried it (filled by observe).
 	releaseAfter time.Duration
 }
 
@@ -95,6 +96,9 @@ type observer struct {
 	reader client.Reader
 	// now is the time of the observation.
 	now time.Time
+	// handoffs holds a static IPAddress back for ReleaseGrace after its last carrier let go;
+	// nil (the dry run) decides by the ranking alone.
+	handoffs *handoffs
 }
 
 // observe gathers everything the decisions and the plan need about vm.
@@ -166,8 +170,18 @@ func (r observer) observeInterface(ctx context.Context, s *scope, it *iface, app
 	if it.static, err = r.ipAddressByName(ctx, s, it.spec.IPAddressName); err != nil {
 		return err
 	}
-	it.holders, err = r.holders(ctx, s.vm, it.spec, addressOf(it.static))
+	var wait time.Duration
+	it.holders, wait, err = r.holders(ctx, s.vm, it.spec, addressOf(it.static))
+	s.releaseAfter = soonest(s.releaseAfter, wait)
 	return err
+}
+
+// soonest returns the shorter of two waits, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || b > 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // ipAddressByName returns the IPAddress of that name in the VM's namespace (nil when there is

@@ -60,8 +60,10 @@ type Reconciler struct {
 	late     map[reconcile.Request]bool
 	ownOnce  sync.Once
 	own      *ownWrites
-	// releases times the unwanted Auto IPAddresses' ReleaseGrace.
+	// releases times the unwanted Auto IPAddresses' ReleaseGrace, handoffs the static
+	// IPAddresses' handed from one VM to another.
 	releases releases
+	handoffs handoffs
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -103,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	s, err := observer{reader: reader, now: r.now()}.observe(ctx, vm, r.Policies.Set())
+	s, err := observer{reader: reader, now: r.now(), handoffs: &r.handoffs}.observe(ctx, vm, r.Policies.Set())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -147,8 +149,9 @@ func (r *Reconciler) forgetVM(req reconcile.Request) {
 	r.releases.forget(req.NamespacedName)
 }
 
-// untilRelease brings the VM back when its next unwanted IPAddress's ReleaseGrace ends
-// (s.releaseAfter), unless res already brings it back sooner.
+// untilRelease brings the VM back when its next ReleaseGrace ends (s.releaseAfter: an
+// unwanted IPAddress's deletion or a static IPAddress's handoff), unless res already brings
+// it back sooner.
 func untilRelease(s *scope, res reconcile.Result) reconcile.Result {
 	if s.releaseAfter > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > s.releaseAfter) {
 		res.RequeueAfter = s.releaseAfter

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
@@ -58,6 +61,38 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
 		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(HavePrefix("True/"))
 		Expect(networksSpec(getVM(ctx, ns, "holder"))).To(BeEmpty())
+	})
+
+	It("hands a released static IPAddress over only after ReleaseGrace, so that the releaser's late pod never shares it", func() {
+		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.3.0.12"))
+		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))
+		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
+		create(ctx, build.VM(ns, "newcomer", build.OnClusterNetwork(corp, "s")))
+		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
+		read := getVM(ctx, ns, "holder") // a pod creator's read: a restart is about to replace the pod
+
+		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "holder")) }, timeout, interval).Should(BeEmpty())
+		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-holder-late",
+			Labels:          map[string]string{vmv1.LabelLauncherVMName: "holder"},
+			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(read, vmv1.GroupVersion.WithKind("VirtualMachine"))}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
+		create(ctx, late) // the restart's new pod, with the copy taken before the release
+		carriers := func() []string {
+			var out []string
+			for _, vm := range []string{"holder", "newcomer"} {
+				for _, p := range launcherPods(ctx, ns, vm) {
+					if slices.Contains(networksSpecNames(&p), "s") {
+						out = append(out, p.Name)
+					}
+				}
+			}
+			return out
+		}
+		Consistently(func() int { return len(carriers()) }, vmctrl.ReleaseGrace/2, interval).Should(BeNumerically("<=", 1), "two guests carry one address")
+		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
+		Expect(carriers()).To(HaveLen(1))
 	})
 
 	It("refuses another VM's Auto IPAddress named as static with IPAddressOwnedByAnotherVM", func() {

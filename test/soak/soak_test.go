@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
+	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
@@ -276,8 +277,14 @@ func intersect(a, b []string) []string {
 	return out
 }
 
+// quietFor is how long the controllers must not write for the world to count as converged: a
+// release under way (an unwanted Auto IPAddress waiting out vmctrl.ReleaseGrace) writes its
+// delete up to that long after the last other write.
+const quietFor = vmctrl.ReleaseGrace + 3*time.Second
+
 // quietPoint pauses the stream and the faults, waits until the world converges (every check
-// passes and the controllers stopped writing), and records what still fails after the bound.
+// passes and the controllers stopped writing for quietFor), and records what still fails after
+// the bound.
 func quietPoint(t *testing.T, ctx context.Context, w *world, proxy *faultProxy, res *results, at string) {
 	proxy.set(false, calm)
 	res.quiet++
@@ -298,7 +305,7 @@ func quietPoint(t *testing.T, ctx context.Context, w *world, proxy *faultProxy, 
 		if n := proxy.writes.Load(); n != lastWrites {
 			lastWrites, stableSince = n, time.Now()
 		}
-		if len(last) == 0 && time.Since(stableSince) > 3*time.Second {
+		if len(last) == 0 && time.Since(stableSince) > quietFor {
 			w.record("%s: converged in %v", at, time.Since(start).Round(time.Second))
 			return
 		}
