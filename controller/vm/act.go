@@ -56,12 +56,14 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	// The status write and the reads that guard the deletions go side by side: neither
 	// changes what the other reads (status is not networks-spec), and both follow the
 	// networks-spec writes. The deletions wait for both, so a failed status write still
-	// deletes nothing and status never names an address already gone. A policy edit's
-	// reconcile was four round trips one after the other, the bound of its time (issue #16).
+	// deletes nothing and status never names an address already gone. Only a reconcile with a
+	// release due reads: the one that first finds an IPAddress unwanted only starts its
+	// ReleaseGrace, so a policy edit's reconcile is the writes alone (issue #16).
+	due := r.releaseDue(s, p.DeleteIPAddresses)
 	var inUse map[string]bool
 	var g errgroup.Group
 	g.Go(func() error { return r.writeStatus(ctx, s, written, p) })
-	if len(p.DeleteIPAddresses) > 0 {
+	if len(due) > 0 {
 		g.Go(func() (err error) {
 			inUse, err = r.namedLive(ctx, s.vm)
 			return err
@@ -70,32 +72,48 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return r.deleteUnwanted(ctx, s, r.releaseDue(s, p.DeleteIPAddresses, inUse))
+	return r.deleteUnwanted(ctx, s, r.stillUnnamed(s, due, inUse))
 }
 
-// releaseDue returns the plan's candidates that no writer-visible state names (not in inUse,
-// namedLive's answer) and that have been unnamed for ReleaseGrace; s.releaseAfter says when
-// the next of the others is due, unless a handoff is due sooner. A plan without candidates ends the VM's releases.
-func (r *Reconciler) releaseDue(s *scope, names []string, inUse map[string]bool) []*sdnv1.IPAddress {
+// releaseDue returns the plan's candidates (unwanted and, as the cache shows, unnamed) that
+// have been candidates for ReleaseGrace; s.releaseAfter says when the next of the others is
+// due, unless a handoff is due sooner. A plan without candidates ends the VM's releases.
+func (r *Reconciler) releaseDue(s *scope, names []string) []*sdnv1.IPAddress {
 	key := client.ObjectKeyFromObject(s.vm)
 	if len(names) == 0 {
 		r.releases.forget(key)
 		return nil
 	}
 	byUID := map[types.UID]*sdnv1.IPAddress{}
-	var unnamed []types.UID
+	var candidates []types.UID
 	for i := range s.owned {
 		ip := &s.owned[i]
-		if slices.Contains(names, ip.Name) && !inUse[ip.Name] && ours(ip, s.vm) {
+		if slices.Contains(names, ip.Name) && ours(ip, s.vm) {
 			byUID[ip.UID] = ip
-			unnamed = append(unnamed, ip.UID)
+			candidates = append(candidates, ip.UID)
 		}
 	}
-	due, wait := r.releases.due(key, unnamed, r.now(), ReleaseGrace)
+	due, wait := r.releases.due(key, candidates, r.now(), ReleaseGrace)
 	s.releaseAfter = soonest(s.releaseAfter, wait)
 	out := make([]*sdnv1.IPAddress, 0, len(due))
 	for _, uid := range due {
 		out = append(out, byUID[uid])
+	}
+	return out
+}
+
+// stillUnnamed returns the due IPAddresses that no writer-visible state names (not in inUse,
+// namedLive's answer). One that is named — the cache lagged, or a launcher pod made from an
+// older read of the VM appeared — starts its ReleaseGrace over.
+func (r *Reconciler) stillUnnamed(s *scope, due []*sdnv1.IPAddress, inUse map[string]bool) []*sdnv1.IPAddress {
+	var out []*sdnv1.IPAddress
+	for _, ip := range due {
+		if !inUse[ip.Name] {
+			out = append(out, ip)
+			continue
+		}
+		r.releases.startOver(client.ObjectKeyFromObject(s.vm), ip.UID, r.now())
+		s.releaseAfter = soonest(s.releaseAfter, ReleaseGrace)
 	}
 	return out
 }
@@ -142,11 +160,12 @@ func (r *Reconciler) create(ctx context.Context, s *scope, ip *sdnv1.IPAddress) 
 	}
 }
 
-// deleteUnwanted deletes ips, the plan's candidates that no writer-visible state has named
-// for ReleaseGrace (releaseDue). The plan decided from the cache, which may lag; so the VM and
-// its launcher pods were read once more from the API server (namedLive), and a candidate that
-// the VM's spec or networks-spec, or the networks-spec of any pod that has not finished (a
-// terminating one too), still names is kept for a later reconcile. Each delete carries the
+// deleteUnwanted deletes ips, the plan's candidates that have been unwanted for ReleaseGrace
+// (releaseDue) and that no writer-visible state names. The plan decided from the cache, which
+// may lag; so the VM and its launcher pods were read once more from the API server
+// (namedLive), and a candidate that the VM's spec or networks-spec, or the networks-spec of
+// any pod that has not finished (a terminating one too), still names was kept for a later
+// reconcile (stillUnnamed). Each delete carries the
 // UID and resourceVersion seen as preconditions, so that a concurrent edit of the IPAddress
 // wins over the delete. The deletes are independent of each other and go side by side, as the
 // two reads do: one after the other they made a policy edit's reconcile six round trips long

@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -27,22 +28,28 @@ func unnamedFor(r *Reconciler, vm *vmv1.VirtualMachine, ip *sdnv1.IPAddress, d t
 
 // TestAnUnwantedIPAddressWaitsReleaseGraceForAPodMadeFromAnOlderVM: a launcher pod is created
 // from a copy of the VM's networks-spec taken before vmipam removed a name from it, and may
-// appear only after the read that guards the delete (the chaos soak's lost address, seed 1).
-// The delete waits ReleaseGrace from the first read that found the IPAddress unnamed, reads
-// again, keeps it while such a pod names it and starts the wait over once the pod is gone.
+// appear only after vmipam's last read (the chaos soak's lost address, seed 1). The delete
+// waits ReleaseGrace from the first reconcile that planned it, then reads the VM and its pods
+// past the cache: a pod naming the IPAddress keeps it and starts the wait over. Before the wait
+// ends nothing is read.
 func TestAnUnwantedIPAddressWaitsReleaseGraceForAPodMadeFromAnOlderVM(t *testing.T) {
 	ctx := context.Background()
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
 	auto := autoOf(vm, "corp", "10.0.0.5")
 	ip := &auto
 	ip.ResourceVersion = ""
-	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, ip).Build()
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm, ip).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			reads++
+			return c.List(ctx, list, opts...)
+		}}).Build()
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ip), ip); err != nil {
 		t.Fatal(err)
 	}
 	clock := testingclock.NewFakePassiveClock(time.Now())
 	r := &Reconciler{Client: c, APIReader: c, Clock: clock}
-	step := func(what string, d time.Duration, wantWait time.Duration, wantGone bool) {
+	step := func(what string, d time.Duration, wantWait time.Duration, wantGone bool, wantReads int) {
 		t.Helper()
 		clock.SetTime(clock.Now().Add(d))
 		s := &scope{vm: vm, owned: []sdnv1.IPAddress{*ip}}
@@ -50,23 +57,24 @@ func TestAnUnwantedIPAddressWaitsReleaseGraceForAPodMadeFromAnOlderVM(t *testing
 			t.Fatalf("%s: %v", what, err)
 		}
 		err := c.Get(ctx, client.ObjectKeyFromObject(ip), &sdnv1.IPAddress{})
-		if gone := apierrors.IsNotFound(err); gone != wantGone || s.releaseAfter != wantWait {
-			t.Errorf("%s: deleted %v, next release in %v; want deleted %v, in %v", what, gone, s.releaseAfter, wantGone, wantWait)
+		if gone := apierrors.IsNotFound(err); gone != wantGone || s.releaseAfter != wantWait || reads != wantReads {
+			t.Errorf("%s: deleted %v, next release in %v, pod lists %d; want deleted %v, in %v, %d lists",
+				what, gone, s.releaseAfter, reads, wantGone, wantWait, wantReads)
 		}
 	}
-	step("first found unnamed", 0, ReleaseGrace, false)
+	step("first planned", 0, ReleaseGrace, false, 0)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-v-late",
 		Labels: map[string]string{vmv1.LabelLauncherVMName: "v"}, Annotations: annotated(t, entryFor("corp", ip.Name))}}
 	if err := c.Create(ctx, pod); err != nil { // created from a copy taken before the removal
 		t.Fatal(err)
 	}
-	step("named by a late pod", ReleaseGrace/2, 0, false)
+	step("half the grace", ReleaseGrace/2, ReleaseGrace/2, false, 0)
+	step("due, but a late pod names it", ReleaseGrace/2, ReleaseGrace, false, 1)
 	if err := c.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	step("unnamed again", ReleaseGrace, ReleaseGrace, false)
-	step("just before the grace ends", ReleaseGrace-time.Millisecond, time.Millisecond, false)
-	step("after the grace", time.Millisecond, 0, true)
+	step("just before the new wait ends", ReleaseGrace-time.Millisecond, time.Millisecond, false, 1)
+	step("after the grace", time.Millisecond, 0, true, 2)
 	if len(r.releases.since) != 0 {
 		t.Errorf("released, yet recorded: %v", r.releases.since)
 	}
