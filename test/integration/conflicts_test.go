@@ -76,7 +76,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-holder-late",
 			Labels:          map[string]string{vmv1.LabelLauncherVMName: "holder"},
 			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(read, vmv1.GroupVersion.WithKind("VirtualMachine"))}},
+			OwnerReferences: []metav1.OwnerReference{lateOwner(read)}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
 		create(ctx, late) // the restart's new pod, with the copy taken before the release
 		carriers := func() []string {

@@ -364,7 +364,7 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-v-late",
 			Labels:          map[string]string{vmv1.LabelLauncherVMName: "v"},
 			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(read, vmv1.GroupVersion.WithKind("VirtualMachine"))}},
+			OwnerReferences: []metav1.OwnerReference{lateOwner(read)}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
 		create(ctx, late) // the restart's new pod, with the copy taken before the removal
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, vmctrl.ReleaseGrace/2, interval).Should(BeEmpty())
@@ -534,6 +534,16 @@ func removeFinalizer(ctx context.Context, key client.ObjectKey, finalizer string
 }
 
 // networksSpecNames lists the IPAddress names o's networks-spec carries.
+// lateOwner is the owner reference of a launcher pod a test creates as a slower pod creator
+// would, from vm as it read it earlier. It is not the controller reference: the VM-runtime
+// stand-in keeps exactly one pod it controls per running VM and would delete either this pod
+// or its own, while vmipam counts every pod labelled with the VM's name.
+func lateOwner(vm *vmv1.VirtualMachine) metav1.OwnerReference {
+	ref := *metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))
+	ref.Controller = nil
+	return ref
+}
+
 func networksSpecNames(o client.Object) []string {
 	var out []string
 	for _, e := range networksSpec(o) {
