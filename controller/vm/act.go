@@ -53,6 +53,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if err != nil {
 		return err
 	}
+	r.letGo(s, p)
 	// The status write and the reads that guard the deletions go side by side: neither
 	// changes what the other reads (status is not networks-spec), and both follow the
 	// networks-spec writes. The deletions wait for both, so a failed status write still
@@ -73,6 +74,25 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 		return err
 	}
 	return r.deleteUnwanted(ctx, s, r.stillUnnamed(s, due, inUse))
+}
+
+// letGo starts the handoff of every IPAddress the VM's networks-spec, as the plan just wrote it,
+// no longer carries: the next launcher pod may still be made from the VM as it was before
+// (handoffs). The pods' networks-spec does not count: a new pod copies the VM's.
+func (r *Reconciler) letGo(s *scope, p *Plan) {
+	if !p.VMNetworksSpec.Changed {
+		return
+	}
+	kept := index.CarriedNames(p.VMNetworksSpec.value)
+	var dropped []string
+	for _, name := range index.CarriedNames(s.vm.Annotations[sdnv1.AnnotationNetworksSpec]) {
+		if !slices.Contains(kept, name) {
+			dropped = append(dropped, name)
+		}
+	}
+	if len(dropped) > 0 {
+		r.handoffs.letGo(s.vm.Namespace, s.vm.Name, dropped, r.now(), ReleaseGrace)
+	}
 }
 
 // releaseDue returns the plan's candidates (unwanted and, as the cache shows, unnamed) that

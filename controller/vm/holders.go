@@ -29,8 +29,9 @@ import (
 // address on that network, then a VM whose annotation carries it, then the oldest VM, and only
 // then the name. A VM that still carries the address counts even when its spec no longer names
 // it. Every contender computes the same holder, so exactly one of them attaches the address
-// and the current holder always keeps it. A VM that let go of the address holds it for
-// ReleaseGrace more (handoffs); wait is how long until then, 0 when nothing is held back.
+// and the current holder always keeps it. A VM whose networks-spec let go of the address holds
+// it for ReleaseGrace more (handoffs); wait is how long until then, 0 when nothing is held
+// back.
 func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv1.NetworksSpec, address string) (h evaluator.Holders, wait time.Duration, err error) {
 	carriers, err := r.carriers(ctx, vm.Namespace, spec.IPAddressName)
 	if err != nil {
@@ -60,15 +61,8 @@ func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv
 	slices.Sort(others)
 	h = evaluator.Holders{VMs: others, Holder: holder(contenders, spec, address)}
 	if r.handoffs != nil {
-		var carrying []string
-		for name := range carriers {
-			if name != vm.Name {
-				carrying = append(carrying, name)
-			}
-		}
-		slices.Sort(carrying)
 		ip := types.NamespacedName{Namespace: vm.Namespace, Name: spec.IPAddressName}
-		h.Holder, wait = r.handoffs.hold(ip, vm.Name, h.Holder, carrying, carriers[vm.Name] != nil, r.now, ReleaseGrace)
+		h.Holder, wait = r.handoffs.hold(ip, vm.Name, h.Holder, carriers[vm.Name] != nil, r.now, ReleaseGrace)
 	}
 	return h, wait, nil
 }
