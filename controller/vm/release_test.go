@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -99,5 +100,23 @@ func TestReleasesKeepOnlyWhatStillWaits(t *testing.T) {
 	r.forget(vm)
 	if len(r.since) != 0 {
 		t.Errorf("forgotten, yet recorded: %v", r.since)
+	}
+}
+
+// TestAReleaseUnderWayBringsTheVMBack: Reconcile's result brings the VM back when its next
+// ReleaseGrace ends, unless it comes back sooner anyway; nothing waiting adds no requeue.
+func TestAReleaseUnderWayBringsTheVMBack(t *testing.T) {
+	for _, c := range []struct {
+		release, res, want time.Duration
+	}{
+		{0, 0, 0},
+		{ReleaseGrace, 0, ReleaseGrace},
+		{ReleaseGrace, time.Second, time.Second},
+		{time.Second, time.Minute, time.Second},
+	} {
+		got := untilRelease(&scope{releaseAfter: c.release}, reconcile.Result{RequeueAfter: c.res})
+		if got.RequeueAfter != c.want {
+			t.Errorf("release in %v, result %v: requeue after %v, want %v", c.release, c.res, got.RequeueAfter, c.want)
+		}
 	}
 }
