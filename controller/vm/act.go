@@ -49,11 +49,15 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, p *Plan) error {
 	if p.Deferred {
 		return nil
 	}
+	// The handoff starts before the writes, since a contender's cache may show them before
+	// they return, and again once the VM's write returned (patchNetworksSpecs), to time it
+	// from the write; a pod's write failing later does not undo it, and the retry, with the
+	// VM written already, would not start it (atk21).
+	r.letGo(s, p)
 	written, err := r.patchNetworksSpecs(ctx, s, p)
 	if err != nil {
 		return err
 	}
-	r.letGo(s, p)
 	// The status write and the reads that guard the deletions go side by side: neither
 	// changes what the other reads (status is not networks-spec), and both follow the
 	// networks-spec writes. The deletions wait for both, so a failed status write still
@@ -272,6 +276,7 @@ func (r *Reconciler) patchNetworksSpecs(ctx context.Context, s *scope, p *Plan) 
 		if liveVM, news[0], err = r.patchNetworksSpec(ctx, s.vm, p.VMNetworksSpec); err != nil {
 			return fmt.Errorf("VirtualMachine: %w", err)
 		}
+		r.letGo(s, p)
 		return nil
 	})
 	for i := range s.pods {

@@ -62,7 +62,8 @@ func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv
 	h = evaluator.Holders{VMs: others, Holder: holder(contenders, spec, address)}
 	if r.handoffs != nil {
 		ip := types.NamespacedName{Namespace: vm.Namespace, Name: spec.IPAddressName}
-		h.Holder, wait = r.handoffs.hold(ip, vm.Name, h.Holder, carriers[vm.Name] != nil, r.now, ReleaseGrace)
+		own := carriers[vm.Name]
+		h.Holder, wait = r.handoffs.hold(ip, vm.Name, h.Holder, own != nil && own.pod, r.now, ReleaseGrace)
 	}
 	return h, wait, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -93,6 +94,21 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Consistently(func() int { return len(carriers()) }, vmctrl.ReleaseGrace/2, interval).Should(BeNumerically("<=", 1), "two guests carry one address")
 		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
 		Expect(carriers()).To(HaveLen(1))
+	})
+
+	It("holds a released static IPAddress for ReleaseGrace also against a copy of the releaser created just after, its annotation carrying it", func() {
+		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.3.0.12"))
+		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))
+		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
+		read := getVM(ctx, ns, "holder")
+		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "holder")) }, timeout, interval).Should(BeEmpty())
+		released := time.Now()
+		copied := build.VM(ns, "copy", build.OnClusterNetwork(corp, "s"), build.WithRunPolicy(vmv1.RunPolicyAlwaysOff))
+		copied.Annotations = map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]} // kubectl get -o yaml, renamed
+		create(ctx, copied)
+		Eventually(address("copy"), timeout, interval).Should(Equal("10.3.0.12"))
+		Expect(time.Since(released)).To(BeNumerically(">=", vmctrl.ReleaseGrace-time.Second), "handed over before ReleaseGrace")
 	})
 
 	It("refuses another VM's Auto IPAddress named as static with IPAddressOwnedByAnotherVM", func() {
