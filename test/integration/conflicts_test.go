@@ -8,8 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
@@ -74,12 +72,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "holder")) }, timeout, interval).Should(BeEmpty())
-		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-holder-late",
-			Labels:          map[string]string{vmv1.LabelLauncherVMName: "holder"},
-			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
-			OwnerReferences: []metav1.OwnerReference{lateOwner(read)}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
-		create(ctx, late) // the restart's new pod, with the copy taken before the release
+		create(ctx, latePod(read)) // the restart's new pod, with the copy taken before the release
 		carriers := func() []string {
 			var out []string
 			for _, vm := range []string{"holder", "newcomer"} {

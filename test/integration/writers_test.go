@@ -361,11 +361,7 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []string { return networksSpecNames(getVM(ctx, ns, "v")) }, timeout, interval).Should(BeEmpty())
-		late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-v-late",
-			Labels:          map[string]string{vmv1.LabelLauncherVMName: "v"},
-			Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]},
-			OwnerReferences: []metav1.OwnerReference{lateOwner(read)}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
+		late := latePod(read)
 		create(ctx, late) // the restart's new pod, with the copy taken before the removal
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, vmctrl.ReleaseGrace/2, interval).Should(BeEmpty())
 		// The hotplug takes the interface off the late pod as well; the IPAddress goes a grace later.
@@ -534,14 +530,18 @@ func removeFinalizer(ctx context.Context, key client.ObjectKey, finalizer string
 }
 
 // networksSpecNames lists the IPAddress names o's networks-spec carries.
-// lateOwner is the owner reference of a launcher pod a test creates as a slower pod creator
-// would, from vm as it read it earlier. It is not the controller reference: the VM-runtime
-// stand-in keeps exactly one pod it controls per running VM and would delete either this pod
-// or its own, while vmipam counts every pod labelled with the VM's name.
-func lateOwner(vm *vmv1.VirtualMachine) metav1.OwnerReference {
+// latePod is the launcher pod a slower pod creator makes for vm, as it read it earlier: with
+// a copy of its networks-spec then. Its owner reference is not the controller reference: the
+// VM-runtime stand-in keeps exactly one pod it controls per running VM and would delete either
+// this pod or its own, while vmipam counts every pod labelled with the VM's name.
+func latePod(vm *vmv1.VirtualMachine) *corev1.Pod {
 	ref := *metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))
 	ref.Controller = nil
-	return ref
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: "virt-launcher-" + vm.Name + "-late",
+		Labels:          map[string]string{vmv1.LabelLauncherVMName: vm.Name},
+		Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: vm.Annotations[sdnv1.AnnotationNetworksSpec]},
+		OwnerReferences: []metav1.OwnerReference{ref}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
 }
 
 func networksSpecNames(o client.Object) []string {
