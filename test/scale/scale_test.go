@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -654,20 +655,20 @@ func podStatusFloorWrite(ctx context.Context, c client.Client, namespace, name s
 
 // fanOutFloorWrites are the controller's writes of a policy change making one VM's interfaces
 // L2 only that its guest waits for: networks-spec on the VM and the pod without address names,
-// and the status. Its two IPAddresses are deleted ReleaseGrace later, outside the measured
-// time, so the floor leaves them out.
+// and the status, issued side by side — no order, so that the floor is a lower bound (the
+// controller must write the status after the networks-spec). Its two IPAddresses are deleted
+// ReleaseGrace later, outside the measured time, so the floor leaves them out.
 func fanOutFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
-	spec := []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":` +
-		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000"},{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001"}]`) + `}}}`)
-	if err := c.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, spec)); err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, spec)); err != nil {
-		return err
-	}
-	status := []byte(`{"status":{"networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":null},` +
-		`{"type":"ClusterNetwork","name":"b","ipAddress":null}]}}`)
-	return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, status))
+	spec := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":`+
+		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000"},{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001"}]`)+`}}}`))
+	status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":null},`+
+		`{"type":"ClusterNetwork","name":"b","ipAddress":null}]}}`))
+	om := metav1.ObjectMeta{Namespace: namespace, Name: name}
+	var g errgroup.Group
+	g.Go(func() error { return c.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: om}, spec) })
+	g.Go(func() error { return c.Patch(ctx, &corev1.Pod{ObjectMeta: om}, spec) })
+	g.Go(func() error { return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: om}, status) })
+	return g.Wait()
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
