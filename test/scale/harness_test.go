@@ -278,6 +278,20 @@ func (h *harness) scrape() (map[string]*dto.MetricFamily, error) {
 
 // apiServerCPU is the CPU time the kube-apiserver process has used, in seconds, from its own
 // process_cpu_seconds_total.
+// apiServerIdle waits, up to max, until the kube-apiserver spends less than a tenth of a CPU
+// over a second: a floor timed while it still digests earlier writes (watch fan-out, etcd
+// compaction) is no lower bound.
+func (h *harness) apiServerIdle(max time.Duration) {
+	for end := time.Now().Add(max); time.Now().Before(end); {
+		before := h.apiServerCPU()
+		time.Sleep(time.Second)
+		if h.apiServerCPU()-before < 0.1 {
+			return
+		}
+	}
+	h.t.Logf("the kube-apiserver did not go idle within %v", max)
+}
+
 func (h *harness) apiServerCPU() float64 {
 	u, err := url.JoinPath(h.benchCfg.Host, "metrics")
 	must(h.t, err)
