@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/index"
@@ -87,15 +88,13 @@ func (r *Reconciler) letGo(s *scope, p *Plan) {
 	if !p.VMNetworksSpec.Changed {
 		return
 	}
-	kept := index.CarriedNames(p.VMNetworksSpec.value)
-	var dropped []string
-	for _, name := range index.CarriedNames(s.vm.Annotations[sdnv1.AnnotationNetworksSpec]) {
-		if !slices.Contains(kept, name) {
-			dropped = append(dropped, name)
-		}
+	kept := sets.New[string]()
+	for _, e := range p.VMNetworksSpec.Entries {
+		kept.Insert(e.IPAddressNames...)
 	}
-	if len(dropped) > 0 {
-		r.handoffs.letGo(s.vm.Namespace, s.vm.Name, dropped, r.now(), ReleaseGrace)
+	dropped := sets.New(index.CarriedNames(s.vm.Annotations[sdnv1.AnnotationNetworksSpec])...).Difference(kept)
+	if dropped.Len() > 0 {
+		r.handoffs.letGo(s.vm.Namespace, s.vm.Name, dropped.UnsortedList(), r.now(), ReleaseGrace)
 	}
 }
 

@@ -86,7 +86,11 @@ func TestExecuteStartsTheHandoffOfWhatTheVMsNetworksSpecDrops(t *testing.T) {
 		}
 		cl := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm).WithStatusSubresource(vm).Build()
 		r := &Reconciler{Client: cl, APIReader: cl}
-		p := &Plan{VMNetworksSpec: NetworksSpecWrite{Changed: c.changed, value: value}}
+		entries, err := sdnv1.ParseNetworksSpec(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Plan{VMNetworksSpec: NetworksSpecWrite{Entries: entries, Changed: c.changed, value: value}}
 		if err := r.execute(context.Background(), &scope{vm: vm}, p); err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}

@@ -51,9 +51,7 @@ func (r *releases) due(vm types.NamespacedName, candidates []types.UID, now time
 		}
 		if left := first.Add(grace).Sub(now); left > 0 {
 			kept[uid] = first
-			if wait == 0 || left < wait {
-				wait = left
-			}
+			wait = soonest(wait, left)
 			continue
 		}
 		due = append(due, uid)

@@ -232,7 +232,7 @@ func run(t testing.TB, n, hp int) result {
 	}
 
 	r.ResyncWrites = h.resync(n)
-	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites, r.FanOutTime, r.FanOutReleased, r.FanOutCPU = h.fanOut(ctx, n, netA, netB)
+	h.fanOut(ctx, n, netA, netB, &r)
 	r.Hotplug = h.hotplug(ctx, hp, netA)
 	h.t.Logf("hotplug of %d VMs at once: p50 %s, p99 %s; stages p50 / p99: %s; %d reconciles of them, %d throttled requests; controller: %s; its writes %v",
 		hp, r.Hotplug.P50, r.Hotplug.P99, r.Hotplug.Timeline.summary(), r.Hotplug.Timeline.Reconciles, r.Hotplug.Timeline.Throttled, r.Hotplug.Timeline.Window, r.Hotplug.Timeline.Writes)
@@ -327,11 +327,11 @@ func (h *harness) resync(n int) int {
 	return h.writes(controllerUser, mark).Succeeded
 }
 
-// fanOut labels 1% of the VMs, installs a policy making their interfaces L2 only, and returns
-// the VMs the controller wrote, its writes, the time until those VMs' guests saw the change
-// (l2Only), the time until their Auto IPAddresses were deleted (a ReleaseGrace after the
-// change: released) and the controller's CPU seconds until it settled.
-func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []string, int, time.Duration, time.Duration, float64) {
+// fanOut labels 1% of the VMs, installs a policy making their interfaces L2 only, and records
+// in r the VMs the controller wrote, its writes, the time until those VMs' guests saw the
+// change (l2Only), the time until their Auto IPAddresses were deleted (a ReleaseGrace after
+// the change: released) and the controller's CPU seconds until it settled.
+func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *result) {
 	k := fanOutK(n)
 	h.parallel(k, 8, func(i int) error {
 		return h.bench.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vmName(i)}},
@@ -369,7 +369,8 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string) (int, []
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	return k, names, w.Succeeded, elapsed, released, cpu
+	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites = k, names, w.Succeeded
+	r.FanOutTime, r.FanOutReleased, r.FanOutCPU = elapsed, released, cpu
 }
 
 // l2Only: the first k VMs attach both networks without addresses: their status shows no
