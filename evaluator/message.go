@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // The characters a skip rule's message may hold. A message becomes one item of the NetworkReady
@@ -188,31 +189,6 @@ func runeName(r rune) string {
 	return fmt.Sprintf("U+%04X", r)
 }
 
-// QuoteName is a name taken from an object (an interface's spec.networks[].name, an
-// ipAddressName, a rule name) fit to be shown inside the NetworkReady message, an event's note or
-// a printed table. The API validates few such names — the VirtualMachine CRD gives
-// spec.networks[].name only a minimum length — so a name can hold "; ", a line break or a
-// bidi override and forge what surrounds it. A plain name (letters, digits, '-', '.', '_', as
-// every DNS name is) is returned as it is, the common case; any other is Go-quoted in ASCII
-// with ';' written as \x3b, so that it holds no separator, no line break and no format
-// character, and strconv.Unquote gives the name back.
-func QuoteName(s string) string {
-	if plainName(s) {
-		return s
-	}
-	return strings.ReplaceAll(strconv.QuoteToASCII(s), ";", `\x3b`)
-}
-
-// plainName: s is non-empty and every byte of it is an ASCII letter, a digit, '-', '.' or '_'.
-func plainName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+// QuoteName is a name taken from an object fit to be shown inside the NetworkReady message, an
+// event's note or a printed table: consumer.QuoteName, where the record's consumers find it.
+func QuoteName(s string) string { return consumer.QuoteName(s) }

@@ -9,12 +9,12 @@ import (
 var GroupVersion = schema.GroupVersion{Group: "ipam.virtualization.deckhouse.io", Version: "v1alpha1"}
 
 var (
-	// SchemeBuilder registers ClusterIPAMPolicy with a scheme.
+	// SchemeBuilder registers ClusterIPAMPolicy and VirtualMachineIPAM with a scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 	// AddToScheme adds the kinds to a scheme; it fails only on a duplicate registration.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func init() {
-	SchemeBuilder.Register(&ClusterIPAMPolicy{}, &ClusterIPAMPolicyList{})
+	SchemeBuilder.Register(&ClusterIPAMPolicy{}, &ClusterIPAMPolicyList{}, &VirtualMachineIPAM{}, &VirtualMachineIPAMList{})
 }

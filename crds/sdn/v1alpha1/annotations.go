@@ -9,8 +9,8 @@ import (
 // Annotations through which the VM side and SDN talk about a launcher pod's additional NICs.
 const (
 	// AnnotationNetworksSpec holds a JSON list of NetworksSpecEntry, one per attached
-	// additional NIC. vmipam writes it on the VM (desired list for the next launcher pod) and
-	// on running launcher pods (live apply); SDN reads it from the pod.
+	// additional NIC. The virtualization controller writes it on the next-boot template and on
+	// running launcher pods (live apply); SDN reads it from the pod.
 	AnnotationNetworksSpec = "network.deckhouse.io/networks-spec"
 	// AnnotationNetworksStatus holds a JSON list of NetworksStatusEntry, written by SDN on the
 	// launcher pod once it has configured the NICs of networks-spec.
@@ -24,10 +24,14 @@ const IPAssignmentModeDHCP = "DHCP"
 // IPAssignmentMode and IPAddressNames are set only for NICs with an address; an L2-only NIC
 // has neither.
 type NetworksSpecEntry struct {
-	ID               int64    `json:"id,omitempty"`
-	Type             string   `json:"type"`
-	Name             string   `json:"name"`
-	IfName           string   `json:"ifName"`
+	ID     int64  `json:"id,omitempty"`
+	Type   string `json:"type"`
+	Name   string `json:"name"`
+	IfName string `json:"ifName"`
+	// UID and GID are the owner of the NIC's tap device; the virtualization controller
+	// always sends 64535.
+	UID              int64    `json:"uid,omitempty"`
+	GID              int64    `json:"gid,omitempty"`
 	IPAssignmentMode string   `json:"ipAssignmentMode,omitempty"`
 	IPAddressNames   []string `json:"ipAddressNames,omitempty"`
 }
@@ -75,7 +79,7 @@ func ParseNetworksSpec(value string) ([]NetworksSpecEntry, error) {
 // Equal reports whether e and o describe the same NIC, field by field; a nil and an empty
 // IPAddressNames are the same.
 func (e NetworksSpecEntry) Equal(o NetworksSpecEntry) bool {
-	return e.ID == o.ID && e.Type == o.Type && e.Name == o.Name && e.IfName == o.IfName &&
+	return e.ID == o.ID && e.Type == o.Type && e.Name == o.Name && e.IfName == o.IfName && e.UID == o.UID && e.GID == o.GID &&
 		e.IPAssignmentMode == o.IPAssignmentMode && slices.Equal(e.IPAddressNames, o.IPAddressNames)
 }
 
