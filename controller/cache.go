@@ -8,9 +8,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
@@ -21,11 +22,9 @@ import (
 // so an update that changed only trimmed fields arrives as an event whose old and new objects
 // are equal: the VM reconciler's watches drop those.
 //
-// Trimming is safe only because vmipam never writes an object back whole: every write is a
-// patch of the fields it owns (merge patches of the networks-spec annotation; a JSON patch of
-// its own status entries, or a merge patch of the status difference under the resourceVersion
-// read when a list must be built), so what the cache dropped stays on the server
-// (test/integration "keeps what it does not read").
+// Trimming is safe because vmipam writes none of the trimmed kinds: it only reads
+// VirtualMachines, pods and Namespaces, and of IPAddresses it creates and deletes its own (a
+// delete needs no more than the UID and resourceVersion kept).
 func CacheOptions() cache.Options {
 	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
 	if err != nil {
@@ -59,14 +58,13 @@ func slimMeta(m *metav1.ObjectMeta) {
 
 // slimLauncherPod is the cache transform of launcher pods: it keeps what vmipam reads of a
 // launcher pod — name, namespace, UID, resourceVersion, generation, creation and deletion
-// timestamps, the vm.kubevirt.io/name label, the networks-spec annotation, status.phase (the
-// fields of vm.onlyOurChange's and vm.changed's pod branches) — and drops the rest: the spec and
+// timestamps, the vm.kubevirt.io/name label, the networks-spec and decided annotations,
+// status.phase (the fields of vm.changed's pod branch) — and drops the rest: the spec and
 // the rest of the status, the other labels and annotations (SDN's networks-status answer, the
 // runtime's own), owner references, finalizers and generateName. A real virt-launcher pod's spec
 // and status (containers, volumes, environment, container statuses) are several kilobytes
 // each and its metadata another kilobyte or more, which 10,000 VMs would hold for nothing.
-// vmipam only ever merge-patches pods, so the missing fields are never written back. Policies
-// see nothing of pods. The stand-ins of the tests, which read more of a pod (SDN its
+// vmipam never writes pods. Policies see nothing of pods. The stand-ins of the tests, which read more of a pod (SDN its
 // networks-status, the VM runtime its owner and migration annotations), cache pods with a
 // transform of their own where they run beside vmipam (test/sim.CacheOptions).
 func slimLauncherPod(obj any) (any, error) {
@@ -78,33 +76,53 @@ func slimLauncherPod(obj any) (any, error) {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-		Labels: only(m.Labels, vmv1.LabelLauncherVMName), Annotations: only(m.Annotations, sdnv1.AnnotationNetworksSpec)}}
+		Labels: only(m.Labels, vmv1.LabelLauncherVMName), Annotations: only(m.Annotations, sdnv1.AnnotationNetworksSpec, consumer.AnnotationDecided)}}
 	internMeta(&slim.TypeMeta, &slim.ObjectMeta)
 	slim.Status.Phase = intern(pod.Status.Phase)
 	return slim, nil
 }
 
-// only returns a new map of m's entry under key, or nil when m has none.
-func only(m map[string]string, key string) map[string]string {
-	v, ok := m[key]
-	if !ok {
+// statusNetworksRead keeps of each status.networks entry what vmipam reads: its network and
+// MAC address.
+func statusNetworksRead(list []vmv1.NetworksStatus) []vmv1.NetworksStatus {
+	if len(list) == 0 {
 		return nil
 	}
-	return map[string]string{key: v}
+	out := make([]vmv1.NetworksStatus, len(list))
+	for i, n := range list {
+		out[i] = vmv1.NetworksStatus{Type: n.Type, Name: n.Name, MACAddress: n.MACAddress}
+	}
+	return out
+}
+
+// only returns a new map of m's entries under keys, or nil when m has none of them.
+func only(m map[string]string, keys ...string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // slimVM is the cache transform of VirtualMachines: it keeps the metadata (policies read every
-// label and annotation), spec.runPolicy and spec.networks, and the status vmipam reads or
-// writes (phase, networks, conditions — whole, since a merge patch replaces a list whole — and
-// observedGeneration); the rest of the spec (CPU, memory, disks, class) is dropped. Fields the
-// Go type does not declare are dropped when the object is decoded.
+// label and annotation), spec.networks, and of the status what vmipam reads — the phase (a
+// policy input) and each status.networks entry's network and MAC address (a policy input, and
+// what a NIC's name derives from); the rest of the spec (CPU, memory, disks, class) and of the
+// status (the virtualization controller's conditions and addresses) is dropped. Fields the Go
+// type does not declare are dropped when the object is decoded.
 func slimVM(obj any) (any, error) {
 	vm, ok := obj.(*vmv1.VirtualMachine)
 	if !ok {
 		return obj, nil
 	}
-	slim := &vmv1.VirtualMachine{TypeMeta: vm.TypeMeta, ObjectMeta: vm.ObjectMeta, Status: vm.Status,
-		Spec: vmv1.VirtualMachineSpec{RunPolicy: vm.Spec.RunPolicy, Networks: vm.Spec.Networks}}
+	slim := &vmv1.VirtualMachine{TypeMeta: vm.TypeMeta, ObjectMeta: vm.ObjectMeta,
+		Spec:   vmv1.VirtualMachineSpec{Networks: vm.Spec.Networks},
+		Status: vmv1.VirtualMachineStatus{Phase: vm.Status.Phase, Networks: statusNetworksRead(vm.Status.Networks)}}
 	slimMeta(&slim.ObjectMeta)
 	internVM(slim)
 	return slim, nil
@@ -113,7 +131,7 @@ func slimVM(obj any) (any, error) {
 // slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
 // vmipam reads (spec, status address/phase/conditions); of the metadata it keeps the owner
 // references and, of the annotations, only the interface an Auto IPAddress serves
-// (vm.AnnotationInterface), and drops the labels. Nothing reads the rest: policies see no
+// (plan.AnnotationInterface), and drops the labels. Nothing reads the rest: policies see no
 // IPAddress labels or annotations (evaluator.IPAddress), and the VM-UID label vmipam puts on its
 // Auto IPAddresses is informational (ownership is the controller reference). The one
 // annotation left takes one value per network, so the map holding it is shared by every
@@ -132,11 +150,11 @@ func slimIPAddress(obj any) (any, error) {
 // ipAddressAnnotations returns the shared map of the annotations of an IPAddress that vmipam
 // reads (annotations itself is not written: it may already be a shared map), or nil.
 func ipAddressAnnotations(annotations map[string]string) map[string]string {
-	v, ok := annotations[vm.AnnotationInterface]
+	v, ok := annotations[plan.AnnotationInterface]
 	if !ok {
 		return nil
 	}
-	return sharedMaps.share(map[string]string{vm.AnnotationInterface: intern(v)})
+	return sharedMaps.share(map[string]string{plan.AnnotationInterface: intern(v)})
 }
 
 // slimNamespace is the cache transform of Namespaces: vmipam reads their name and labels only,

@@ -13,6 +13,7 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // kindRule says where objects of a kind a request may carry live.
@@ -34,6 +35,7 @@ var allowedKinds = map[schema.GroupVersionKind]kindRule{
 	sdnv1.GroupVersion.WithKind("ClusterIPAddressPool"): {},
 	vmv1.GroupVersion.WithKind("VirtualMachine"):        {namespaced: true},
 	corev1.SchemeGroupVersion.WithKind("Pod"):           {namespaced: true},
+	ipamv1.GroupVersion.WithKind("VirtualMachineIPAM"):  {namespaced: true},
 	corev1.SchemeGroupVersion.WithKind("Namespace"):     {onlyVMNamespace: true},
 }
 

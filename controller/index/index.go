@@ -10,6 +10,7 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Field index names. Values are documented with the function that computes them.
@@ -22,9 +23,15 @@ const (
 	IPAddressOwnerUID = "vmipam.metadata.ownerReferences.vmUID"
 	// PodVM indexes pods by the value of their vm.kubevirt.io/name label.
 	PodVM = "vmipam.metadata.labels.vmName"
-	// CarriedIPAddress indexes VirtualMachines and launcher pods by every IPAddress name their
-	// networks-spec annotation attaches: who uses an address, whatever the spec says now.
+	// CarriedIPAddress indexes launcher pods by every IPAddress name their networks-spec
+	// annotation attaches: who uses an address, whatever the spec says now.
 	CarriedIPAddress = "vmipam.metadata.annotations.networksSpec.ipAddressNames"
+	// RecordIPAddress indexes VirtualMachineIPAMs by every IPAddress name their decisions
+	// attach.
+	RecordIPAddress = "vmipam.spec.interfaces.ipAddressName"
+	// RecordReleased indexes VirtualMachineIPAMs by every static IPAddress name their
+	// releases hand over (spec.releases of type Static).
+	RecordReleased = "vmipam.spec.releases.static"
 )
 
 // NetworkKey is the index value for a network reference: "<Type>/<name>", e.g.
@@ -43,8 +50,9 @@ func Setup(ctx context.Context, idx client.FieldIndexer) error {
 		{&vmv1.VirtualMachine{}, VMIPAddressName, vmIPAddressNames},
 		{&sdnv1.IPAddress{}, IPAddressOwnerUID, ipAddressOwner},
 		{&corev1.Pod{}, PodVM, podVM},
-		{&vmv1.VirtualMachine{}, CarriedIPAddress, carried},
 		{&corev1.Pod{}, CarriedIPAddress, carried},
+		{&v1alpha1.VirtualMachineIPAM{}, RecordIPAddress, recordAttached},
+		{&v1alpha1.VirtualMachineIPAM{}, RecordReleased, recordReleased},
 	} {
 		if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
 			return fmt.Errorf("index %s: %w", i.field, err)
@@ -116,6 +124,36 @@ func CarriedNames(annotation string) []string {
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.IPAddressNames...)
+	}
+	return out
+}
+
+// recordAttached is the index function of RecordIPAddress.
+func recordAttached(o client.Object) []string {
+	rec, ok := o.(*v1alpha1.VirtualMachineIPAM)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, d := range rec.Spec.Interfaces {
+		if d.Attach && d.IPAddressName != "" {
+			out = append(out, d.IPAddressName)
+		}
+	}
+	return out
+}
+
+// recordReleased is the index function of RecordReleased.
+func recordReleased(o client.Object) []string {
+	rec, ok := o.(*v1alpha1.VirtualMachineIPAM)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, r := range rec.Spec.Releases {
+		if r.Type == v1alpha1.ReleaseStatic {
+			out = append(out, r.IPAddressName)
+		}
 	}
 	return out
 }

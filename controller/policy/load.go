@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -44,13 +45,33 @@ func (l *loader) Start(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	stored := map[string]bool{}
 	for i := range list.Items {
 		if p := &list.Items[i]; p.DeletionTimestamp == nil {
 			l.registry.sync(ctx, p)
+			stored[p.Name] = true
 		}
 	}
+	l.preloadDefaults(ctx, stored)
 	l.registry.markLoaded()
 	return nil
+}
+
+// preloadDefaults compiles every shipped default policy that is not stored as the leader is
+// about to store it (ApplyDefaults creates exactly the missing ones at start-up), so that on a
+// fresh cluster no VM is first decided by the built-in layer and decided again, with another
+// provenance in its record, once the default policy appears. The stored object replaces the
+// preloaded one when the Watcher sees it.
+func (l *loader) preloadDefaults(ctx context.Context, stored map[string]bool) {
+	defaults, err := policies.Defaults()
+	if err != nil {
+		return // the compiled-in defaults are tested; ApplyDefaults reports the same error
+	}
+	for i := range defaults {
+		if p := &defaults[i]; !stored[p.Name] {
+			l.registry.sync(ctx, p)
+		}
+	}
 }
 
 // NeedLeaderElection is false: every replica loads (see Watcher).

@@ -3,20 +3,15 @@ package vm
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
-	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // ExpectationTTL is how long vmipam trusts its own write over a cache that has not shown it yet
@@ -31,69 +26,59 @@ const ExpectationTTL = time.Minute
 //   - created: the Auto IPAddresses it created, as the API server returned them. A reconcile
 //     that runs before the cache shows one (another event brought the VM back) reads it from
 //     here instead of creating it again and being refused with AlreadyExists.
-//   - patched: per VM and per pod, the resourceVersion transition of its last patch of which
-//     vmipam knows the whole effect — the object the API server returned differs from the one
-//     the reconcile observed only by what vmipam wrote. The watch event of exactly that
-//     transition shows the reconcile nothing new, so it does not bring the VM back.
+//   - records: per VM, the record as its last write returned it and the resourceVersion that
+//     write was made from. A reconcile that runs before the cache shows the write reads the
+//     written record instead of deciding from the older one (and losing a conflict), and the
+//     watch event of exactly that write shows nothing new and does not bring the VM back.
 //
 // Expectations are consumed by the event that shows them and lapse after ExpectationTTL.
 type ownWrites struct {
 	mu      sync.Mutex
 	now     func() time.Time
-	created map[types.NamespacedName]expectedIPAddress
-	patched map[patchKey]chain
-	// specWrites is, per VM and pod, the resourceVersion of vmipam's last networks-spec patch
-	// of it, verified or not, and when: echoOfSpecWrite recognises the event of that write.
-	specWrites map[patchKey]specWrite
-	swept      time.Time // when specWrites was last swept
-	// inflight counts the writes of an object (a VM, pod or IPAddress) issued and not yet
+	created map[types.NamespacedName]expected[*sdnv1.IPAddress]
+	records map[types.NamespacedName]recordWrite
+	swept   time.Time // when records was last swept
+	// inflight counts the writes of an object (an IPAddress or record) issued and not yet
 	// answered; deferred holds the verdicts on its events that arrived meanwhile (judge).
-	inflight map[patchKey]int
-	deferred map[patchKey][]func() bool
+	inflight map[writeKey]int
+	deferred map[writeKey][]func() bool
 }
 
-// specWrite is the resourceVersion a networks-spec patch returned and when.
-type specWrite struct {
-	version string
-	at      time.Time
+// expected is an object vmipam wrote and when.
+type expected[T any] struct {
+	obj T
+	at  time.Time
 }
 
-// expectedIPAddress is a created IPAddress and when it was created.
-type expectedIPAddress struct {
-	ip *sdnv1.IPAddress
-	at time.Time
+// recordWrite is a record as vmipam's write returned it, the resourceVersion it was written
+// over ("" for a create), and when.
+type recordWrite struct {
+	expected[*v1alpha1.VirtualMachineIPAM]
+	from string
 }
 
-// patchKey names a patched object: its kind and key.
-type patchKey struct {
+// writeKey names a written object: its kind and key.
+type writeKey struct {
 	kind string
 	key  types.NamespacedName
 }
 
-// keyOf is obj's patchKey; the kind is its Go type (*v1alpha2.VirtualMachine, *v1.Pod), which
-// the cache's objects and the API server's answers share.
-func keyOf(obj client.Object) patchKey {
-	return patchKey{kind: fmt.Sprintf("%T", obj), key: client.ObjectKeyFromObject(obj)}
-}
-
-// chain is the resourceVersions an object went through by vmipam's own patches, oldest first,
-// the object as the last of them returned it, and when it was added.
-type chain struct {
-	versions []string
-	last     client.Object
-	at       time.Time
+// keyOf is obj's writeKey; the kind is its Go type, which the cache's objects and the API
+// server's answers share.
+func keyOf(obj client.Object) writeKey {
+	return writeKey{kind: fmt.Sprintf("%T", obj), key: client.ObjectKeyFromObject(obj)}
 }
 
 func newOwnWrites(now func() time.Time) *ownWrites {
-	return &ownWrites{now: now, created: map[types.NamespacedName]expectedIPAddress{}, patched: map[patchKey]chain{},
-		specWrites: map[patchKey]specWrite{}, inflight: map[patchKey]int{}, deferred: map[patchKey][]func() bool{}}
+	return &ownWrites{now: now, created: map[types.NamespacedName]expected[*sdnv1.IPAddress]{},
+		records: map[types.NamespacedName]recordWrite{}, inflight: map[writeKey]int{}, deferred: map[writeKey][]func() bool{}}
 }
 
 // expectCreated records an IPAddress vmipam created, as the API server returned it.
 func (o *ownWrites) expectCreated(ip *sdnv1.IPAddress) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.created[client.ObjectKeyFromObject(ip)] = expectedIPAddress{ip: ip.DeepCopy(), at: o.now()}
+	o.created[client.ObjectKeyFromObject(ip)] = expected[*sdnv1.IPAddress]{obj: ip.DeepCopy(), at: o.now()}
 }
 
 // createdIPAddress returns the IPAddress vmipam created under key and the cache has not shown,
@@ -109,7 +94,7 @@ func (o *ownWrites) createdIPAddress(key types.NamespacedName) *sdnv1.IPAddress 
 		delete(o.created, key)
 		return nil
 	}
-	return e.ip
+	return e.obj
 }
 
 // observedIPAddress forgets the creation of ip's key, now that the cache shows the name (ip,
@@ -121,29 +106,70 @@ func (o *ownWrites) observedIPAddress(ip client.Object) bool {
 	defer o.mu.Unlock()
 	e, ok := o.created[key]
 	delete(o.created, key)
-	return ok && e.ip.UID == ip.GetUID() && e.ip.ResourceVersion == ip.GetResourceVersion()
+	return ok && e.obj.UID == ip.GetUID() && e.obj.ResourceVersion == ip.GetResourceVersion()
 }
 
-// expectPatched records that vmipam's patch turned observed into written (a VM or pod, as
-// the API server returned it), of which vmipam knows the whole effect when verified is true: a
-// patch under observed's resourceVersion as optimistic lock, or onlyOurChange(observed,
-// written). An unverified patch drops the object's expectations instead, so that the event
-// bringing another writer's change is never mistaken for vmipam's own.
-func (o *ownWrites) expectPatched(observed, written client.Object, verified bool) {
-	k := keyOf(observed)
+// wroteRecord records vmipam's write of a record: observed is the record it was written over
+// (nil for a create), written as the API server returned it. Records whose event never came
+// (the record was deleted, a relist skipped the version) are swept once they are older than
+// ExpectationTTL, at most once per ExpectationTTL.
+func (o *ownWrites) wroteRecord(observed, written *v1alpha1.VirtualMachineIPAM) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !verified {
-		delete(o.patched, k)
-		return
+	now := o.now()
+	if now.Sub(o.swept) > ExpectationTTL {
+		for k, w := range o.records {
+			if now.Sub(w.at) > ExpectationTTL {
+				delete(o.records, k)
+			}
+		}
+		o.swept = now
 	}
-	c := o.patched[k]
-	if n := len(c.versions); n == 0 || c.versions[n-1] != observed.GetResourceVersion() {
-		c.versions = []string{observed.GetResourceVersion()}
+	w := recordWrite{expected: expected[*v1alpha1.VirtualMachineIPAM]{obj: written.DeepCopy(), at: now}}
+	if observed != nil {
+		w.from = observed.ResourceVersion
 	}
-	c.versions, c.at = append(c.versions, written.GetResourceVersion()), o.now()
-	c.last = written.DeepCopyObject().(client.Object)
-	o.patched[k] = c
+	o.records[client.ObjectKeyFromObject(written)] = w
+}
+
+// newerRecord returns a copy of the record as vmipam's own last write left it when cached is
+// the version that write was made over, or absent (nil) when it was a create: the cache has not
+// caught up with vmipam's write. Otherwise nil; a cached version that is neither the one
+// written over nor the one written is another writer's, and the expectation is forgotten (the
+// event of the write itself consumes it: ownRecordWrite).
+func (o *ownWrites) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.records[key]
+	if !ok {
+		return nil
+	}
+	cachedVersion := ""
+	if cached != nil {
+		cachedVersion = cached.ResourceVersion
+	}
+	switch {
+	case cachedVersion == w.from && o.now().Sub(w.at) <= ExpectationTTL:
+		return w.obj.DeepCopy()
+	case cachedVersion != w.from && cachedVersion != w.obj.ResourceVersion:
+		delete(o.records, key)
+	}
+	return nil
+}
+
+// ownRecordWrite reports whether rec, as an event delivers it, is the version vmipam's own last
+// write of it returned — its event shows the VM's reconcile nothing it did not plan — and
+// forgets the write once its event came.
+func (o *ownWrites) ownRecordWrite(rec client.Object) bool {
+	key := client.ObjectKeyFromObject(rec)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.records[key]
+	if !ok || w.obj.ResourceVersion != rec.GetResourceVersion() || w.obj.UID != rec.GetUID() {
+		return false
+	}
+	delete(o.records, key)
+	return o.now().Sub(w.at) <= ExpectationTTL
 }
 
 // begin marks a write of obj as issued; done must follow once its answer is recorded.
@@ -154,7 +180,7 @@ func (o *ownWrites) expectPatched(observed, written client.Object, verified bool
 // recorded before the write (the ReplicaSet controller's way) cannot know the resourceVersion
 // the write makes; instead the verdict on an event that arrives during the write waits for
 // its answer.
-func (o *ownWrites) begin(obj client.Object) patchKey {
+func (o *ownWrites) begin(obj client.Object) writeKey {
 	k := keyOf(obj)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -165,7 +191,7 @@ func (o *ownWrites) begin(obj client.Object) patchKey {
 // done ends a write begun with begin, after the caller recorded what it wrote, and reports
 // whether an event that arrived during it showed news: the verdicts judge deferred, made now.
 // The caller brings its VM back when it did, since the event itself enqueued nothing.
-func (o *ownWrites) done(k patchKey) bool {
+func (o *ownWrites) done(k writeKey) bool {
 	o.mu.Lock()
 	var verdicts []func() bool
 	if o.inflight[k]--; o.inflight[k] <= 0 {
@@ -185,7 +211,7 @@ func (o *ownWrites) done(k patchKey) bool {
 // write of k is in flight: then the verdict is deferred to that write's done, and judge
 // returns false. An event that arrives when no write is in flight is not the echo of one that
 // is still to come, and one that arrives after the answer finds its expectation recorded.
-func (o *ownWrites) judge(k patchKey, news func() bool) bool {
+func (o *ownWrites) judge(k writeKey, news func() bool) bool {
 	o.mu.Lock()
 	if o.inflight[k] > 0 {
 		o.deferred[k] = append(o.deferred[k], news)
@@ -196,170 +222,41 @@ func (o *ownWrites) judge(k patchKey, news func() bool) bool {
 	return news()
 }
 
-// wroteNetworksSpec records the object (a VM or pod) as vmipam's networks-spec patch returned it.
-// Records whose event never came (the object was deleted, a relist skipped the version) are
-// swept once they are older than ExpectationTTL, at most once per ExpectationTTL.
-func (o *ownWrites) wroteNetworksSpec(written client.Object) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	now := o.now()
-	if now.Sub(o.swept) > ExpectationTTL {
-		for k, w := range o.specWrites {
-			if now.Sub(w.at) > ExpectationTTL {
-				delete(o.specWrites, k)
-			}
-		}
-		o.swept = now
-	}
-	o.specWrites[keyOf(written)] = specWrite{version: written.GetResourceVersion(), at: now}
-}
-
-// echoOfSpecWrite reports whether the update old → new is the event of vmipam's own last
-// networks-spec patch (new is the version it returned) and shows nothing else vmipam reads
-// (onlyOurChange), and forgets the write once its event came. It holds also when the patch
-// itself was not verified — another writer's version came between the one the reconcile read
-// and the patch —: that version came with an event of its own (old → new is one step of the
-// informer's chain), which brought the VM back if it showed anything; this one shows only what
-// vmipam wrote and planned.
-func (o *ownWrites) echoOfSpecWrite(old, new client.Object) bool {
-	k := keyOf(new)
-	o.mu.Lock()
-	w, ok := o.specWrites[k]
-	if ok && (w.version == new.GetResourceVersion() || o.now().Sub(w.at) > ExpectationTTL) {
-		delete(o.specWrites, k)
-	}
-	o.mu.Unlock()
-	return ok && w.version == new.GetResourceVersion() && o.now().Sub(w.at) <= ExpectationTTL && onlyOurChange(old, new)
-}
-
-// newer returns a copy of the object as vmipam's own last patch of it returned it when obj is
-// an earlier version in that patch's chain — the cache has not caught up with vmipam's own
-// write, which nobody else's came between —, else nil. A reconcile that reads the copy does not
-// write the same thing again.
-func (o *ownWrites) newer(obj client.Object) client.Object {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c, ok := o.patched[keyOf(obj)]
-	if !ok || o.now().Sub(c.at) > ExpectationTTL {
-		return nil
-	}
-	if i := slices.Index(c.versions, obj.GetResourceVersion()); i < 0 || i == len(c.versions)-1 {
-		return nil
-	}
-	return c.last.DeepCopyObject().(client.Object)
-}
-
-// ownPatch reports whether the update old → new goes only through vmipam's own patches (one of
-// them, or several the watch delivered as one), and forgets what the update shows.
-func (o *ownWrites) ownPatch(old, new client.Object) bool {
-	k := keyOf(new)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c, ok := o.patched[k]
-	if !ok {
-		return false
-	}
-	from, to := slices.Index(c.versions, old.GetResourceVersion()), slices.Index(c.versions, new.GetResourceVersion())
-	if from < 0 || to <= from || o.now().Sub(c.at) > ExpectationTTL {
-		delete(o.patched, k)
-		return false
-	}
-	if c.versions = c.versions[to:]; len(c.versions) == 1 {
-		delete(o.patched, k)
-	} else {
-		o.patched[k] = c
-	}
-	return true
-}
-
-// onlyOurChange reports whether written (a VM or pod as the API server returned it after
-// vmipam's networks-spec patch) equals observed (as the reconcile read it from the cache) in
-// everything vmipam reads but the networks-spec annotation.
-func onlyOurChange(observed, written client.Object) bool {
-	switch o := observed.(type) {
-	case *vmv1.VirtualMachine:
-		w, ok := written.(*vmv1.VirtualMachine)
-		return ok && sameMeta(&o.ObjectMeta, &w.ObjectMeta) && o.Spec.RunPolicy == w.Spec.RunPolicy &&
-			equality.Semantic.DeepEqual(o.Spec.Networks, w.Spec.Networks) && equality.Semantic.DeepEqual(o.Status, w.Status)
-	case *corev1.Pod:
-		w, ok := written.(*corev1.Pod)
-		return ok && samePodRead(o, w)
-	}
-	return false
-}
-
-// samePodRead compares what vmipam reads of two versions of a launcher pod, apart from the
-// networks-spec annotation it writes and the resourceVersion: its identity, its VM label, its
-// deletion and phase — what changed() watches for. Nothing else of a pod's labels and
-// annotations is read (the manager's cache does not even keep it: controller.slimLauncherPod),
-// so a pod the cache shows and the full pod a patch returns compare equal when only vmipam's
-// patch came between them.
-func samePodRead(a, b *corev1.Pod) bool {
-	return a.UID == b.UID && a.Generation == b.Generation && a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
-		a.Labels[vmv1.LabelLauncherVMName] == b.Labels[vmv1.LabelLauncherVMName] && a.Status.Phase == b.Status.Phase
-}
-
-// sameMeta compares what vmipam reads of two versions of an object's metadata, apart from the
-// networks-spec annotation it writes and the resourceVersion.
-func sameMeta(a, b *metav1.ObjectMeta) bool {
-	return a.UID == b.UID && a.Generation == b.Generation && equality.Semantic.DeepEqual(a.DeletionTimestamp, b.DeletionTimestamp) &&
-		maps.Equal(a.Labels, b.Labels) && maps.EqualFunc(withoutOurs(a.Annotations), withoutOurs(b.Annotations), func(x, y string) bool { return x == y })
-}
-
-// withoutOurs is annotations without the networks-spec annotation vmipam writes and kubectl's
-// last-applied-configuration, which the cache drops.
-func withoutOurs(annotations map[string]string) map[string]string {
-	out := make(map[string]string, len(annotations))
-	for k, v := range annotations {
-		if k != sdnv1.AnnotationNetworksSpec && k != corev1.LastAppliedConfigAnnotation {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // expectingReader reads from the cache, but what vmipam wrote and the cache does not show yet
-// from the expectations: the IPAddresses it created, and the VMs and launcher pods as its own
-// last patch left them.
+// from the expectations: the IPAddresses it created and the records it wrote.
 type expectingReader struct {
 	client.Reader
 	own *ownWrites
 }
 
-// List implements client.Reader.
-func (r expectingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.Reader.List(ctx, list, opts...); err != nil {
-		return err
-	}
-	if pods, ok := list.(*corev1.PodList); ok {
-		for i := range pods.Items {
-			if w, ok := r.own.newer(&pods.Items[i]).(*corev1.Pod); ok {
-				pods.Items[i] = *w
-			}
-		}
-	}
-	return nil
-}
-
 // Get implements client.Reader.
 func (r expectingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := r.Reader.Get(ctx, key, obj, opts...)
-	if vm, ok := obj.(*vmv1.VirtualMachine); ok && err == nil {
-		if w, ok := r.own.newer(vm).(*vmv1.VirtualMachine); ok {
-			w.DeepCopyInto(vm)
+	switch o := obj.(type) {
+	case *v1alpha1.VirtualMachineIPAM:
+		var cached *v1alpha1.VirtualMachineIPAM
+		if err == nil {
+			cached = o
+		} else if !apierrors.IsNotFound(err) {
+			return err
 		}
-		return nil
-	}
-	ip, isIP := obj.(*sdnv1.IPAddress)
-	if !isIP || !apierrors.IsNotFound(err) {
-		if isIP && err == nil {
-			r.own.observedIPAddress(ip) // the cache shows it: the expectation is met
+		if w := r.own.newerRecord(key, cached); w != nil {
+			w.DeepCopyInto(o)
+			return nil
 		}
 		return err
-	}
-	if created := r.own.createdIPAddress(key); created != nil { // created, not yet in the cache
-		created.DeepCopyInto(ip)
-		return nil
+	case *sdnv1.IPAddress:
+		if err == nil {
+			r.own.observedIPAddress(o) // the cache shows it: the expectation is met
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if created := r.own.createdIPAddress(key); created != nil { // created, not yet in the cache
+			created.DeepCopyInto(o)
+			return nil
+		}
 	}
 	return err
 }

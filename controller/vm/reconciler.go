@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmipam/vmipam/controller/metrics"
+	"github.com/vmipam/vmipam/controller/plan"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // PolicySource provides the current policy snapshot; policy.Registry implements it.
@@ -27,12 +29,14 @@ type PolicySource interface {
 	Set() *evaluator.Set
 }
 
-// Reconciler reconciles VirtualMachines. Construct it with its exported fields set and call
-// SetupWithManager.
+// Reconciler reconciles VirtualMachines: it decides their interfaces, creates and releases
+// their Auto IPAddresses and writes their decision records. Construct it with its exported
+// fields set and call SetupWithManager.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads past the cache; used only to resolve a Create's AlreadyExists.
+	// APIReader reads past the cache: an IPAddress after a Create's AlreadyExists, and the VM
+	// and its launcher pods before a release's delete.
 	APIReader client.Reader
 	// Policies is the policy snapshot source.
 	Policies PolicySource
@@ -44,7 +48,8 @@ type Reconciler struct {
 	// MaxConcurrentReconciles defaults to the manager's (--max-concurrent-reconciles), else
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
-	// Clock tells the time for FreshPendingGrace; the real clock when nil.
+	// Clock tells the time for the graces (FreshPendingGrace, ReleaseGrace); the real clock
+	// when nil.
 	Clock clock.PassiveClock
 	// PoliciesLoaded, when set, is closed once every stored policy has been compiled into
 	// Policies (policy.Registry.Loaded). Reconciles wait for it, so that after a restart no VM
@@ -60,17 +65,13 @@ type Reconciler struct {
 	late     map[reconcile.Request]bool
 	ownOnce  sync.Once
 	own      *ownWrites
-	// releases times the unwanted Auto IPAddresses' ReleaseGrace, handoffs the static
-	// IPAddresses' handed from one VM to another.
-	releases releases
-	handoffs handoffs
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
 // --max-concurrent-reconciles says otherwise. A reconcile spends nearly all its time waiting
-// on the API server (up to three writes one after the other), so the workers bound how many
-// hotplugs go through at once: docs/BENCHMARKS.md's hotplug timeline measures the queue wait
-// behind them, and docs/SCALING.md how the figure was chosen.
+// on the API server (its writes), so the workers bound how many hotplugs go through at once:
+// docs/BENCHMARKS.md's hotplug timeline measures the queue wait behind them, and
+// docs/SCALING.md how the figure was chosen.
 const DefaultMaxConcurrentReconciles = 8
 
 // Retry backoff for interfaces waiting on SDN (pool exhausted): exponential per VM, from
@@ -81,9 +82,10 @@ const (
 	exhaustionMaxDelay  = 5 * time.Minute
 )
 
-// Reconcile runs observe → decide → act → one status write for one VM. It returns an error
-// (and writes no status, so the previous condition stays) when the API server fails; a VM
-// that is gone or being deleted ends quietly — garbage collection removes its Auto IPAddresses.
+// Reconcile runs observe → decide → act on IPAddresses → one record write for one VM. It
+// returns an error (and the record stays as it was) when the API server fails; a VM that is
+// gone or being deleted ends quietly — garbage collection removes its record and Auto
+// IPAddresses.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.PoliciesLoaded != nil {
 		select {
@@ -105,67 +107,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	s, err := observer{reader: reader, now: r.now(), handoffs: &r.handoffs}.observe(ctx, vm, r.Policies.Set())
+	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now()})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := decide(ctx, s, evaluator.Options{}, errVMBudget); err != nil {
-		return reconcile.Result{}, err
-	}
-	if late := outOfTime(s); r.lateAgain(req, late) {
-		metrics.Controller.Evaluated(start)
+	metrics.Controller.Evaluated(start)
+	if late := p.Late(); r.lateAgain(req, late) {
 		retry := r.retries().next(req, r.now())
 		ctrl.LoggerFrom(ctx).Info("policy evaluation ran out of wall-clock time; nothing written, retrying before a PolicyError is published",
 			"interfaces", late, "retryAfter", retry)
 		return reconcile.Result{RequeueAfter: retry}, nil
 	}
-	p := plan(s)
-	metrics.Controller.Evaluated(start)
 	metrics.Current.SetVM(req.NamespacedName, interfaceStates(req.NamespacedName, p))
 	for _, it := range p.Interfaces {
 		if !it.Removed { // a removed interface is asked only hotplug: no decision to count
 			metrics.Controller.Decided(it.Decision)
 		}
 	}
-	if err := r.execute(ctx, s, p); err != nil {
+	news, err := r.execute(ctx, vm, p)
+	if err != nil {
 		if apierrors.IsConflict(err) {
-			// Another writer (the virtualization controller) got in first; the watch event of
-			// its write brings a fresh copy, and this retry covers a lost event.
-			ctrl.LoggerFrom(ctx).V(1).Info("status conflict, retrying", "error", err.Error())
-			return withNews(s, reconcile.Result{RequeueAfter: conflictRetry}), nil
+			// Another writer got in first (a record edited or recreated by someone else, a
+			// second replica); its watch event brings a fresh copy, and this retry covers a
+			// lost event.
+			ctrl.LoggerFrom(ctx).V(1).Info("conflict, retrying", "error", err.Error())
+			return withNews(news, reconcile.Result{RequeueAfter: conflictRetry}), nil
 		}
 		return reconcile.Result{}, err
 	}
 	if p.Deferred {
-		return withNews(s, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
+		return withNews(news, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
 	}
-	return withNews(s, untilRelease(s, r.retry(req, s))), nil
+	return withNews(news, untilRelease(p, r.retry(req, p))), nil
 }
 
 // forgetVM drops what the Reconciler keeps about req's VM: it is gone or being deleted.
 func (r *Reconciler) forgetVM(req reconcile.Request) {
 	metrics.Current.ForgetVM(req.NamespacedName)
 	r.forgetLate(req)
-	r.releases.forget(req.NamespacedName)
 }
 
-// untilRelease brings the VM back when its next ReleaseGrace ends (s.releaseAfter: an
+// untilRelease brings the VM back when its next ReleaseGrace ends (p.ReleaseAfter: an
 // unwanted IPAddress's deletion or a static IPAddress's handoff), unless res already brings
 // it back sooner.
-func untilRelease(s *scope, res reconcile.Result) reconcile.Result {
-	if s.releaseAfter > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > s.releaseAfter) {
-		res.RequeueAfter = s.releaseAfter
+func untilRelease(p *plan.Plan, res reconcile.Result) reconcile.Result {
+	if p.ReleaseAfter > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > p.ReleaseAfter) {
+		res.RequeueAfter = p.ReleaseAfter
 	}
 	return res
 }
 
 // newsRequeue is how soon a VM is reconciled again when an event that arrived during one of
-// its reconcile's writes showed news (scope.news): at once, as the event would have enqueued it.
+// its reconcile's writes showed news (ownWrites.judge): at once, as the event would have
+// enqueued it.
 const newsRequeue = time.Millisecond
 
-// withNews brings the VM back at once when s.news, else returns res.
-func withNews(s *scope, res reconcile.Result) reconcile.Result {
-	if s.news && (res.RequeueAfter == 0 || res.RequeueAfter > newsRequeue) {
+// withNews brings the VM back at once when news, else returns res.
+func withNews(news bool, res reconcile.Result) reconcile.Result {
+	if news && (res.RequeueAfter == 0 || res.RequeueAfter > newsRequeue) {
 		res.RequeueAfter = newsRequeue
 	}
 	return res
@@ -177,11 +176,10 @@ func withNews(s *scope, res reconcile.Result) reconcile.Result {
 // out says more about how busy the process was (a starved controller, a GC pause, a load
 // spike) than about the policy, and the same input usually decides on the next try. So the
 // first such failure is not published: the reconcile writes nothing — no IPAddress, no
-// networks-spec, no status, no event; what the VM shows stays what it was, as after a
-// transient API error — and the VM is retried with backoff. When the retry runs out of time
-// again the PolicyError is published (the policy may really be too slow, and status must say
-// so), and retry keeps retrying it with backoff. A reconcile without such a failure resets it.
-// Before, the first failure was written at once and its retry wrote the status again.
+// record, no event; what the VM shows stays what it was, as after a transient API error — and
+// the VM is retried with backoff. When the retry runs out of time again the PolicyError is
+// published (the policy may really be too slow, and the record must say so), and retry keeps
+// retrying it with backoff. A reconcile without such a failure resets it.
 func (r *Reconciler) lateAgain(req reconcile.Request, late []string) bool {
 	r.lateOnce.Do(func() { r.late = map[reconcile.Request]bool{} })
 	r.lateMu.Lock()
@@ -203,16 +201,11 @@ func (r *Reconciler) forgetLate(req reconcile.Request) { r.lateAgain(req, nil) }
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
 // on top of the IPAddress watch, because SDN may not write an event when space frees; when the
 // VM's evaluation budget ran out before every interface was decided; and when a decision
-// failed for want of time (outOfTime), which a less busy moment may decide.
-func (r *Reconciler) retry(req reconcile.Request, s *scope) reconcile.Result {
+// failed for want of time, which a less busy moment may decide (plan.Plan.Retry).
+func (r *Reconciler) retry(req reconcile.Request, p *plan.Plan) reconcile.Result {
 	b := r.retries()
-	if s.overBudget || len(outOfTime(s)) > 0 {
+	if p.Retry() {
 		return reconcile.Result{RequeueAfter: b.next(req, r.now())}
-	}
-	for _, it := range s.interfaces {
-		if it.problem != nil && it.problem.reason == string(evaluator.ReasonPoolExhausted) {
-			return reconcile.Result{RequeueAfter: b.next(req, r.now())}
-		}
 	}
 	b.forget(req)
 	return reconcile.Result{}
@@ -275,7 +268,7 @@ const maxEventNote = 1024
 func (r *Reconciler) event(obj, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(eventReference(obj), eventReference(related), eventType, reason, action, "%s",
-			truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
+			consumer.Truncate(evaluator.SafeMessage(fmt.Sprintf(note, args...)), maxEventNote))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vmipam/vmipam/controller/metrics"
+	"github.com/vmipam/vmipam/controller/plan"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
@@ -11,7 +12,7 @@ import (
 // state gauges. A repeated entry (DuplicateInterface) counts as the skipped interface it is;
 // an interface removed from the spec (kept on the running pod until a restart) is not one of
 // the VM's interfaces any more and is not counted.
-func interfaceStates(vm types.NamespacedName, p *Plan) []metrics.Interface {
+func interfaceStates(vm types.NamespacedName, p *plan.Plan) []metrics.Interface {
 	out := make([]metrics.Interface, 0, len(p.Interfaces))
 	for _, it := range p.Interfaces {
 		if it.Removed {

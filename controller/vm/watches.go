@@ -2,10 +2,10 @@ package vm
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -25,6 +25,7 @@ import (
 	"github.com/vmipam/vmipam/controller/index"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -38,14 +39,19 @@ import (
 // indexed cache read.
 func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 	b = b.Named("virtualmachine").
-		For(&vmv1.VirtualMachine{}, builder.WithPredicates(r.newsOf())).
+		For(&vmv1.VirtualMachine{}, builder.WithPredicates(readChanged())).
 		// A VM's spec change can free or contest a static IPAddress others name.
 		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
 		Watches(&sdnv1.IPAddress{}, r.newAnsweredFirst()).
 		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod), builder.WithPredicates(r.newsOf())).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfPod), builder.WithPredicates(podChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod), builder.WithPredicates(readChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfPod), builder.WithPredicates(readChanged())).
+		// A record edited or deleted by anyone else is rewritten; vmipam's own writes are not news.
+		Watches(&v1alpha1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(vmOfRecord), builder.WithPredicates(r.recordNews())).
+		// A record that attaches or lets go of a static IPAddress changes who holds it.
+		Watches(&v1alpha1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfRecord),
+			builder.WithPredicates(staticNamesChanged())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
@@ -76,13 +82,13 @@ func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []r
 	return requests(list.Items)
 }
 
-// peersOfVM: a VM's change can free or contest the static IPAddresses it names or carries.
+// peersOfVM: a VM's change can free or contest the static IPAddresses it names.
 func (r *Reconciler) peersOfVM(ctx context.Context, o client.Object) []reconcile.Request {
 	vm, ok := o.(*vmv1.VirtualMachine)
 	if !ok {
 		return nil
 	}
-	names := index.CarriedNames(vm.Annotations[sdnv1.AnnotationNetworksSpec])
+	var names []string
 	for _, n := range vm.Spec.Networks {
 		if n.IPAddressName != "" {
 			names = append(names, n.IPAddressName)
@@ -134,9 +140,39 @@ func (r *Reconciler) vmOfPod(_ context.Context, o client.Object) []reconcile.Req
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
+// vmOfRecord maps a decision record to its VM, which has the same name.
+func vmOfRecord(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+}
+
+// contendersOfRecord maps a decision record to the VMs naming the static IPAddresses it
+// attaches or hands over: a record that lets an address go starts its handoff to them.
+func (r *Reconciler) contendersOfRecord(ctx context.Context, o client.Object) []reconcile.Request {
+	rec, ok := o.(*v1alpha1.VirtualMachineIPAM)
+	if !ok {
+		return nil
+	}
+	return r.vmsNaming(ctx, rec.Namespace, staticNames(rec))
+}
+
+// staticNames are the static IPAddress names a record attaches or hands over.
+func staticNames(rec *v1alpha1.VirtualMachineIPAM) []string {
+	var out []string
+	for _, d := range rec.Spec.Interfaces {
+		if d.Attach && d.Allocation == v1alpha1.AllocationStatic {
+			out = append(out, d.IPAddressName)
+		}
+	}
+	for _, rel := range rec.Spec.Releases {
+		if rel.Type == v1alpha1.ReleaseStatic {
+			out = append(out, rel.IPAddressName)
+		}
+	}
+	return out
+}
+
 // contendersOfPod maps a launcher pod to the VMs contending for the IPAddresses it carries (a
-// pod that lets an address go frees it for them) — also after vmipam's own patch of the pod,
-// which its own VM does not need to hear of.
+// pod that lets an address go frees it for them).
 func (r *Reconciler) contendersOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetLabels()[vmv1.LabelLauncherVMName] == "" {
 		return nil
@@ -228,41 +264,57 @@ func answered(old, new client.Object) bool {
 	return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Address != n.Status.Address)
 }
 
-// newsOf lets through the updates of a VM or launcher pod that show the VM's reconcile
-// something it has not seen: a change of what vmipam reads (changed), made by somebody else
-// than vmipam's own patches (ownPatch, echoOfSpecWrite) — the reconcile that patched planned
-// with that change already, and planning again on the result writes nothing. Creations and
-// deletions always pass.
-func (r *Reconciler) newsOf() predicate.Funcs {
+// recordNews lets through the events of a decision record that vmipam did not cause: a
+// create, spec change, ownership change or deletion by anyone else — which the VM's reconcile
+// undoes by writing its record again. The echo of vmipam's own write (ownWrites) and the
+// consumer's status updates pass over.
+func (r *Reconciler) recordNews() predicate.Funcs {
 	own := r.expectations()
+	theirs := func(o client.Object) bool {
+		return own.judge(keyOf(o), func() bool { return !own.ownRecordWrite(o) })
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return theirs(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
+				equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences()) {
+				own.ownRecordWrite(e.ObjectNew) // a status update after vmipam's write: forget it
+				return false
+			}
+			return theirs(e.ObjectNew)
+		},
+	}
+}
+
+// staticNamesChanged lets through the events of a record whose attached or handed-over static
+// IPAddresses changed.
+func staticNamesChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		if !changed(e.ObjectOld, e.ObjectNew) {
-			return false
-		}
-		return own.judge(keyOf(e.ObjectNew), func() bool {
-			// Both run: each forgets the expectation the event meets.
-			patched, echo := own.ownPatch(e.ObjectOld, e.ObjectNew), own.echoOfSpecWrite(e.ObjectOld, e.ObjectNew)
-			return !patched && !echo
-		})
+		o, ok1 := e.ObjectOld.(*v1alpha1.VirtualMachineIPAM)
+		n, ok2 := e.ObjectNew.(*v1alpha1.VirtualMachineIPAM)
+		return !ok1 || !ok2 || !slices.Equal(staticNames(o), staticNames(n))
 	}}
 }
 
-// podChanged lets through the updates of launcher pods that change what vmipam reads.
-func podChanged() predicate.Funcs {
+// readChanged lets through the updates of a VM or launcher pod that change what vmipam reads
+// (changed). Creations and deletions always pass.
+func readChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return changed(e.ObjectOld, e.ObjectNew) }}
 }
 
 // changed reports whether two versions of a VM or pod differ in what vmipam reads: of a pod
-// the VM label, the networks-spec annotation, the phase and deletion; of a VM everything the
-// manager's cache keeps of its metadata and spec but the resourceVersion, and of its status
-// what statusRead keeps (the cache transform and the Go type have already dropped the status
-// fields the virtualization controller updates every few seconds, e.g. stats and guestOSInfo).
+// the VM label, the networks-spec annotation (what runs), AnnotationDecided, the phase and
+// deletion; of a VM everything the manager's cache keeps of its metadata and spec but the
+// resourceVersion, and of its status what statusRead keeps. The virtualization controller
+// writes the rest of the VM's status (conditions, the addresses SDN configured) on every
+// change, and none of it is vmipam's input.
 func changed(old, new client.Object) bool {
 	switch o := old.(type) {
 	case *corev1.Pod:
 		n, ok := new.(*corev1.Pod)
 		return !ok || o.Labels[vmv1.LabelLauncherVMName] != n.Labels[vmv1.LabelLauncherVMName] ||
 			o.Annotations[sdnv1.AnnotationNetworksSpec] != n.Annotations[sdnv1.AnnotationNetworksSpec] ||
+			o.Annotations[consumer.AnnotationDecided] != n.Annotations[consumer.AnnotationDecided] ||
 			o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
 	case *vmv1.VirtualMachine:
 		n, ok := new.(*vmv1.VirtualMachine)
@@ -277,30 +329,20 @@ func changed(old, new client.Object) bool {
 	return true
 }
 
-// statusRead is what vmipam's decisions and writes depend on of a VM's status: the phase (a
-// policy input), each status.networks entry's network and ipAddress in order (the holders of a
-// static IPAddress; the entries vmipam's ipAddress goes into) and vmipam's own conditions. The
-// rest — macAddress, id, the MAC address object's name, other writers' conditions,
-// observedGeneration — vmipam only carries over unread, so a change of it alone shows a
-// reconcile nothing new: vmipam's next write is computed from the cache as it is then, under a
-// test or lock of what it read, and never needs this event.
-// Its fields are exported for equality.Semantic, which refuses unexported ones.
+// statusRead is what vmipam's decisions depend on of a VM's status: the phase (a policy input)
+// and each status.networks entry's network and MAC address, in order (the MAC is a policy
+// input, and what the consumer derives a NIC's name from). Its fields are exported for
+// equality.Semantic, which refuses unexported ones.
 type statusRead struct {
-	Phase      vmv1.Phase
-	Networks   []vmv1.NetworksStatus
-	Conditions []metav1.Condition
+	Phase    vmv1.Phase
+	Networks []vmv1.NetworksStatus
 }
 
 // readStatus projects st onto statusRead.
 func readStatus(st *vmv1.VirtualMachineStatus) statusRead {
 	out := statusRead{Phase: st.Phase, Networks: make([]vmv1.NetworksStatus, 0, len(st.Networks))}
 	for _, n := range st.Networks {
-		out.Networks = append(out.Networks, vmv1.NetworksStatus{Type: n.Type, Name: n.Name, IPAddress: n.IPAddress})
-	}
-	for _, c := range st.Conditions {
-		if c.Type == ConditionNetworkReady || c.Type == ConditionAwaitingRestart {
-			out.Conditions = append(out.Conditions, c)
-		}
+		out.Networks = append(out.Networks, vmv1.NetworksStatus{Type: n.Type, Name: n.Name, MACAddress: n.MACAddress})
 	}
 	return out
 }

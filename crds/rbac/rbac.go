@@ -18,28 +18,38 @@ const (
 	// ClusterRolePolicyEvaluator lets its subjects have candidate policies evaluated: the
 	// custom verb evaluate on clusteripampolicies.
 	ClusterRolePolicyEvaluator = "vmipam:dryrun:policy-evaluator"
+	// ClusterRoleRecordViewer lets its subjects read decision records (aggregated into view).
+	ClusterRoleRecordViewer = "vmipam:records:viewer"
+	// ClusterRoleRecordConsumer is the virtualization controller's: read decision records and
+	// write their status.
+	ClusterRoleRecordConsumer = "vmipam:records:consumer"
 )
 
 //go:embed *.yaml
 var files embed.FS
 
-// ClusterRoles returns the shipped ClusterRoles, fresh copies on every call.
+// Files are the files of the shipped ClusterRoles: the dry run's callers' and the records'.
+var Files = []string{"dryrun.yaml", "records.yaml"}
+
+// ClusterRoles returns the shipped ClusterRoles of Files, fresh copies on every call.
 func ClusterRoles() ([]*rbacv1.ClusterRole, error) {
-	data, err := files.ReadFile("dryrun.yaml")
-	if err != nil {
-		return nil, err
-	}
-	docs, err := manifest.Split(data)
-	if err != nil {
-		return nil, fmt.Errorf("crds/rbac/dryrun.yaml: %w", err)
-	}
-	out := make([]*rbacv1.ClusterRole, 0, len(docs))
-	for _, doc := range docs {
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(doc.JSON, role); err != nil {
-			return nil, fmt.Errorf("crds/rbac/dryrun.yaml: document %d: %w", doc.Index, err)
+	var out []*rbacv1.ClusterRole
+	for _, name := range Files {
+		data, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, role)
+		docs, err := manifest.Split(data)
+		if err != nil {
+			return nil, fmt.Errorf("crds/rbac/%s: %w", name, err)
+		}
+		for _, doc := range docs {
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.UnmarshalStrict(doc.JSON, role); err != nil {
+				return nil, fmt.Errorf("crds/rbac/%s: document %d: %w", name, doc.Index, err)
+			}
+			out = append(out, role)
+		}
 	}
 	return out, nil
 }

@@ -19,7 +19,7 @@ func TestClusterRolesAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("%s: kind %q with %d rules, want a ClusterRole with rules", r.Name, r.Kind, len(r.Rules))
 		}
 	}
-	want := []string{rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator}
+	want := []string{rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator, rbac.ClusterRoleRecordViewer, rbac.ClusterRoleRecordConsumer}
 	if !slices.Equal(names, want) {
 		t.Errorf("ClusterRoles = %v, want %v", names, want)
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/vmipam/vmipam/test/sandbox"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // upstreamDir is ../shared/upstream relative to the repository root.
@@ -129,7 +129,7 @@ func startAll(ctx context.Context, t *testing.T, e *env.Environment) client.Clie
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
@@ -145,7 +145,7 @@ func waitRows(ctx context.Context, t *testing.T, c client.Reader, want map[strin
 	t.Helper()
 	var last []string
 	for ctx.Err() == nil {
-		rows, _, err := sandbox.Snapshot(ctx, c, sandbox.Namespace)
+		rows, _, _, err := sandbox.Snapshot(ctx, c, sandbox.Namespace)
 		ok := err == nil
 		last = last[:0]
 		got := map[string]string{}

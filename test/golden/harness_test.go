@@ -44,7 +44,7 @@ import (
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // harness is a control plane with vmipam (production wiring, dry-run API server included,
@@ -120,7 +120,7 @@ func (h *harness) startManager(t *testing.T, e *env.Environment) func(context.Co
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

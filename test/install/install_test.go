@@ -39,7 +39,7 @@ import (
 	testcrds "github.com/vmipam/vmipam/test/crds"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 const (
@@ -307,7 +307,7 @@ func startStandIns(ctx context.Context, t *testing.T, e *env.Environment, scheme
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)

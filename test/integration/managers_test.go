@@ -16,7 +16,7 @@ import (
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // running is a started manager that can be stopped.
@@ -104,7 +104,7 @@ func setupStandIns(_ context.Context, mgr ctrl.Manager) error {
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	runtime := vmruntime.New(nil)
+	runtime := virtualization.New(nil)
 	runtime.ReportGuest = true
 	runtime.ExpectationTTL = standInExpectationTTL
 	return runtime.SetupWithManager(mgr)

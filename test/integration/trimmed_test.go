@@ -15,7 +15,7 @@ import (
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // vmipam's cache holds trimmed VMs (controller.CacheOptions) and its Go types do not know every
@@ -31,7 +31,7 @@ var _ = Describe("vmipam's writes keep what it does not read", func() {
 		create(ctx, vm)
 
 		By("the VM-runtime stand-in reports the guest in status.guestOSInfo once the VM runs")
-		Eventually(func() any { return unknownStatus(ctx, ns, "keep") }, timeout, interval).Should(Equal(vmruntime.GuestOSInfo))
+		Eventually(func() any { return unknownStatus(ctx, ns, "keep") }, timeout, interval).Should(Equal(virtualization.GuestOSInfo))
 		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
 
 		By("another writer drops NetworkReady, so that vmipam writes its status again, after the guest info")
@@ -42,7 +42,7 @@ var _ = Describe("vmipam's writes keep what it does not read", func() {
 		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
 
 		got := getVM(ctx, ns, "keep")
-		Expect(unknownStatus(ctx, ns, "keep")).To(Equal(vmruntime.GuestOSInfo), "vmipam's status write dropped a status field it does not know")
+		Expect(unknownStatus(ctx, ns, "keep")).To(Equal(virtualization.GuestOSInfo), "vmipam's status write dropped a status field it does not know")
 		Expect(got.Spec.CPU).NotTo(BeNil(), "vmipam's write dropped spec.cpu, which its cache trims")
 		Expect(string(got.Spec.CPU.Raw)).To(MatchJSON(`{"cores":2}`))
 		Expect(got.Labels).To(HaveKeyWithValue("example.com/owner", "team-a"))
@@ -58,7 +58,7 @@ func unknownStatus(ctx context.Context, ns, name string) any {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(vmv1.GroupVersion.WithKind("VirtualMachine"))
 	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)).To(Succeed())
-	v, found, err := unstructured.NestedFieldCopy(u.Object, "status", vmruntime.StatusGuestOSInfo)
+	v, found, err := unstructured.NestedFieldCopy(u.Object, "status", virtualization.StatusGuestOSInfo)
 	Expect(err).NotTo(HaveOccurred())
 	if !found {
 		return nil

@@ -26,7 +26,7 @@ import (
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // Namespace is where the sample VMs live.
@@ -130,7 +130,7 @@ func startManager(ctx context.Context, e *env.Environment) (client.Client, error
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := vmruntime.New(nil).SetupWithManager(mgr); err != nil {
+	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	go func() {
@@ -216,15 +216,15 @@ func showConverged(ctx context.Context, out io.Writer, c client.Reader, timeout 
 	deadline := time.Now().Add(timeout)
 	var prev []Row
 	for {
-		rows, states, err := Snapshot(ctx, c, Namespace)
-		if err == nil && settled(rows, states) && reflect.DeepEqual(rows, prev) {
+		rows, states, records, err := Snapshot(ctx, c, Namespace)
+		if err == nil && settled(rows, states, records) && reflect.DeepEqual(rows, prev) {
 			fmt.Fprintf(out, "\n%s:\n\n", title)
-			PrintTable(out, rows, states)
+			PrintTable(out, rows, states, records)
 			return nil
 		}
 		prev = rows
 		if time.Now().After(deadline) {
-			PrintTable(out, rows, states)
+			PrintTable(out, rows, states, records)
 			return fmt.Errorf("%s: not converged within %s", title, timeout)
 		}
 		select {
@@ -235,10 +235,16 @@ func showConverged(ctx context.Context, out io.Writer, c client.Reader, timeout 
 	}
 }
 
-// settled: every VM has NetworkReady and a launcher pod, and no interface waits for SDN.
-func settled(rows []Row, states []VMState) bool {
-	if len(states) == 0 {
+// settled: every VM has NetworkReady, a launcher pod and a record the virtualization
+// controller applied, and no interface waits for SDN.
+func settled(rows []Row, states []VMState, records []Record) bool {
+	if len(states) == 0 || len(records) != len(states) {
 		return false
+	}
+	for _, r := range records {
+		if r.Observed != r.Generation {
+			return false
+		}
 	}
 	for _, s := range states {
 		if s.NetworkReady == "Unknown" {
@@ -246,7 +252,7 @@ func settled(rows []Row, states []VMState) bool {
 		}
 	}
 	for _, r := range rows {
-		if r.Pod == "" || r.Skipped == string(evaluator.ReasonIPAddressPending) ||
+		if r.Pod == "" || r.Skipped == string(evaluator.ReasonIPAddressPending) || r.Skipped == virtualization.ReasonWaitingForSDN ||
 			(r.Mode == "Auto" || r.Mode == "Static") && r.Address == "" {
 			return false
 		}

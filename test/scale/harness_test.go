@@ -37,7 +37,7 @@ import (
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // Users that tell the clients apart in the audit log.
@@ -186,7 +186,7 @@ func (h *harness) startStandIns() {
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr(true)}})
 	must(h.t, err)
 	must(h.t, sdn.New(nil).SetupWithManager(mgr))
-	must(h.t, vmruntime.New(nil).SetupWithManager(mgr))
+	must(h.t, virtualization.New(nil).SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopStand = cancel
 	go func() { _ = mgr.Start(ctx) }()

@@ -27,7 +27,7 @@ import (
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // The controller's client limits, as cmd/ipam-controller's defaults; the floor uses the same.
@@ -468,10 +468,10 @@ func (h *harness) guestInfoKept(ctx context.Context, namespace string) int {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(vmv1.GroupVersion.WithKind("VirtualMachineList"))
 	must(h.t, h.bench.List(ctx, list, client.InNamespace(namespace)))
-	want := fmt.Sprint(vmruntime.GuestOSInfo)
+	want := fmt.Sprint(virtualization.GuestOSInfo)
 	count := 0
 	for _, vm := range list.Items {
-		if got, ok, _ := unstructured.NestedMap(vm.Object, "status", vmruntime.StatusGuestOSInfo); ok && fmt.Sprint(got) == want {
+		if got, ok, _ := unstructured.NestedMap(vm.Object, "status", virtualization.StatusGuestOSInfo); ok && fmt.Sprint(got) == want {
 			count++
 		}
 	}
@@ -538,10 +538,10 @@ type systemFloor struct {
 	FanOut time.Duration
 }
 
-// Stand-in concurrency in the floor: the stand-ins' workers (vmruntime.Workers for the pod
+// Stand-in concurrency in the floor: the stand-ins' workers (virtualization.Workers for the pod
 // create and the VM status, the SDN stand-in's 4 for IPAddress status, 1 for networks-status).
 const (
-	floorRuntimeWorkers = vmruntime.Workers
+	floorRuntimeWorkers = virtualization.Workers
 	floorSDNWorkers     = 4
 	floorPodWorkers     = 1
 )

@@ -10,7 +10,8 @@ import (
 // CacheOptions are vmipam's cache options (controller.CacheOptions) for a manager the
 // stand-ins run in, alone or beside vmipam: launcher pods keep their whole metadata, not only
 // what vmipam reads. SDN reads a pod's networks-status to answer only what changed, the VM
-// runtime its controller reference and migration annotations; vmipam's own transform drops
+// virtualization-controller stand-in its controller reference, migration and decided
+// annotations; vmipam's own transform drops
 // them. vmipam running on this cache reads a superset of what it reads in production.
 func CacheOptions() cache.Options {
 	opts := controller.CacheOptions()

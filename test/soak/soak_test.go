@@ -28,7 +28,7 @@ import (
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
-	"github.com/vmipam/vmipam/test/sim/vmruntime"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // Settings, from the environment (make soak sets them):
@@ -171,7 +171,7 @@ func startStandIns(t *testing.T, ctx context.Context, e *env.Environment, scheme
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime := vmruntime.New(nil)
+	runtime := virtualization.New(nil)
 	runtime.ReportGuest = true
 	runtime.ExpectationTTL = 2 * time.Second
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {

@@ -10,9 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // Output formats of evaluate and dry-run.
@@ -93,23 +94,19 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	for _, line := range actionLines(r.Actions) {
 		fmt.Fprintln(w, "  "+line)
 	}
-	written := "unchanged"
-	if r.VMStatus.Changed {
-		written = "would be written"
-	}
-	fmt.Fprintf(w, "\nStatus (%s):\n", written)
-	for _, line := range statusLines(r.VMStatus) {
+	fmt.Fprintln(w, "\nOnce the virtualization controller applies the record:")
+	for _, line := range appliedLines(r.Applied) {
 		fmt.Fprintln(w, "  "+line)
 	}
 }
 
 // printBudgetNotice says, once, that the VM's evaluation budget left interfaces undecided and
-// that the dry run does not retry them: the status below is what the controller would write
+// that the dry run does not retry them: the record below is what the controller would write
 // ("retried with backoff"), so the dry run's own notice is printed here.
 func printBudgetNotice(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	n := 0
 	for _, it := range r.Interfaces {
-		if strings.Contains(it.Decision.Message, vmctrl.DryRunBudgetNotice) {
+		if strings.Contains(it.Decision.Message, plan.DryRunBudgetNotice) {
 			n++
 		}
 	}
@@ -119,20 +116,24 @@ func printBudgetNotice(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	}
 }
 
-// statusLines is vmipam's part of the VM status, one line per addressed network and per
-// condition; "none" when it has neither, so that the heading is never left empty.
-func statusLines(s dryrunv1.VMStatus) []string {
-	var lines []string
-	for _, n := range s.Networks {
+// appliedLines is what the VM would look like once its record is applied: its launcher pods'
+// networks-spec, the addresses its attached interfaces carry and the conditions built from
+// the record.
+func appliedLines(a dryrunv1.AppliedVM) []string {
+	lines := []string{"networks-spec at the next start: " + entries(a.NextBoot)}
+	if a.Running != nil {
+		lines = append(lines, "networks-spec of the running launcher pods: "+entries(a.Running))
+	}
+	if len(a.HeldUntilRestart) > 0 {
+		lines = append(lines, "held until the next restart (hotplug not allowed): "+strings.Join(a.HeldUntilRestart, ", "))
+	}
+	for _, n := range a.Networks {
 		if n.IPAddress != "" {
 			lines = append(lines, fmt.Sprintf("%s/%s: %s", n.Type, evaluator.QuoteName(n.Name), n.IPAddress))
 		}
 	}
-	for _, c := range s.Conditions {
+	for _, c := range a.Conditions {
 		lines = append(lines, fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
-	}
-	if len(lines) == 0 {
-		return []string{"none"}
 	}
 	return lines
 }
@@ -162,10 +163,10 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	_ = tw.Flush()
 }
 
-// interfaceName is "<Type>/<name>" as the controller's condition and events show it
-// (vmctrl.InterfaceLabel), marked when the spec no longer names the interface.
-func interfaceName(it vmctrl.InterfaceResult) string {
-	label := vmctrl.InterfaceLabel(it.Type + "/" + it.Name)
+// interfaceName is "<Type>/<name>" as the condition and events show it (consumer.Label),
+// marked when the spec no longer names the interface.
+func interfaceName(it plan.InterfaceResult) string {
+	label := consumer.Label(it.Type, it.Name)
 	if it.Removed {
 		return label + " (removed)"
 	}
@@ -197,29 +198,30 @@ func skippedBy(d evaluator.Decision) string {
 func actionLines(a dryrunv1.Actions) []string {
 	var out []string
 	for _, ip := range a.CreateIPAddresses {
-		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, vmctrl.InterfaceLabel(ip.Annotations[vmctrl.AnnotationInterface])))
-	}
-	for _, name := range a.DeleteIPAddresses {
-		out = append(out, "delete IPAddress "+name)
-	}
-	if a.VMNetworksSpec.Changed {
-		out = append(out, "set networks-spec on the VM: "+entries(a.VMNetworksSpec.Entries))
-	}
-	for _, p := range a.Pods {
-		if p.Changed {
-			out = append(out, fmt.Sprintf("set networks-spec on launcher pod %s (live): %s", p.Name, entries(p.Entries)))
-		}
-	}
-	if len(a.PendingRestart) > 0 {
-		out = append(out, "pending a restart (hotplug not allowed): "+strings.Join(labels(a.PendingRestart), ", "))
+		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, plan.InterfaceLabel(ip.Annotations[plan.AnnotationInterface])))
 	}
 	if a.Deferred {
-		out = append(out, "then wait a few seconds for SDN to allocate the new IPAddresses before writing networks-spec and status")
+		out = append(out, "then wait a few seconds for SDN to answer the new IPAddresses before writing the record")
+	}
+	if a.RecordChanged && a.Record != nil {
+		out = append(out, fmt.Sprintf("write the record (VirtualMachineIPAM): %s interfaces attached%s", a.Record.Summary.Attached,
+			orEmpty(", first problem ", a.Record.Summary.Reason)))
+	}
+	for _, name := range a.DeleteIPAddresses {
+		out = append(out, fmt.Sprintf("delete IPAddress %s %s after the record let it go, once nothing names it", name, plan.ReleaseGrace))
 	}
 	if len(out) == 0 {
 		out = append(out, "none")
 	}
 	return out
+}
+
+// orEmpty is prefix+s, or "" when s is empty.
+func orEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 func entries(list []sdnv1.NetworksSpecEntry) string {
@@ -228,7 +230,7 @@ func entries(list []sdnv1.NetworksSpecEntry) string {
 	}
 	parts := make([]string, len(list))
 	for i, e := range list {
-		parts[i] = vmctrl.InterfaceLabel(e.Type + "/" + e.Name)
+		parts[i] = consumer.Label(e.Type, e.Name)
 		if len(e.IPAddressNames) > 0 {
 			names := make([]string, len(e.IPAddressNames))
 			for j, n := range e.IPAddressNames {
@@ -238,15 +240,6 @@ func entries(list []sdnv1.NetworksSpecEntry) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// labels is vmctrl.InterfaceLabel of every interface key.
-func labels(keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = vmctrl.InterfaceLabel(k)
-	}
-	return out
 }
 
 // policyOrder is the answer's policy order; when the server left it out (a caller who may

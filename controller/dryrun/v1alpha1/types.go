@@ -4,9 +4,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Evaluation asks what vmipam would do to a VirtualMachine, and answers in its status.
@@ -80,13 +81,14 @@ type EvaluationStatus struct {
 	// interfaces has one entry per additional interface, in spec order, with its decision,
 	// provenance, trace and cost.
 	// +optional
-	Interfaces []vmctrl.InterfaceResult `json:"interfaces"`
+	Interfaces []plan.InterfaceResult `json:"interfaces"`
 	// actions are the writes the controller would make.
 	// +optional
 	Actions Actions `json:"actions"`
-	// vmStatus is the part of the VM's status vmipam would write.
+	// applied is what the VM would look like once its virtualization controller applies the
+	// record (computed with the consumer package, docs/INTEGRATION.md).
 	// +optional
-	VMStatus VMStatus `json:"vmStatus"`
+	Applied AppliedVM `json:"applied"`
 	// omitted says what the answer leaves out and why, one sentence each: an answer drawn
 	// from the installed policies carries their order, the interfaces' traces (variable
 	// values, Audit records, errors) only when the caller may list clusteripampolicies
@@ -152,40 +154,47 @@ type Actions struct {
 	// createIPAddresses are the Auto IPAddresses the controller would create.
 	// +optional
 	CreateIPAddresses []*sdnv1.IPAddress `json:"createIPAddresses,omitempty"`
-	// deleteIPAddresses are the names of the VM's Auto IPAddresses it would delete.
+	// deleteIPAddresses are the names of the VM's Auto IPAddresses no interface wants: the
+	// controller deletes each ReleaseGrace (5 s) after its record let it go, once nothing
+	// names it.
 	// +optional
 	DeleteIPAddresses []string `json:"deleteIPAddresses,omitempty"`
-	// vmNetworksSpec is the networks-spec annotation for the VM (its next launcher pod).
+	// record is the spec of the VM's decision record (VirtualMachineIPAM) the controller would
+	// write; recordChanged says whether it differs from the record there is.
 	// +optional
-	VMNetworksSpec vmctrl.NetworksSpecWrite `json:"vmNetworksSpec"`
-	// pods are the networks-spec annotations for the running launcher pods (live apply).
+	Record *ipamv1.VirtualMachineIPAMSpec `json:"record,omitempty"`
 	// +optional
-	Pods []vmctrl.PodWrite `json:"pods,omitempty"`
-	// pendingRestart lists the interfaces ("<Type>/<name>") whose change waits for a
-	// restart because a policy forbids hotplugging it.
-	// +optional
-	PendingRestart []string `json:"pendingRestart,omitempty"`
-	// deferred: the only problems are Auto IPAddresses SDN has not allocated yet and that
-	// are new; the controller creates them and holds the networks-spec and status writes
-	// back for a few seconds, expecting the allocation.
+	RecordChanged bool `json:"recordChanged"`
+	// deferred: the only problems are IPAddresses SDN is about to answer; the controller
+	// creates them and holds the record write back for a few seconds, expecting the answer.
 	// +optional
 	Deferred bool `json:"deferred,omitempty"`
 }
 
-// VMStatus is the part of the VM status vmipam writes.
+// AppliedVM is what the VM would look like once the virtualization controller applied the
+// record: its launcher pods' networks-spec, its status.networks and the conditions it builds
+// from the record.
 // It is copied with EvaluationStatus.
 //
 // +kubebuilder:object:generate=false
-type VMStatus struct {
-	// networks is status.networks after the reconcile.
+type AppliedVM struct {
+	// nextBootNetworksSpec is the networks-spec of the VM's next launcher pod (its next start).
+	// +optional
+	NextBoot []sdnv1.NetworksSpecEntry `json:"nextBootNetworksSpec"`
+	// runningNetworksSpec is the networks-spec of its running launcher pods (what is applied
+	// live); absent when the VM does not run.
+	// +optional
+	Running []sdnv1.NetworksSpecEntry `json:"runningNetworksSpec,omitempty"`
+	// heldUntilRestart lists the interfaces ("<Type>/<name>") whose change waits for the next
+	// start because a policy forbids hotplugging it.
+	// +optional
+	HeldUntilRestart []string `json:"heldUntilRestart,omitempty"`
+	// networks is status.networks with the addresses the attached interfaces would carry.
 	// +optional
 	Networks []vmv1.NetworksStatus `json:"networks"`
-	// conditions are vmipam's conditions after the reconcile: NetworkReady and, while a
-	// change waits for a restart, AwaitingRestartToApplyConfiguration.
+	// conditions are the conditions the virtualization controller builds from the record:
+	// NetworkReady and, while a change waits for a restart,
+	// AwaitingRestartToApplyConfiguration.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions"`
-	// changed says whether the status differs from the VM's current one (and would be
-	// written).
-	// +optional
-	Changed bool `json:"changed"`
 }

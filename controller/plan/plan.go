@@ -1,0 +1,286 @@
+package plan
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// Plan is everything one reconcile of a VM decides and would write. The reconciler carries it
+// out; the dry run returns it. Computing a Plan writes nothing.
+type Plan struct {
+	// Interfaces has one entry per additional interface, in spec order, then one per interface
+	// removed from the spec that the running pod still carries.
+	Interfaces []InterfaceResult `json:"interfaces"`
+	// CreateIPAddresses are the Auto IPAddresses to create.
+	CreateIPAddresses []*sdnv1.IPAddress `json:"createIPAddresses,omitempty"`
+	// Record is the VM's decision record as it should be; RecordChanged says whether it
+	// differs from the one observed and would be written.
+	Record        *v1alpha1.VirtualMachineIPAM `json:"record"`
+	RecordChanged bool                         `json:"recordChanged"`
+	// Releases are the VM's Auto IPAddresses whose ReleaseGrace has passed and that nothing
+	// the cache shows names: the reconciler deletes each that a read past the cache finds
+	// unnamed too.
+	Releases []*sdnv1.IPAddress `json:"releases,omitempty"`
+	// Applied is what the VM looks like once its virtualization controller applies Record
+	// (consumer.Apply): the networks-spec of its next start and of its running pods, the
+	// interfaces held until restart and the NetworkReady items.
+	Applied consumer.Result `json:"applied"`
+	// Deferred: the only problems are IPAddresses SDN is about to answer — Auto IPAddresses
+	// created less than FreshPendingGrace ago that SDN has not allocated yet, and static
+	// IPAddresses created less than FreshPendingGrace ago that SDN has not answered at all.
+	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
+	// final record, so the record is written once per VM instead of once per allocation; past
+	// the grace the intermediate decision is written as it is.
+	Deferred bool `json:"deferred,omitempty"`
+	// RetryAfter is when to look again if nothing else triggers a reconcile (with Deferred).
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
+	// ReleaseAfter is how long until the next ReleaseGrace that concerns the VM ends — one of
+	// its Auto IPAddresses' releases, or a handoff that holds a static IPAddress back from
+	// it —, 0 when none waits.
+	ReleaseAfter time.Duration `json:"releaseAfter,omitempty"`
+
+	// observed is the record as observed (nil: none), the base of the record write.
+	observed *v1alpha1.VirtualMachineIPAM
+	// announce are the skips new since the observed record, for Warning events.
+	announce []Skip
+	// late lists the interfaces whose decision ran out of wall-clock time; overBudget says
+	// that the VM's evaluation budget ran out; waiting that an interface waits for a pool.
+	late       []string
+	overBudget bool
+	waiting    bool
+}
+
+// Skip is a skipped interface's NetworkReady item as an event announces it.
+type Skip struct {
+	// Reason is the item's reason, Note the item as the condition holds it.
+	Reason, Note string
+	// Related is the interface's IPAddress, nil when it has none.
+	Related *sdnv1.IPAddress
+}
+
+// Observed returns the record the plan was made from, nil when the VM had none.
+func (p *Plan) Observed() *v1alpha1.VirtualMachineIPAM { return p.observed }
+
+// Announce returns the skips new since the observed record: each deserves a Warning event once
+// the record that carries it is written.
+func (p *Plan) Announce() []Skip { return p.announce }
+
+// Late returns the keys of the interfaces whose decision failed only because its wall-clock
+// time ran out (the evaluator's deadline, or the VM's budget), in order.
+func (p *Plan) Late() []string { return p.late }
+
+// Retry reports whether the VM should be retried with backoff although nothing may change
+// meanwhile: its evaluation budget or an evaluation's time ran out, or an interface waits for
+// a pool to free up (SDN may write no event when one does).
+func (p *Plan) Retry() bool { return p.overBudget || len(p.late) > 0 || p.waiting }
+
+// Options are the knobs of Compute.
+type Options struct {
+	// Now is the time of the observation.
+	Now time.Time
+	// Evaluator are the evaluation options (Explain for a dry run).
+	Evaluator evaluator.Options
+	// DryRun makes the decisions left undecided for want of budget say that nothing retries
+	// them, and the NetworkReady items the controller's text.
+	DryRun bool
+}
+
+// Compute observes vm's world through reader (the cache, or a cache with overlaid objects),
+// decides every interface with set and plans the writes. It writes nothing; vm need not exist
+// in the cluster. It fails only when reading fails or ctx ends first (the decisions are then
+// incomplete and must not be acted on).
+func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts Options) (*Plan, error) {
+	s, err := observer{reader: reader, now: opts.Now}.observe(ctx, vm, set)
+	if err != nil {
+		return nil, err
+	}
+	cause := errVMBudget
+	if opts.DryRun {
+		cause = errDryRunBudget
+	}
+	if err := decide(ctx, s, opts.Evaluator, cause); err != nil {
+		return nil, err
+	}
+	if opts.DryRun {
+		asTheControllerWrites(s)
+	}
+	return plan(s), nil
+}
+
+// asTheControllerWrites rewrites the dry run's budget notice in the problems to the text the
+// controller writes, since the record a Plan holds is what the controller would write; the
+// decisions keep the dry run's own notice (nothing retries a dry run).
+func asTheControllerWrites(s *scope) {
+	for _, its := range [][]*iface{s.interfaces, s.removed} {
+		for _, it := range its {
+			if it.problem != nil {
+				it.problem.message = strings.ReplaceAll(it.problem.message, errDryRunBudget.Error(), errVMBudget.Error())
+			}
+		}
+	}
+}
+
+// plan turns the decisions into the writes: the Auto IPAddresses to create, the record, the
+// releases due. Pure: a function of the scope only, which it does not change (it works on a
+// copy).
+func plan(observed *scope) *Plan {
+	s := observed.clone()
+	p := &Plan{observed: s.record, late: outOfTime(s), overBudget: s.overBudget, waiting: waitsForPool(s)}
+	p.CreateIPAddresses = creates(s)
+	p.Record, p.RecordChanged = record(s)
+	p.Applied = consumer.Apply(consumerInput(s, p.Record))
+	p.Interfaces = results(s, p.Applied)
+	p.RetryAfter, p.Deferred = freshPending(s, p)
+	if p.Deferred { // a deferred plan writes no record, so it must not delete either
+		p.Record, p.RecordChanged = s.record, false
+		return p
+	}
+	p.Releases, p.ReleaseAfter = releasesDue(s, p.Record)
+	p.ReleaseAfter = soonest(p.ReleaseAfter, s.holdWait)
+	p.announce = announce(s, p)
+	return p
+}
+
+// clone copies the scope and its interfaces, so that planning can record what it decides per
+// interface without changing what was observed. Objects are shared: planning never writes them.
+func (s *scope) clone() *scope {
+	c := *s
+	c.interfaces, c.removed = cloneIfaces(s.interfaces), cloneIfaces(s.removed)
+	return &c
+}
+
+// cloneIfaces copies each interface of list, its problem too.
+func cloneIfaces(list []*iface) []*iface {
+	out := make([]*iface, len(list))
+	for i, it := range list {
+		copied := *it
+		if it.problem != nil {
+			p := *it.problem
+			copied.problem = &p
+		}
+		out[i] = &copied
+	}
+	return out
+}
+
+// waitsForPool reports whether an interface waits for its pool to free an address.
+func waitsForPool(s *scope) bool {
+	for _, it := range s.interfaces {
+		if it.problem != nil && it.problem.reason == string(evaluator.ReasonPoolExhausted) {
+			return true
+		}
+	}
+	return false
+}
+
+// consumerInput is what a virtualization controller would know of the VM once rec is written:
+// its additional interfaces with their MACs, rec, and what its running pods carry.
+func consumerInput(s *scope, rec *v1alpha1.VirtualMachineIPAM) consumer.Input {
+	in := consumer.Input{UID: s.vm.UID, Generation: s.vm.Generation, Record: rec, Running: len(s.pods) > 0}
+	for _, it := range s.interfaces {
+		in.Networks = append(in.Networks, consumer.Network{Type: string(it.spec.Type), Name: it.spec.Name, MAC: macOf(s.vm, it)})
+	}
+	if in.Running {
+		in.Applied = appliedList(s)
+		_, in.Decided = s.pods[0].Annotations[consumer.AnnotationDecided]
+	}
+	return in
+}
+
+// macOf is the MAC the VM's status shows for the interface: the status.networks entry of the
+// same network, matched by occurrence as the virtualization controller matches them.
+func macOf(vm *vmv1.VirtualMachine, it *iface) string {
+	nth := 0
+	for i := 0; i < it.index && i < len(vm.Spec.Networks); i++ {
+		if n := vm.Spec.Networks[i]; n.Type == it.spec.Type && n.Name == it.spec.Name {
+			nth++
+		}
+	}
+	for _, st := range vm.Status.Networks {
+		if st.Type == it.spec.Type && st.Name == it.spec.Name {
+			if nth == 0 {
+				return st.MACAddress
+			}
+			nth--
+		}
+	}
+	return ""
+}
+
+// freshPending reports whether every problem is an IPAddress SDN is about to answer, within
+// its grace before s.now (graceLeft), and how long until the last such IPAddress is out of
+// grace. Nothing is deferred while a change is held until restart.
+func freshPending(s *scope, p *Plan) (time.Duration, bool) {
+	if len(p.Applied.Held) > 0 {
+		return 0, false
+	}
+	created := map[string]bool{}
+	for _, ip := range p.CreateIPAddresses {
+		created[ip.Name] = true
+	}
+	wait, any := time.Duration(0), false
+	for _, it := range s.interfaces {
+		if it.problem == nil {
+			continue
+		}
+		left := graceLeft(s, it, created)
+		if left <= 0 {
+			return 0, false
+		}
+		wait, any = max(wait, left), true
+	}
+	return wait, any
+}
+
+// FreshPendingGrace is how long a VM's record may wait for SDN to allocate its newly created
+// Auto IPAddresses. UnansweredGrace applies instead while SDN has not written any status on the
+// IPAddress yet: on a cold start, or when vmipam creates thousands of IPAddresses at once, its
+// first answer can take longer than a fresh allocation normally does.
+const (
+	FreshPendingGrace = 5 * time.Second
+	UnansweredGrace   = 30 * time.Second
+)
+
+// graceLeft is how long the interface's problem may still wait for SDN's answer, ≤ 0 when it
+// must be reported now:
+//   - IPAddressPending of its Auto IPAddress: FreshPendingGrace from the IPAddress's creation
+//     (by this plan, created), or UnansweredGrace while SDN has not written any status on it;
+//   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
+//     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
+//     SDN answered (Pending with a reason, or refused) the answer is reported as it is.
+func graceLeft(s *scope, it *iface, created map[string]bool) time.Duration {
+	switch it.problem.reason {
+	case string(evaluator.ReasonIPAddressPending):
+		if created[it.autoName] {
+			return FreshPendingGrace
+		}
+		if it.auto == nil {
+			return 0
+		}
+		grace := FreshPendingGrace
+		if unanswered(it.auto) {
+			grace = UnansweredGrace
+		}
+		return grace - s.now.Sub(it.auto.CreationTimestamp.Time)
+	case string(evaluator.ReasonIPAddressNotAllocated):
+		if it.static == nil || !unanswered(it.static) {
+			return 0
+		}
+		return FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+	}
+	return 0
+}
+
+// unanswered: SDN has not written any status on the IPAddress yet.
+func unanswered(ip *sdnv1.IPAddress) bool {
+	return ip.Status.Phase == "" && len(ip.Status.Conditions) == 0 && ip.Status.Address == ""
+}

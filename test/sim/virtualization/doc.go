@@ -1,0 +1,45 @@
+// Package virtualization is a STAND-IN for the Deckhouse virtualization controller ("VC") and
+// KubeVirt. It is NOT the virtualization platform, NOT KubeVirt and NOT part of vmipam: it
+// exists only so vmipam's tests and the local sandbox have VMs whose launcher pods, next-boot
+// template and status come and go as they do on the real platform — with the record-consuming
+// feature gate vmipam's integration contract asks VC for (DESIGN.md §2.3, §6;
+// docs/INTEGRATION.md; ../shared/upstream/virtualization-controller.md is what it models).
+// Never deploy it to a real cluster.
+//
+// The Simulator runs two controller-runtime controllers in the manager it is set up with:
+//
+//   - vc-stand-in-vm reconciles a VirtualMachine as VC does with additional networks:
+//   - it follows spec.runPolicy (and the power state operations leave in AnnotationPower),
+//     keeping one launcher pod (two while a migration runs) for a VM that should run and none
+//     for one that should not; it recreates a launcher pod someone else deleted (a restart),
+//     deletes the pods of a deleted VM (envtest's garbage collector may not run);
+//   - it applies the VM's decision record (VirtualMachineIPAM) through vmipam's consumer
+//     package (policies/consumer): the KubeVirt VM ("KVVM", kind
+//     InternalVirtualizationVirtualMachine, the stand-in's CRD in test/crds/standin) holds the
+//     template a launcher pod is made from — at a start the next-boot networks-spec and NIC
+//     list, while the VM runs what runs (so a migration target carries what the source
+//     carries, never a change held until restart); running pods get the live networks-spec by
+//     a JSON merge patch;
+//   - it copies every annotation of the VM onto its running pods, as VC's SyncMetadataHandler
+//     does — a networks-spec annotation on the VM therefore overwrites the pods' (VC facts
+//     §3), which is why nobody but VC may write it;
+//   - it writes the whole VM status with an Update under the resourceVersion it read, as VC
+//     does: phase, status.networks (each NIC's MAC, and the address SDN configured from the
+//     pods' networks-status), NetworkReady (the record's IPAM items, plus "waiting for SDN"
+//     while networks-status lacks an attached interface) and
+//     AwaitingRestartToApplyConfiguration; status fields it does not know are kept;
+//   - it writes the record's status.observedGeneration once a record is applied.
+//   - vc-stand-in-operation carries out VirtualMachineOperations of type Start, Stop, Restart
+//     and Migrate once, moving them InProgress → Completed (or Failed).
+//
+// A launcher pod (virt-launcher-<vm>-xxxxx, label vm.kubevirt.io/name, controller owner
+// reference to the VM, one container of image "stand-in") gets the KVVM template's annotations
+// when it is created, as KubeVirt copies them. No kubelet runs, so launcher pods stay Pending;
+// the stand-in treats every pod it made that is not being deleted as running (VC's active pods).
+//
+// Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
+// in parallel, Workers at a time). VMs, records, KVVMs and operations are read past the cache
+// (through Reader); launcher pods are read from the cache through an index by VM name and
+// corrected by expectations — the pods the stand-in created or deleted that the cache does not
+// show yet, as KubeVirt keeps them — so a lagging cache never makes it create a second pod.
+package virtualization

@@ -1,0 +1,126 @@
+package virtualization
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+const ns = "default"
+
+// newSim returns a simulator on a fake client holding objs, with a fake clock and a
+// MigrationDuration of 0.
+func newSim(t *testing.T, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, virtv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&virtv1.VirtualMachine{}, &virtv1.VirtualMachineOperation{}).
+		WithIndex(&corev1.Pod{}, indexVMName, vmNameOf).Build()
+	s := New(c)
+	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s.Clock, s.MigrationDuration = clk, 0
+	return s, clk
+}
+
+// vmOpt changes a VM under construction.
+type vmOpt func(*virtv1.VirtualMachine)
+
+// runPolicy sets spec.runPolicy.
+func runPolicy(p virtv1.RunPolicy) vmOpt {
+	return func(vm *virtv1.VirtualMachine) { vm.Spec.RunPolicy = p }
+}
+
+// annotated sets an annotation.
+func annotated(k, v string) vmOpt {
+	return func(vm *virtv1.VirtualMachine) { metav1.SetMetaDataAnnotation(&vm.ObjectMeta, k, v) }
+}
+
+// networks sets spec.networks.
+func networks(n ...virtv1.NetworksSpec) vmOpt {
+	return func(vm *virtv1.VirtualMachine) { vm.Spec.Networks = n }
+}
+
+// withStatusNetworks sets status.networks.
+func withStatusNetworks(n ...virtv1.NetworksStatus) vmOpt {
+	return func(vm *virtv1.VirtualMachine) { vm.Status.Networks = n }
+}
+
+// newVM is VM ns/name with uid "uid-<name>".
+func newVM(name string, opts ...vmOpt) *virtv1.VirtualMachine {
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}}
+	for _, o := range opts {
+		o(vm)
+	}
+	return vm
+}
+
+// specOf is a networks-spec annotation naming network.
+func specOf(network string) string {
+	return `[{"type":"ClusterNetwork","name":"` + network + `","ifName":"veth_x"}]`
+}
+
+// reconcileVM runs ReconcileVirtualMachine on ns/name.
+func reconcileVM(t *testing.T, s *Simulator, name string) ctrl.Result {
+	t.Helper()
+	res, err := s.ReconcileVirtualMachine(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		t.Fatalf("ReconcileVirtualMachine(%s): %v", name, err)
+	}
+	return res
+}
+
+// getVM reads ns/name.
+func getVM(t *testing.T, s *Simulator, name string) *virtv1.VirtualMachine {
+	t.Helper()
+	vm := &virtv1.VirtualMachine{}
+	if err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, vm); err != nil {
+		t.Fatal(err)
+	}
+	return vm
+}
+
+// podsOf lists the launcher pods of VM name, oldest first.
+func podsOf(t *testing.T, s *Simulator, name string) []corev1.Pod {
+	t.Helper()
+	pods, err := s.labelledPods(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// podNames are the names of pods.
+func podNames(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// setVMSpec replaces the networks-spec annotation of VM name.
+func setVMSpec(t *testing.T, s *Simulator, name, spec string) {
+	t.Helper()
+	vm := getVM(t, s, name)
+	metav1.SetMetaDataAnnotation(&vm.ObjectMeta, sdnv1.AnnotationNetworksSpec, spec)
+	if err := s.Client.Update(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+}

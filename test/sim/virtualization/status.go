@@ -1,0 +1,211 @@
+package virtualization
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
+	"github.com/vmipam/vmipam/test/sim/internal/mac"
+)
+
+// nicKey is a NIC's network, as status.networks entries are matched to spec.networks entries.
+type nicKey struct {
+	Type virtv1.NetworkType
+	Name string
+}
+
+// ensureNetworks returns vm's status.networks with an entry for every spec.networks entry, in
+// spec order, each with its deterministic MAC (the one the entry had, else mac.NIC): VC
+// rebuilds the list wholesale on every reconcile (VC facts §5). The addresses are filled in by
+// writeStatus.
+func ensureNetworks(vm *virtv1.VirtualMachine) []virtv1.NetworksStatus {
+	out := make([]virtv1.NetworksStatus, 0, len(vm.Spec.Networks))
+	nth := map[nicKey]int{}
+	for _, n := range vm.Spec.Networks {
+		k := nicKey{Type: n.Type, Name: n.Name}
+		e := virtv1.NetworksStatus{ID: n.ID, Type: n.Type, Name: n.Name, VirtualMachineMACAddressName: n.VirtualMachineMACAddressName}
+		e.MACAddress = macOf(vm, k, nth[k])
+		if e.MACAddress == "" {
+			e.MACAddress = mac.NIC(vm.Namespace, vm.Name, string(n.Type), n.Name, nth[k])
+		}
+		nth[k]++
+		out = append(out, e)
+	}
+	return out
+}
+
+// ConditionRunning is the condition the stand-in writes in ReportGuest mode, as VC reports its
+// guest: True while a launcher pod runs, its message naming the pod and how many NICs SDN has
+// configured on it (from networks-status).
+const ConditionRunning = "Running"
+
+// StatusGuestOSInfo is the status field (of the real CRD, unknown to vmipam's Go types) in
+// which the stand-in reports a running VM's guest in ReportGuest mode: GuestOSInfo.
+const StatusGuestOSInfo = "guestOSInfo"
+
+// GuestOSInfo is what the stand-in reports in status.guestOSInfo.
+var GuestOSInfo = map[string]any{"name": "Stand-in Linux", "kernelRelease": "6.12.0-vmipam"}
+
+// ReasonWaitingForSDN is the NetworkReady item of an interface a running pod is to carry but
+// whose networks-status SDN has not reported yet (VC: "waiting for SDN to report status").
+const ReasonWaitingForSDN = "WaitingForSDN"
+
+// writeStatus rebuilds the status fields VC owns — phase, status.networks with each attached
+// NIC's address from the oldest running pod's networks-status, NetworkReady,
+// AwaitingRestartToApplyConfiguration and, in ReportGuest mode, Running and guestOSInfo — into
+// the VM as it was read, and writes the whole status with an Update under the resourceVersion
+// read, as VC does: a concurrent writer's change is a conflict, retried. Status fields the
+// stand-in does not build (other conditions, fields of the real CRD it does not know) are
+// written back as they were read.
+func (s *Simulator) writeStatus(ctx context.Context, st *vmState, res consumer.Result) error {
+	status := st.vm.Status.DeepCopy()
+	status.Phase = phaseOf(shouldRun(st.vm), st.pods)
+	var nics []sdnv1.NetworksStatusEntry
+	if len(st.pods) > 0 {
+		_ = json.Unmarshal([]byte(st.pods[0].Annotations[sdnv1.AnnotationNetworksStatus]), &nics) // absent or unreadable: none
+	}
+	for i := range status.Networks {
+		status.Networks[i].IPAddress = configuredAddress(nics, status.Networks[i])
+	}
+	items := slices.Clone(res.Items)
+	if len(st.pods) > 0 {
+		items = append(items, waitingForSDN(res.Live, nics)...)
+	}
+	meta.SetStatusCondition(&status.Conditions, consumer.NetworkReady(items, additional(st.vm), st.vm.Generation))
+	if c := consumer.AwaitingRestart(res.Held, st.vm.Generation); c != nil {
+		meta.SetStatusCondition(&status.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, consumer.ConditionAwaitingRestart)
+	}
+	if s.ReportGuest {
+		setRunning(status, st.vm.Generation, st.pods, nics)
+	}
+	return s.updateStatus(ctx, st.raw, status)
+}
+
+// updateStatus writes status into raw's status and updates it when it changed.
+func (s *Simulator) updateStatus(ctx context.Context, raw *unstructured.Unstructured, status *virtv1.VirtualMachineStatus) error {
+	written := raw.DeepCopy()
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
+	if err != nil {
+		return err
+	}
+	current, _, _ := unstructured.NestedMap(raw.Object, "status")
+	merged := map[string]any{}
+	for k, v := range current {
+		merged[k] = v
+	}
+	for _, k := range []string{"phase", "networks", "conditions"} {
+		if v, ok := fields[k]; ok {
+			merged[k] = v
+		} else {
+			delete(merged, k)
+		}
+	}
+	if s.ReportGuest && status.Phase == virtv1.PhaseRunning {
+		merged[StatusGuestOSInfo] = runtime.DeepCopyJSONValue(GuestOSInfo)
+	}
+	if equality.Semantic.DeepEqual(merged, current) {
+		return nil
+	}
+	if err := unstructured.SetNestedField(written.Object, merged, "status"); err != nil {
+		return err
+	}
+	if err := s.Client.Status().Update(ctx, written); err != nil {
+		return fmt.Errorf("writing status of VM %s: %w", klog.KObj(raw), err)
+	}
+	return nil
+}
+
+// configuredAddress is the address SDN configured for the NIC of entry: the first non-empty
+// ipAddressConfigs[].address of the networks-status entry of its network (VC facts §5).
+func configuredAddress(nics []sdnv1.NetworksStatusEntry, entry virtv1.NetworksStatus) string {
+	for _, n := range nics {
+		if n.Type != string(entry.Type) || n.Name != entry.Name {
+			continue
+		}
+		for _, c := range n.IPAddressConfigs {
+			if c.Address != "" {
+				return c.Address
+			}
+		}
+	}
+	return ""
+}
+
+// waitingForSDN are the items of the live entries SDN has not reported in networks-status.
+func waitingForSDN(live []sdnv1.NetworksSpecEntry, nics []sdnv1.NetworksStatusEntry) []consumer.Item {
+	var out []consumer.Item
+	for _, e := range live {
+		if !slices.ContainsFunc(nics, func(n sdnv1.NetworksStatusEntry) bool { return n.Type == e.Type && n.Name == e.Name }) {
+			out = append(out, consumer.Item{Label: consumer.Label(e.Type, e.Name), Reason: ReasonWaitingForSDN,
+				Message: "waiting for SDN to report status"})
+		}
+	}
+	return out
+}
+
+// additional counts vm's additional spec.networks entries.
+func additional(vm *virtv1.VirtualMachine) int {
+	n := 0
+	for _, e := range vm.Spec.Networks {
+		if e.Type != virtv1.NetworkTypeMain {
+			n++
+		}
+	}
+	return n
+}
+
+// phaseOf is the phase of a VM that should (not) run and has pods.
+func phaseOf(run bool, pods []corev1.Pod) virtv1.Phase {
+	switch {
+	case len(pods) > 1 && migrationTarget(pods) != nil:
+		return virtv1.PhaseMigrating
+	case len(pods) > 0:
+		return virtv1.PhaseRunning
+	case run:
+		return virtv1.PhaseStarting
+	default:
+		return virtv1.PhaseStopped
+	}
+}
+
+// setRunning sets ConditionRunning: whether a launcher pod runs, and how many NICs SDN has
+// configured on it.
+func setRunning(status *virtv1.VirtualMachineStatus, generation int64, pods []corev1.Pod, nics []sdnv1.NetworksStatusEntry) {
+	c := metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionFalse, Reason: "NoLauncherPod",
+		Message: "no launcher pod runs", ObservedGeneration: generation}
+	if len(pods) > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, "LauncherPodRunning"
+		c.Message = fmt.Sprintf("launcher pod %s runs with %d additional NICs configured", pods[len(pods)-1].Name, len(nics))
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// observeRecord writes generation into the record's status.observedGeneration, the
+// generation the VM's template and running pods now follow (0: no record decides).
+func (s *Simulator) observeRecord(ctx context.Context, rec *ipamv1.VirtualMachineIPAM, generation int64) error {
+	if rec == nil || generation == 0 || rec.Status.ObservedGeneration == generation {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"observedGeneration": generation}})
+	if err := s.Client.Status().Patch(ctx, rec, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("writing status of record %s: %w", klog.KObj(rec), err)
+	}
+	return nil
+}

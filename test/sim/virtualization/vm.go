@@ -1,0 +1,218 @@
+package virtualization
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// setupVM registers vc-stand-in-vm: VMs, the launcher pods they control, and their decision
+// records (a record has its VM's name).
+func (s *Simulator) setupVM(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vc-stand-in-vm").
+		For(&virtv1.VirtualMachine{}).
+		Owns(&corev1.Pod{}).
+		Watches(&ipamv1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+			})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
+		Complete(reconcile.Func(s.ReconcileVirtualMachine))
+}
+
+// vmState is what one reconcile of a VM reads.
+type vmState struct {
+	raw      *unstructured.Unstructured // the VM as read, with every field of the real CRD
+	vm       *virtv1.VirtualMachine     // the same, typed, with the NICs' MACs ensured in status
+	record   *ipamv1.VirtualMachineIPAM // nil when there is none
+	template *template
+	pods     []corev1.Pod // active launcher pods, oldest first
+}
+
+// ReconcileVirtualMachine converges the VM's launcher pods to its run intent, applies its
+// decision record to the KVVM template and the running pods, copies its annotations onto the
+// pods, and writes its status and its record's. A VM that is gone loses its pods and KVVM.
+func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer s.lockVM(req.NamespacedName)()
+	st, err := s.read(ctx, req.NamespacedName)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, s.collect(ctx, req.NamespacedName)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if st.pods, err = s.converge(ctx, st.vm); err != nil {
+		return requeueOnConflict(err)
+	}
+	res, err := s.apply(ctx, st)
+	if err != nil {
+		return requeueOnConflict(err)
+	}
+	if err := s.writeStatus(ctx, st, res); err != nil {
+		return requeueOnConflict(err)
+	}
+	if err := s.observeRecord(ctx, st.record, res.RecordGeneration); err != nil {
+		return requeueOnConflict(err)
+	}
+	out := ctrl.Result{}
+	if left := s.expect.left(req.NamespacedName, s.now()); left > 0 {
+		out.RequeueAfter = left // look again when the expectations lapse: no event may come
+	}
+	return out, nil
+}
+
+// read reads the VM (as it is and typed), its record and its KVVM template, past the cache.
+func (s *Simulator) read(ctx context.Context, key types.NamespacedName) (*vmState, error) {
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(virtv1.GroupVersion.WithKind("VirtualMachine"))
+	if err := s.reader().Get(ctx, key, raw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("getting VM %s: %w", key, err)
+	}
+	vm := &virtv1.VirtualMachine{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw.Object, vm); err != nil {
+		return nil, fmt.Errorf("decoding VM %s: %w", key, err)
+	}
+	vm.Status.Networks = ensureNetworks(vm)
+	st := &vmState{raw: raw, vm: vm}
+	rec := &ipamv1.VirtualMachineIPAM{}
+	switch err := s.reader().Get(ctx, key, rec); {
+	case err == nil:
+		st.record = rec
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting the decision record of VM %s: %w", key, err)
+	}
+	var err error
+	st.template, err = s.readTemplate(ctx, key, vm.UID)
+	return st, err
+}
+
+// apply applies the record (consumer.Apply): the template a launcher pod is made from — what
+// runs while the VM runs, the next-boot list when it does not —, a launcher pod when the VM
+// should run and has none, and the live list on every running pod, with the VM's annotations.
+func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, error) {
+	res := consumer.Apply(s.consumerInput(st))
+	if err := s.writeTemplate(ctx, st, res); err != nil {
+		return res, err
+	}
+	if shouldRun(st.vm) && len(st.pods) == 0 {
+		pod, err := s.createLauncher(ctx, st.vm, st.template, nil)
+		if err != nil {
+			return res, err
+		}
+		st.pods = []corev1.Pod{*pod}
+		res = consumer.Apply(s.consumerInput(st))
+		if err := s.writeTemplate(ctx, st, res); err != nil {
+			return res, err
+		}
+	}
+	for i := range st.pods {
+		if err := s.patchPod(ctx, st.vm, &st.pods[i], res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// consumerInput is what the stand-in knows of the VM for consumer.Apply: its additional NICs
+// with their MACs, its record, what the oldest running pod carries, and the template's
+// next-boot list.
+func (s *Simulator) consumerInput(st *vmState) consumer.Input {
+	in := consumer.Input{UID: st.vm.UID, Generation: st.vm.Generation, Record: st.record, Running: len(st.pods) > 0,
+		NextBoot: st.template.entries, Decided: st.template.decided}
+	nth := map[nicKey]int{}
+	for _, n := range st.vm.Spec.Networks {
+		k := nicKey{Type: n.Type, Name: n.Name}
+		if n.Type != virtv1.NetworkTypeMain {
+			in.Networks = append(in.Networks, consumer.Network{Type: string(n.Type), Name: n.Name, MAC: macOf(st.vm, k, nth[k])})
+		}
+		nth[k]++
+	}
+	if in.Running {
+		pod := &st.pods[0]
+		in.Applied, _ = sdnv1.ParseNetworksSpec(pod.Annotations[sdnv1.AnnotationNetworksSpec])
+		_, in.Decided = pod.Annotations[consumer.AnnotationDecided]
+	}
+	return in
+}
+
+// macOf is the MAC of the nth status.networks entry of network k.
+func macOf(vm *virtv1.VirtualMachine, k nicKey, nth int) string {
+	for _, n := range vm.Status.Networks {
+		if n.Type == k.Type && n.Name == k.Name {
+			if nth == 0 {
+				return n.MACAddress
+			}
+			nth--
+		}
+	}
+	return ""
+}
+
+// shouldRun reports whether vm's run policy, with the power state operations left on it, wants
+// it running.
+func shouldRun(vm *virtv1.VirtualMachine) bool {
+	if vm.DeletionTimestamp != nil {
+		return false
+	}
+	power := vm.Annotations[AnnotationPower]
+	switch vm.Spec.RunPolicy {
+	case virtv1.RunPolicyAlwaysOn:
+		return true
+	case virtv1.RunPolicyAlwaysOff:
+		return false
+	case virtv1.RunPolicyManual:
+		return power == PowerOn
+	default: // AlwaysOnUnlessStoppedManually, the default
+		return power != PowerOff
+	}
+}
+
+// converge makes vm's launcher pods match its run intent — none when it should not run, the
+// ones it has when it should (apply starts one when there is none), two while a migration is
+// under way — and returns them, oldest first. Pods of an earlier VM of the same name are
+// deleted.
+func (s *Simulator) converge(ctx context.Context, vm *virtv1.VirtualMachine) ([]corev1.Pod, error) {
+	pods, stale, err := s.observePods(ctx, vm)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deletePods(ctx, stale); err != nil {
+		return nil, err
+	}
+	switch {
+	case !shouldRun(vm):
+		return nil, s.deletePods(ctx, pods)
+	case len(pods) > 1 && migrationTarget(pods) == nil:
+		newest := len(pods) - 1
+		return pods[newest:], s.deletePods(ctx, pods[:newest])
+	}
+	return pods, nil
+}
+
+// collect deletes the launcher pods and the KVVM of the deleted VM key, as the garbage
+// collector would.
+func (s *Simulator) collect(ctx context.Context, key types.NamespacedName) error {
+	if err := s.collectPods(ctx, key); err != nil {
+		return err
+	}
+	return s.deleteTemplate(ctx, key)
+}
