@@ -82,8 +82,9 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./controller/dryrun/v1alpha1/... output:crd:dir=controller/dryrun/v1alpha1/openapi
 	$(CONTROLLER_GEN) crd paths=./crds/... output:crd:dir=internal/thirdpartycrds
 	$(CONTROLLER_GEN) rbac:roleName=vmipam-controller paths=./controller/... paths=./cmd/ipam-controller/... output:rbac:dir=$(CHART)/files
-	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml $(CHART)/files/
+	cp crds/ipam.virtualization.deckhouse.io_clusteripampolicies.yaml crds/ipam.virtualization.deckhouse.io_virtualmachineipams.yaml $(CHART)/files/
 	cp crds/rbac/dryrun.yaml $(CHART)/files/dryrun-roles.yaml
+	cp crds/rbac/records.yaml $(CHART)/files/record-roles.yaml
 	cp deploy/monitoring/metrics-reader.yaml $(CHART)/files/metrics-reader.yaml
 	cp deploy/monitoring/alerts.yaml $(CHART)/files/alerts.yaml
 	go run ./hack/gen-deploy $(CHART)/files

@@ -21,7 +21,6 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/consumer"
-	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Engine decodes and evaluates dry-run requests. The API server and ipamctl share one, so the
@@ -253,27 +252,13 @@ func newStatus(vm *vmv1.VirtualMachine, exists bool, policies dryrunv1.PolicySum
 		Policies:   policies,
 		Interfaces: p.Interfaces,
 		Actions: dryrunv1.Actions{CreateIPAddresses: p.CreateIPAddresses, RecordChanged: p.RecordChanged,
-			DeleteIPAddresses: released(p.Record), Deferred: p.Deferred},
+			DeleteIPAddresses: p.Releasing, Deferred: p.Deferred},
 		Applied: applied(vm, p),
 	}
 	if p.Record != nil {
 		st.Actions.Record = p.Record.Spec.DeepCopy()
 	}
 	return st
-}
-
-// released are the names of the Auto IPAddresses the record releases.
-func released(rec *ipamv1.VirtualMachineIPAM) []string {
-	if rec == nil {
-		return nil
-	}
-	var out []string
-	for _, r := range rec.Spec.Releases {
-		if r.Type == ipamv1.ReleaseAuto {
-			out = append(out, r.IPAddressName)
-		}
-	}
-	return out
 }
 
 // applied is what vm would look like once p's record is applied: its networks-spec, its

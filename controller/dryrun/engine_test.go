@@ -3,6 +3,7 @@ package dryrun_test
 import (
 	"context"
 	"errors"
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 
@@ -13,11 +14,12 @@ import (
 	"github.com/vmipam/vmipam/controller/dryrun"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -42,8 +44,8 @@ func TestANewVMGetsItsAutoIPAddressPlanned(t *testing.T) {
 		string(res.Actions.CreateIPAddresses[0].OwnerReferences[0].UID) != res.VM.UID {
 		t.Errorf("create = %+v, want the interface's Auto IPAddress owned by the VM", res.Actions.CreateIPAddresses)
 	}
-	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesShipped || !res.VMStatus.Changed {
-		t.Errorf("result %+v: want a new VM with a stand-in UID, the shipped policies, a status to write", res.VM)
+	if res.VM.Exists || res.VM.UID == "" || res.Policies.Source != dryrunv1.PoliciesShipped || !res.Actions.Deferred {
+		t.Errorf("result %+v: want a new VM with a stand-in UID, the shipped policies, its record deferred until SDN answers", res.VM)
 	}
 	again := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
 	if again.VM.UID != res.VM.UID || again.Interfaces[0].IPAddressName != it.IPAddressName {
@@ -59,14 +61,14 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning, Networks: []vmv1.NetworksStatus{
 			{Type: vmv1.NetworkTypeClusterNetwork, Name: "corp", MACAddress: "02:00:00:00:00:01"}}}}
 	auto := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-cn-corp-x", UID: "uid-ip",
-		Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/gone"}, // made by vmipam
+		Annotations: map[string]string{plan.AnnotationInterface: "ClusterNetwork/gone"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "gone"}}}
 	// corp's Auto IPAddress is allocated already: a plan still waiting for SDN would delete nothing.
 	current := auto.DeepCopy()
 	current.Name, current.UID = naming.AutoIPAddress("web", "ClusterNetwork", "corp"), "uid-ip-corp"
-	current.Annotations = map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}
+	current.Annotations = map[string]string{plan.AnnotationInterface: "ClusterNetwork/corp"}
 	current.Spec.NetworkRef.Name = "corp"
 	current.Status = sdnv1.IPAddressStatus{Address: "10.0.0.5", Phase: sdnv1.IPAddressPhaseAllocated}
 	base := fakeCluster(t, live, auto, current)
@@ -77,7 +79,7 @@ func TestTheLiveVMIsMergedWithTheRequestOne(t *testing.T) {
 	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != "web-cn-corp-x" {
 		t.Errorf("delete = %v, want the live VM's Auto IPAddress that no interface wants", res.Actions.DeleteIPAddresses)
 	}
-	if got := res.VMStatus.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
+	if got := res.Applied.Networks[1].MACAddress; got != "02:00:00:00:00:01" {
 		t.Errorf("status.networks[1].macAddress = %q, want the live one kept", got)
 	}
 }
@@ -182,28 +184,31 @@ func TestOnlyVMIPAMConditionsAreReported(t *testing.T) {
 	e := newEngine(t)
 	res := evaluate(t, e, nil, nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: ClusterNetwork, name: corp}]},
   status: {conditions: [{type: Running, status: "True", reason: X, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]}}`)
-	if len(res.VMStatus.Conditions) != 1 || res.VMStatus.Conditions[0].Type != vmctrl.ConditionNetworkReady {
-		t.Errorf("conditions = %+v, want NetworkReady only", res.VMStatus.Conditions)
+	if len(res.Applied.Conditions) != 1 || res.Applied.Conditions[0].Type != consumer.ConditionNetworkReady {
+		t.Errorf("conditions = %+v, want NetworkReady only", res.Applied.Conditions)
 	}
 }
 
 func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
 	e := newEngine(t)
 	auto := naming.AutoIPAddress("web", "ClusterNetwork", "corp")
-	live := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "uid-web",
-		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}},
+	live := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "uid-web"},
 		Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeMain}, {Type: vmv1.NetworkTypeClusterNetwork, Name: "corp"}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "virt-launcher-web-1",
+		Labels:      map[string]string{vmv1.LabelLauncherVMName: "web"},
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}}}
 	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
-		Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}, // made by vmipam
+		Annotations: map[string]string{plan.AnnotationInterface: "ClusterNetwork/corp"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}
-	res := evaluate(t, e, fakeCluster(t, live, ip), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
+	res := evaluate(t, e, fakeCluster(t, live, ip, pod), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
 	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != evaluator.AllocationAuto {
 		t.Errorf("interfaces = %+v, want the removed ClusterNetwork/corp with its applied Auto allocation", res.Interfaces)
 	}
-	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.VMNetworksSpec.Changed {
-		t.Errorf("actions = %+v, want the Auto IPAddress deleted and the VM's networks-spec emptied", res.Actions)
+	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.RecordChanged ||
+		len(res.Applied.Running) != 0 {
+		t.Errorf("actions = %+v, applied %+v: want the Auto IPAddress released and the record written, unplugging it", res.Actions, res.Applied)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 )
 
 // TestRunbookCoversEveryAlertAndReason: docs/RUNBOOK.md has a section for every alert of
@@ -54,7 +54,7 @@ func TestRunbookCoversEveryAlertAndReason(t *testing.T) {
 			}
 		}
 	}
-	for _, reason := range append(builtinReasons(t), vm.ReasonDuplicateInterface, vm.ReasonIPAddressConflict) {
+	for _, reason := range append(builtinReasons(t), plan.ReasonDuplicateInterface, plan.ReasonIPAddressConflict) {
 		if !sections[reason] {
 			t.Errorf("RUNBOOK.md has no section for skip reason %s", reason)
 		}

@@ -139,6 +139,16 @@ func (r observer) observeInterfaces(ctx context.Context, s *scope) error {
 		}
 		s.interfaces = append(s.interfaces, it)
 	}
+	for key, e := range applied { // removed from the spec, still applied: what it carries
+		if _, inSpec := seen[key]; inSpec {
+			continue
+		}
+		for _, name := range e.IPAddressNames {
+			if _, err := r.ipAddressByName(ctx, s, name); err != nil {
+				return fmt.Errorf("%s (removed): %w", key, err)
+			}
+		}
+	}
 	return nil
 }
 

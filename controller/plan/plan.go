@@ -26,9 +26,11 @@ type Plan struct {
 	// differs from the one observed and would be written.
 	Record        *v1alpha1.VirtualMachineIPAM `json:"record"`
 	RecordChanged bool                         `json:"recordChanged"`
-	// Releases are the VM's Auto IPAddresses whose ReleaseGrace has passed and that nothing
-	// the cache shows names: the reconciler deletes each that a read past the cache finds
-	// unnamed too.
+	// Releasing are the names of the VM's Auto IPAddresses that no decision wants any more:
+	// each is deleted ReleaseGrace after the record let it go, once nothing names it.
+	Releasing []string `json:"releasing,omitempty"`
+	// Releases are those of Releasing whose ReleaseGrace has passed and that nothing the cache
+	// shows names: the reconciler deletes each that a read past the cache finds unnamed too.
 	Releases []*sdnv1.IPAddress `json:"releases,omitempty"`
 	// Applied is what the VM looks like once its virtualization controller applies Record
 	// (consumer.Apply): the networks-spec of its next start and of its running pods, the
@@ -144,6 +146,7 @@ func plan(observed *scope) *Plan {
 		p.Record, p.RecordChanged = s.record, false
 		return p
 	}
+	p.Releasing = releasing(s, p.Record)
 	p.Releases, p.ReleaseAfter = releasesDue(s, p.Record)
 	p.ReleaseAfter = soonest(p.ReleaseAfter, s.holdWait)
 	p.announce = announce(s, p)
@@ -191,7 +194,7 @@ func consumerInput(s *scope, rec *v1alpha1.VirtualMachineIPAM) consumer.Input {
 	}
 	if in.Running {
 		in.Applied = appliedList(s)
-		_, in.Decided = s.pods[0].Annotations[consumer.AnnotationDecided]
+		in.Decided = consumer.Decided(s.pods[0].Annotations)
 	}
 	return in
 }

@@ -28,10 +28,10 @@ func record(s *scope) (*v1alpha1.VirtualMachineIPAM, bool) {
 	applied := appliedEntries(s)
 	spec := v1alpha1.VirtualMachineIPAMSpec{VMUID: s.vm.UID, VMGeneration: s.vm.Generation}
 	for _, it := range s.interfaces {
-		spec.Interfaces = append(spec.Interfaces, decisionOf(it, applied))
+		spec.Interfaces = append(spec.Interfaces, decisionOf(s, it, applied))
 	}
 	for _, it := range s.removed {
-		if d, held := heldRemoval(it, applied); held {
+		if d, held := heldRemoval(s, it, applied); held {
 			spec.Interfaces = append(spec.Interfaces, d)
 		}
 	}
@@ -80,7 +80,7 @@ func ownedByVM(refs []metav1.OwnerReference, s *scope) []metav1.OwnerReference {
 // when the decision does; an interface that has a transient problem (sticky) keeps what is
 // applied — the running pod's entry, or for a stopped VM what the record attached — and
 // reports the problem. It sets it.attached.
-func decisionOf(it *iface, applied map[string]sdnv1.NetworksSpecEntry) v1alpha1.InterfaceDecision {
+func decisionOf(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) v1alpha1.InterfaceDecision {
 	d := v1alpha1.InterfaceDecision{ID: it.spec.ID, Type: v1alpha1.NetworkKind(it.spec.Type), Name: it.spec.Name,
 		Allocation: allocationOf(it.decision.Allocation), Hotplug: it.decision.Hotplug, DecidedBy: provenance(it.decision)}
 	if it.problem != nil {
@@ -100,6 +100,9 @@ func decisionOf(it *iface, applied map[string]sdnv1.NetworksSpecEntry) v1alpha1.
 	default:
 		d.IPAddressName = wouldUse(it)
 	}
+	if d.Attach {
+		d.Address = addressOf(s.ipAddresses[d.IPAddressName])
+	}
 	return d
 }
 
@@ -107,7 +110,7 @@ func decisionOf(it *iface, applied map[string]sdnv1.NetworksSpecEntry) v1alpha1.
 // longer names, when its removal may not be hot-unplugged: it stays attached, with the address
 // it carries, until the next start. A removal hotplug allows is left out of the record, which
 // is what unplugs it.
-func heldRemoval(it *iface, applied map[string]sdnv1.NetworksSpecEntry) (v1alpha1.InterfaceDecision, bool) {
+func heldRemoval(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) (v1alpha1.InterfaceDecision, bool) {
 	kept, had := applied[it.key]
 	if !had || it.decision.Hotplug {
 		return v1alpha1.InterfaceDecision{}, false
@@ -116,6 +119,7 @@ func heldRemoval(it *iface, applied map[string]sdnv1.NetworksSpecEntry) (v1alpha
 	d := v1alpha1.InterfaceDecision{ID: ptrIf(kept.ID), Type: v1alpha1.NetworkKind(kept.Type), Name: kept.Name,
 		Allocation: v1alpha1.Allocation(st.Allocation), Attach: true, Removed: true, IPAddressName: first(kept.IPAddressNames),
 		DecidedBy: provenance(it.decision)}
+	d.Address = addressOf(s.ipAddresses[d.IPAddressName])
 	it.attached = &kept
 	return d, true
 }

@@ -136,6 +136,17 @@ func releasesDue(s *scope, rec *v1alpha1.VirtualMachineIPAM) (due []*sdnv1.IPAdd
 	return due, wait
 }
 
+// releasing are the names of rec's Auto releases whose IPAddress still exists.
+func releasing(s *scope, rec *v1alpha1.VirtualMachineIPAM) []string {
+	var out []string
+	for _, rel := range rec.Spec.Releases {
+		if ip := ownedWithUID(s, rel.UID); rel.Type == v1alpha1.ReleaseAuto && ip != nil && ip.Name == rel.IPAddressName {
+			out = append(out, rel.IPAddressName)
+		}
+	}
+	return out
+}
+
 // ownedWithUID is the VM's owned IPAddress of that UID, nil when there is none.
 func ownedWithUID(s *scope, uid types.UID) *sdnv1.IPAddress {
 	for i := range s.owned {

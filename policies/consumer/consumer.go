@@ -13,9 +13,19 @@ import (
 
 // AnnotationDecided marks a next-boot template, and the launcher pods made from it (KubeVirt
 // copies a template's annotations onto a pod it creates), as configured from a decision
-// record. A pod without it started before any record existed, and its first record is its
-// initial configuration (Apply).
+// record. A pod with neither it nor a networks-spec started before anything decided its
+// interfaces, and its first record is its initial configuration (Apply, Decided).
 const AnnotationDecided = "ipam.virtualization.deckhouse.io/decided"
+
+// Decided reports whether a launcher pod with these annotations was configured by a decision:
+// it carries AnnotationDecided, or a networks-spec (which an earlier decision — a record, or
+// before the platform adopted records its own IPAM — wrote). A pod with neither started
+// before anything decided its additional interfaces.
+func Decided(annotations map[string]string) bool {
+	_, decided := annotations[AnnotationDecided]
+	_, configured := annotations[sdnv1.AnnotationNetworksSpec]
+	return decided || configured
+}
 
 // NICUserID is the uid and gid the virtualization controller puts on every networks-spec entry
 // (virtualization-controller facts §4).
@@ -40,7 +50,8 @@ type Input struct {
 	// Record is the VM's VirtualMachineIPAM, nil when there is none.
 	Record *v1alpha1.VirtualMachineIPAM
 	// Running says the VM has active launcher pods; Applied is the networks-spec the oldest of
-	// them carries and Decided whether it carries AnnotationDecided.
+	// them carries and Decided whether it was configured by a decision (Decided of its
+	// annotations).
 	Running bool
 	Applied []sdnv1.NetworksSpecEntry
 	Decided bool
@@ -65,6 +76,10 @@ type Result struct {
 	Held []string
 	// Items are the IPAM items of NetworkReady, in record order.
 	Items []Item
+	// Addresses are, by network ("<Type>/<name>"), the addresses the interfaces NextBoot
+	// attaches carry (the record's address): what a consumer shows in status.networks while
+	// the VM does not run. Nil when no record decides.
+	Addresses map[string]string
 }
 
 // Apply computes what the consumer applies for in (see the package documentation).
@@ -73,11 +88,12 @@ func Apply(in Input) Result {
 	if rec == nil || rec.Spec.VMUID != in.UID || rec.Spec.VMGeneration < in.Generation {
 		return undecided(in)
 	}
-	a := applier{in: in, macs: macs(in.Networks), applied: byKey(in.Applied), seen: map[string]bool{}}
+	a := applier{in: in, macs: macs(in.Networks), applied: byKey(in.Applied), seen: map[string]bool{}, addresses: map[string]string{}}
 	for i := range rec.Spec.Interfaces {
 		a.interfaceDecision(&rec.Spec.Interfaces[i])
 	}
-	res := Result{RecordGeneration: rec.Generation, NextBoot: a.nextBoot, Decided: true, Held: a.held, Items: a.items}
+	res := Result{RecordGeneration: rec.Generation, NextBoot: a.nextBoot, Decided: true, Held: a.held, Items: a.items,
+		Addresses: a.addresses}
 	if in.Running {
 		res.Live = nonNil(a.live)
 	}
@@ -108,14 +124,15 @@ func undecided(in Input) Result {
 
 // applier accumulates Apply's result interface by interface.
 type applier struct {
-	in       Input
-	macs     map[string]string
-	applied  map[string]sdnv1.NetworksSpecEntry
-	seen     map[string]bool
-	nextBoot []sdnv1.NetworksSpecEntry
-	live     []sdnv1.NetworksSpecEntry
-	held     []string
-	items    []Item
+	in        Input
+	macs      map[string]string
+	applied   map[string]sdnv1.NetworksSpecEntry
+	seen      map[string]bool
+	nextBoot  []sdnv1.NetworksSpecEntry
+	live      []sdnv1.NetworksSpecEntry
+	held      []string
+	items     []Item
+	addresses map[string]string
 }
 
 // interfaceDecision applies one decision of the record. Only the first decision for a network
@@ -135,6 +152,9 @@ func (a *applier) interfaceDecision(d *v1alpha1.InterfaceDecision) {
 		e := Entry(d, a.macs[key])
 		want = &e
 		a.nextBoot = append(a.nextBoot, e)
+		if d.Address != "" {
+			a.addresses[key] = d.Address
+		}
 	}
 	if !a.in.Running {
 		return

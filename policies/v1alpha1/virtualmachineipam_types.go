@@ -52,6 +52,12 @@ type InterfaceDecision struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	IPAddressName string `json:"ipAddressName,omitempty"`
+	// Address is the address SDN allocated to IPAddressName (no mask), when the interface is
+	// attached and the IPAddress allocated: what the guest gets by DHCP. A consumer shows it in
+	// status.networks[].ipAddress while the VM does not run (docs/INTEGRATION.md).
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address,omitempty"`
 	// Attach: provision the interface (a networks-spec entry and a guest NIC). With Reason
 	// set too, the interface stays attached through a transient problem (SDN catching up, a
 	// network flapping, a policy error): the problem is reported, nothing is unplugged.

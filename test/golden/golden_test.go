@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +18,10 @@ import (
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // repoRoot is the repository root, relative to this package.
@@ -90,7 +89,7 @@ func (h *harness) runCase(t *testing.T, dir string) {
 			name          string
 			online, offln any
 		}{{"interfaces", live.Interfaces, offline.Interfaces}, {"actions", live.Actions, offline.Actions},
-			{"vmStatus", live.VMStatus, offline.VMStatus}} {
+			{"applied", live.Applied, offline.Applied}} {
 			a, b := mustJSON(t, part.online), mustJSON(t, part.offln)
 			if !bytes.Equal(a, b) {
 				t.Errorf("%s differ:\ndry-run API %s\nipamctl     %s", part.name, a, b)
@@ -228,12 +227,9 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 // differ, or "".
 func pending(res *dryrunv1.EvaluationStatus, expected []verdict, inputs []evaluator.Input) string {
 	a := res.Actions
-	podChanges := slices.ContainsFunc(a.Pods, func(p vmctrl.PodWrite) bool { return p.Changed })
 	switch {
-	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.VMNetworksSpec.Changed || podChanges || a.Deferred:
+	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.RecordChanged || a.Deferred:
 		return fmt.Sprintf("writes pending: %s", mustJSONString(a))
-	case res.VMStatus.Changed:
-		return "a status write pending"
 	case len(res.Interfaces) != len(expected):
 		return fmt.Sprintf("%d interfaces, want %d", len(res.Interfaces), len(expected))
 	}
@@ -270,7 +266,7 @@ func (h *harness) checkReconcile(t *testing.T, ctx context.Context, ns, name str
 			t.Errorf("launcher pod %s carries networks-spec %s, the VM %s", pod.Name, got, vm.Annotations[sdnv1.AnnotationNetworksSpec])
 		}
 	}
-	items := problemItems(meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady))
+	items := problemItems(meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady))
 	i := 0
 	for _, spec := range vm.Spec.Networks {
 		if spec.Type == vmv1.NetworkTypeMain {

@@ -33,12 +33,12 @@ import (
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	"github.com/vmipam/vmipam/crds/rbac"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/internal/manifest"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/dryrunserver"
 	"github.com/vmipam/vmipam/test/env"
@@ -238,7 +238,7 @@ func (h *harness) waitReconciled(t *testing.T, ctx context.Context, obj client.O
 		if err := h.k8s.Get(ctx, client.ObjectKeyFromObject(obj), vm); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+		c := meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady)
 		return c != nil && c.ObservedGeneration == vm.Generation, nil
 	})
 	if err != nil {

@@ -30,10 +30,12 @@ import (
 
 	"github.com/vmipam/vmipam/controller"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/controller/plan"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/deploy"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 	testcrds "github.com/vmipam/vmipam/test/crds"
@@ -328,7 +330,7 @@ func readyOf(ctx context.Context, c client.Reader, ns, name string) func() strin
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
 			return err.Error()
 		}
-		cond := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+		cond := meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady)
 		if cond == nil {
 			return "no NetworkReady"
 		}
@@ -392,7 +394,7 @@ func refusedByPolicy(ctx context.Context, t *testing.T, admin, sa client.Client,
 		},
 		"create an Auto IPAddress without a VM owner": func() error {
 			ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan",
-				Annotations: map[string]string{vmctrl.AnnotationInterface: "ClusterNetwork/corp"}},
+				Annotations: map[string]string{plan.AnnotationInterface: "ClusterNetwork/corp"}},
 				Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto,
 					NetworkRef: sdnv1.IPAddressNetworkRef{Kind: sdnv1.KindClusterNetwork, Name: "corp"}}}
 			return sa.Create(ctx, ip)

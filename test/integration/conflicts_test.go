@@ -8,9 +8,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -59,7 +60,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
 		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(HavePrefix("True/"))
-		Expect(networksSpec(getVM(ctx, ns, "holder"))).To(BeEmpty())
+		Expect(nextBoot(ctx, ns, "holder")).To(BeEmpty())
 	})
 
 	It("hands a released static IPAddress over only after ReleaseGrace, so that the releaser's late pod never shares it", func() {
@@ -68,40 +69,35 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
 		create(ctx, build.VM(ns, "newcomer", build.OnClusterNetwork(corp, "s")))
 		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
-		read := getVM(ctx, ns, "holder") // a pod creator's read: a restart is about to replace the pod
+		read := onePod(ctx, ns, "holder") // a pod creator's read of the template: a restart is about to replace the pod
 
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
-		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "holder")) }, timeout, interval).Should(BeEmpty())
-		create(ctx, latePod(read)) // the restart's new pod, with the copy taken before the release
-		carriers := func() []string {
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "holder") }, timeout, interval).Should(BeEmpty())
+		create(ctx, latePod(getVM(ctx, ns, "holder"), &read)) // the restart's new pod, made from the template read before the release
+		carriers := func() []string { // the VMs a launcher pod of which carries s
 			var out []string
 			for _, vm := range []string{"holder", "newcomer"} {
-				for _, p := range launcherPods(ctx, ns, vm) {
-					if slices.Contains(networksSpecNames(&p), "s") {
-						out = append(out, p.Name)
-					}
+				if slices.ContainsFunc(launcherPods(ctx, ns, vm), func(p corev1.Pod) bool { return slices.Contains(networksSpecNames(&p), "s") }) {
+					out = append(out, vm)
 				}
 			}
 			return out
 		}
-		Consistently(func() int { return len(carriers()) }, vmctrl.ReleaseGrace/2, interval).Should(BeNumerically("<=", 1), "two guests carry one address")
+		Consistently(func() int { return len(carriers()) }, plan.ReleaseGrace/2, interval).Should(BeNumerically("<=", 1), "two guests carry one address")
 		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
 		Expect(carriers()).To(HaveLen(1))
 	})
 
-	It("holds a released static IPAddress for ReleaseGrace also against a copy of the releaser created just after, its annotation carrying it", func() {
+	It("holds a released static IPAddress for ReleaseGrace also against a copy of the releaser created just after", func() {
 		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.3.0.12"))
 		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))
 		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
-		read := getVM(ctx, ns, "holder")
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
-		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "holder")) }, timeout, interval).Should(BeEmpty())
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "holder") }, timeout, interval).Should(BeEmpty())
 		released := time.Now()
-		copied := build.VM(ns, "copy", build.OnClusterNetwork(corp, "s"), build.WithRunPolicy(vmv1.RunPolicyAlwaysOff))
-		copied.Annotations = map[string]string{sdnv1.AnnotationNetworksSpec: read.Annotations[sdnv1.AnnotationNetworksSpec]} // kubectl get -o yaml, renamed
-		create(ctx, copied)
-		Eventually(address("copy"), timeout, interval).Should(Equal("10.3.0.12"))
-		Expect(time.Since(released)).To(BeNumerically(">=", vmctrl.ReleaseGrace-time.Second), "handed over before ReleaseGrace")
+		create(ctx, build.VM(ns, "copy", build.OnClusterNetwork(corp, "s"), build.WithRunPolicy(vmv1.RunPolicyAlwaysOff))) // kubectl get -o yaml, renamed
+		Eventually(func() string { return attachedIn(ctx, ns, "copy", vmv1.NetworkTypeClusterNetwork, corp) }, timeout, interval).Should(Equal("s"))
+		Expect(time.Since(released)).To(BeNumerically(">=", plan.ReleaseGrace-time.Second), "handed over before ReleaseGrace")
 	})
 
 	It("refuses another VM's Auto IPAddress named as static with IPAddressOwnedByAnotherVM", func() {
@@ -154,7 +150,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		Eventually(address("v"), timeout, interval).ShouldNot(BeEmpty())
 		fake := build.StaticIPAddress(ns, "decoy", "ClusterNetwork", corp, "10.3.0.12")
-		fake.Labels = map[string]string{vmctrl.LabelVMUID: string(getVM(ctx, ns, "v").UID)}
+		fake.Labels = map[string]string{plan.LabelVMUID: string(getVM(ctx, ns, "v").UID)}
 		fake.Spec.Type = sdnv1.IPAddressTypeAuto
 		fake.Spec.Static = nil
 		create(ctx, fake)

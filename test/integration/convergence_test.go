@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 )
@@ -99,7 +99,7 @@ var _ = Describe("Convergence under late objects and churn", func() {
 		// the final spec before judging the IPAddresses.
 		Eventually(func() bool {
 			vm := getVM(ctx, ns, "v")
-			c := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+			c := meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady)
 			return c != nil && c.ObservedGeneration == vm.Generation && c.Status == metav1.ConditionTrue
 		}, timeout, interval).Should(BeTrue(), "NetworkReady=True for the VM's final generation")
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)

@@ -94,7 +94,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		drReaderRoles(ctx)
 		evaluatorSA = drServiceAccount(ctx, ns, "evaluator", append([]string{rbac.ClusterRoleEvaluator}, drReaders...)...)
 		policyReviewer = drServiceAccount(ctx, ns, "policy-reviewer", append([]string{rbac.ClusterRoleEvaluator, rbac.ClusterRolePolicyEvaluator}, drReaders...)...)
-		blind = drServiceAccount(ctx, ns, "blind", rbac.ClusterRoleEvaluator, "vmipam-test:network-reader", "vmipam-test:ipam-reader")
+		blind = drServiceAccount(ctx, ns, "blind", rbac.ClusterRoleEvaluator, "vmipam-test:network-reader", "vmipam-test:ipam-reader", rbac.ClusterRoleRecordViewer)
 		stranger = drServiceAccount(ctx, ns, "stranger")
 
 		network = pooledClusterNetwork(ctx, ns, "10.231.0.0/24")
@@ -118,9 +118,8 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 			HaveField("Decision.Allocation", evaluator.AllocationAuto), HaveField("Decision.Policy", "default")))
 		Expect(res.Actions.CreateIPAddresses).To(BeEmpty())
 		Expect(res.Actions.DeleteIPAddresses).To(BeEmpty())
-		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
-		Expect(res.VMStatus.Changed).To(BeFalse())
-		Expect(res.VMStatus.Conditions[0].Message).To(Equal(networkReady(ctx, ns, "web").Message))
+		Expect(res.Actions.RecordChanged).To(BeFalse())
+		Expect(res.Applied.Conditions[0].Message).To(Equal(networkReady(ctx, ns, "web").Message))
 
 		By("a second interface on a Network that exists only in the request")
 		changed := live.DeepCopy()
@@ -203,7 +202,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 				return err
 			}, timeout, interval).Should(Succeed())
 			Expect(res.VM).To(And(HaveField("Exists", true), HaveField("UID", string(live.UID))))
-			Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
+			Expect(res.Actions.RecordChanged).To(BeFalse())
 		}
 	})
 
@@ -318,7 +317,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 			return res.Policies.Order
 		}, timeout, interval).Should(ContainElement("dryrun-standby-hold"), "the standby's registry follows the installed policies")
 		Expect(res.Interfaces[0]).To(And(HaveField("Decision.Policy", "default"), HaveField("Attached", true)))
-		Expect(res.Actions.VMNetworksSpec.Changed).To(BeFalse())
+		Expect(res.Actions.RecordChanged).To(BeFalse())
 	})
 
 	It("serves discovery and OpenAPI: kubectl create -f an Evaluation prints its status, kubectl explain describes it", func() {
@@ -613,7 +612,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 	})
 
 	It("never shows a caller what it could not read: other objects the evaluation reads need get or list too", func() {
-		nosy := drServiceAccount(ctx, ns, "nosy", rbac.ClusterRoleEvaluator, "vmipam-test:vm-reader", "vmipam-test:network-reader")
+		nosy := drServiceAccount(ctx, ns, "nosy", rbac.ClusterRoleEvaluator, "vmipam-test:vm-reader", "vmipam-test:network-reader", rbac.ClusterRoleRecordViewer)
 		live := getVM(ctx, ns, "web")
 		address := statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, network)
 		err := drCreateErr(ctx, nosy, drEvaluation(ns, live))
@@ -678,7 +677,10 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 
 // auditEntry is the part of an audit event the specs read.
 type auditEntry struct {
-	Verb      string `json:"verb"`
+	Verb string `json:"verb"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
 	ObjectRef struct {
 		Resource, Subresource, Namespace, Name string
 	} `json:"objectRef"`
@@ -757,7 +759,7 @@ func drPolicyObject() map[string]any {
 // the server's --dry-run-timeout. It returns the server, its port and how to stop it.
 func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderElection bool, evalTimeout time.Duration) (*apiserver.Server, int32, func()) {
 	GinkgoHelper()
-	cfg := rest.CopyConfig(testEnv.Config)
+	cfg := rest.CopyConfig(vmipamConfig) // the chart's ServiceAccount: only it may write records
 	cfg.Wrap(counter.wrap)
 	opts := ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptrTrue()}}
@@ -1048,8 +1050,9 @@ func drMetric(name, label, value string) float64 {
 const drVersion = "v0.0.0-integration"
 
 // drReaders are the test's stand-ins for the read roles the virtualization platform and the
-// SDN module give a namespace's users: what an Evaluation reads about a VM.
-var drReaders = []string{"vmipam-test:vm-reader", "vmipam-test:network-reader", "vmipam-test:ipam-reader"}
+// SDN module give a namespace's users — what an Evaluation reads about a VM —, and the chart's
+// record viewer, which the chart aggregates into view.
+var drReaders = []string{"vmipam-test:vm-reader", "vmipam-test:network-reader", "vmipam-test:ipam-reader", rbac.ClusterRoleRecordViewer}
 
 // drReaderRoles creates the ClusterRoles of drReaders (once per suite).
 func drReaderRoles(ctx context.Context) {

@@ -2,11 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -26,13 +26,13 @@ var _ = Describe("Policy changes", func() {
 			Eventually(func() string { return statusAddress(ctx, ns, n, vmv1.NetworkTypeClusterNetwork, corp) },
 				timeout, interval).ShouldNot(BeEmpty())
 		}
-		// What vmipam owns on "plain": its networks-spec, status.networks and NetworkReady. The
-		// VM-runtime stand-in writes the VM too, so its resourceVersion proves nothing; the
-		// scale suite counts the controller's own writes from the audit log.
+		// What vmipam owns of "plain": its decision record, whose spec generation counts every
+		// write of vmipam's; the scale suite counts the controller's writes from the audit log.
 		owned := func() string {
-			vm := getVM(ctx, ns, "plain")
-			return fmt.Sprint(vm.Annotations[sdnv1.AnnotationNetworksSpec], vm.Status.Networks,
-				meta.FindStatusCondition(vm.Status.Conditions, "NetworkReady"))
+			rec := recordOf(ctx, ns, "plain")
+			spec, err := json.Marshal(rec.Spec)
+			Expect(err).NotTo(HaveOccurred())
+			return fmt.Sprint(rec.Generation, " ", string(spec))
 		}
 		settled()
 		before := owned()
@@ -45,7 +45,7 @@ var _ = Describe("Policy changes", func() {
 		create(ctx, p)
 		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), p)).To(Succeed()) })
 
-		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "gold")) }, timeout, interval).
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "gold") }, timeout, interval).
 			Should(ConsistOf(HaveField("IPAddressNames", BeEmpty())))
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(HaveLen(1))
 		Consistently(owned, "2s", interval).Should(Equal(before), "the unaffected VM is not changed")

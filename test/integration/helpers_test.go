@@ -8,22 +8,25 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 )
 
 // timeout bounds every wait of a spec. It is derived from the product's and the stand-ins'
-// timers: the longest a VM's writes may wait for SDN's first answer (vmctrl.UnansweredGrace),
+// timers: the longest a VM's writes may wait for SDN's first answer (plan.UnansweredGrace),
 // plus one lapse of the VM-runtime stand-in's expectations, plus a margin for a loaded machine.
-const timeout = vmctrl.UnansweredGrace + standInExpectationTTL + 15*time.Second
+const timeout = plan.UnansweredGrace + standInExpectationTTL + 15*time.Second
 
 // interval is how often a wait polls.
 const interval = 100 * time.Millisecond
@@ -74,7 +77,7 @@ func getVM(ctx context.Context, ns, name string) *vmv1.VirtualMachine {
 
 // networkReady returns the VM's NetworkReady condition, or nil.
 func networkReady(ctx context.Context, ns, name string) *metav1.Condition {
-	return meta.FindStatusCondition(getVM(ctx, ns, name).Status.Conditions, vmctrl.ConditionNetworkReady)
+	return meta.FindStatusCondition(getVM(ctx, ns, name).Status.Conditions, consumer.ConditionNetworkReady)
 }
 
 // updateVM applies change to the live VM, retrying on conflicts with the other writers (the
@@ -254,3 +257,63 @@ func condition(ctx context.Context, ns, name, typ string) *metav1.Condition {
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// recordOf returns the VM's decision record, nil when there is none.
+func recordOf(ctx context.Context, ns, name string) *v1alpha1.VirtualMachineIPAM {
+	GinkgoHelper()
+	rec := &v1alpha1.VirtualMachineIPAM{}
+	if err := k8s.Get(ctx, keyOf(ns, name), rec); err != nil {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "get record %s/%s: %v", ns, name, err)
+		return nil
+	}
+	return rec
+}
+
+// nextBoot is the networks-spec the VM's next launcher pod gets from its virtualization
+// controller: what the consumer package makes of its record for a start.
+func nextBoot(ctx context.Context, ns, name string) []sdnv1.NetworksSpecEntry {
+	GinkgoHelper()
+	vm := getVM(ctx, ns, name)
+	in := consumer.Input{UID: vm.UID, Generation: vm.Generation, Record: recordOf(ctx, ns, name)}
+	for _, n := range vm.Spec.Networks {
+		if n.Type != vmv1.NetworkTypeMain {
+			in.Networks = append(in.Networks, consumer.Network{Type: string(n.Type), Name: n.Name})
+		}
+	}
+	return consumer.Apply(in).NextBoot
+}
+
+// appliedNow reports whether the VM's record decides its current generation and the
+// virtualization controller (its stand-in) has applied that record: what the VM shows then
+// follows vmipam's decision for its spec as it is.
+func appliedNow(ctx context.Context, ns, name string) bool {
+	GinkgoHelper()
+	vm := getVM(ctx, ns, name)
+	rec := recordOf(ctx, ns, name)
+	return rec != nil && rec.Spec.VMUID == vm.UID && rec.Spec.VMGeneration == vm.Generation &&
+		rec.Status.ObservedGeneration == rec.Generation
+}
+
+// waitApplied waits until appliedNow.
+func waitApplied(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Eventually(func() bool { return appliedNow(ctx, ns, name) }, timeout, interval).Should(BeTrue(),
+		"the record of %s/%s decides its generation and is applied", ns, name)
+}
+
+// attachedIn is the IPAddress the VM's record attaches on network typ/name, "" when it attaches
+// none there: what a stopped VM gets at its next start (its status shows no address while it
+// does not run, as the virtualization controller shows none).
+func attachedIn(ctx context.Context, ns, vm string, typ vmv1.NetworkType, network string) string {
+	GinkgoHelper()
+	rec := recordOf(ctx, ns, vm)
+	if rec == nil {
+		return ""
+	}
+	for _, d := range rec.Spec.Interfaces {
+		if d.Attach && !d.Removed && string(d.Type) == string(typ) && d.Name == network {
+			return d.IPAddressName
+		}
+	}
+	return ""
+}

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 )
 
@@ -63,7 +63,7 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 		Eventually(podEntry("a"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf("s")))
 
 		updateVM(ctx, ns, "a", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "" })
-		Eventually(func() *metav1.Condition { return condition(ctx, ns, "a", vmctrl.ConditionAwaitingRestart) },
+		Eventually(func() *metav1.Condition { return condition(ctx, ns, "a", consumer.ConditionAwaitingRestart) },
 			timeout, interval).ShouldNot(BeNil())
 		create(ctx, build.VM(ns, "b", build.OnClusterNetwork(corp, "s")))
 		Eventually(readyOf(ctx, ns, "b"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM a"))
@@ -80,7 +80,7 @@ var _ = Describe("Addresses stay with the guest that uses them", func() {
 		Eventually(podEntry("a"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
 
 		updateVM(ctx, ns, "a", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "s" })
-		Eventually(func() *metav1.Condition { return condition(ctx, ns, "a", vmctrl.ConditionAwaitingRestart) },
+		Eventually(func() *metav1.Condition { return condition(ctx, ns, "a", consumer.ConditionAwaitingRestart) },
 			timeout, interval).ShouldNot(BeNil())
 		Consistently(func() []string { return names(ipAddresses(ctx, ns)) }, "1s", interval).Should(ConsistOf("s", auto))
 

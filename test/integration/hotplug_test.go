@@ -8,10 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 )
@@ -46,9 +46,9 @@ var _ = Describe("Hotplug policy", func() {
 
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "" })
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
-		Eventually(func() string { return describe(condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart)) }, timeout, interval).
+		Eventually(func() string { return describe(condition(ctx, ns, "v", consumer.ConditionAwaitingRestart)) }, timeout, interval).
 			Should(Equal("True/ChangesPendingRestart: Changes of these interfaces apply at the next restart: ClusterNetwork/" + corp))
-		Expect(networksSpec(getVM(ctx, ns, "v"))).To(ContainElement(HaveField("IPAddressNames", ConsistOf(auto))),
+		Expect(nextBoot(ctx, ns, "v")).To(ContainElement(HaveField("IPAddressNames", ConsistOf(auto))),
 			"the VM carries the new networks-spec for the next pod")
 		Consistently(func() *sdnv1.NetworksSpecEntry { return podSpecFor(ctx, ns, pod.Name, "ClusterNetwork", corp) },
 			"1s", interval).Should(HaveField("IPAddressNames", ConsistOf("s")), "the running pod keeps what it has")
@@ -58,7 +58,7 @@ var _ = Describe("Hotplug policy", func() {
 		Expect(fresh.UID).NotTo(Equal(pod.UID))
 		Eventually(func() *sdnv1.NetworksSpecEntry { return podSpecFor(ctx, ns, fresh.Name, "ClusterNetwork", corp) },
 			timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
-		Eventually(func() *metav1.Condition { return condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart) },
+		Eventually(func() *metav1.Condition { return condition(ctx, ns, "v", consumer.ConditionAwaitingRestart) },
 			timeout, interval).Should(BeNil())
 	})
 })

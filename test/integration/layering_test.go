@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 )
@@ -60,10 +60,10 @@ var _ = Describe("Layered policies", func() {
 
 		By("replacing a by b on the running VM")
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].Name = b })
-		Eventually(func() string { return describe(condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart)) }, timeout, interval).
+		Eventually(func() string { return describe(condition(ctx, ns, "v", consumer.ConditionAwaitingRestart)) }, timeout, interval).
 			Should(Equal("True/ChangesPendingRestart: Changes of these interfaces apply at the next restart: ClusterNetwork/" + b +
 				", ClusterNetwork/" + a))
-		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "v")) }, timeout, interval).
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).
 			Should(ConsistOf(HaveField("IPAddressNames", ConsistOf(autoB))), "the VM carries b alone, for the next pod")
 		Consistently(func() []sdnv1.NetworksSpecEntry { return networksSpec(podOf(ctx, ns, pod.Name)) }, "2s", interval).
 			Should(ConsistOf(HaveField("IPAddressNames", ConsistOf(autoA))), "the running pod keeps a and does not get b")
@@ -77,7 +77,7 @@ var _ = Describe("Layered policies", func() {
 			Should(ConsistOf(HaveField("IPAddressNames", ConsistOf(autoB))), "the new pod gets b and not a")
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).
 			ShouldNot(ContainElement(autoA), "a's Auto IPAddress goes with the restart")
-		Eventually(func() string { return describe(condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart)) },
+		Eventually(func() string { return describe(condition(ctx, ns, "v", consumer.ConditionAwaitingRestart)) },
 			timeout, interval).Should(Equal("<no condition>"))
 	})
 })

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 )
 
@@ -43,7 +43,7 @@ var _ = Describe("VM lifecycle", func() {
 		pod := onePod(ctx, ns, "a")
 		Eventually(func() *sdnv1.NetworksSpecEntry { return podSpecFor(ctx, ns, pod.Name, "ClusterNetwork", corp) },
 			timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(naming.AutoIPAddress("a", "ClusterNetwork", corp))))
-		Expect(address("a")()).To(Equal("10.2.0.10"))
+		Eventually(address("a"), timeout, interval).Should(Equal("10.2.0.10"), "once SDN configured the NIC")
 		after := getIPAddress(ctx, ns, before[0].Name)
 		Expect(after.UID).To(Equal(before[0].UID))
 	})
@@ -67,8 +67,8 @@ var _ = Describe("VM lifecycle", func() {
 		Expect(launcherPods(ctx, ns, "m")[0].UID).NotTo(Equal(source.UID), "the target pod remains")
 		Expect(ipAddresses(ctx, ns)).To(HaveLen(1))
 		Expect(ipAddresses(ctx, ns)[0].UID).To(Equal(ip.UID))
-		Expect(condition(ctx, ns, "m", vmctrl.ConditionAwaitingRestart)).To(BeNil())
-		Expect(address("m")()).To(Equal(ip.Status.Address))
+		Expect(condition(ctx, ns, "m", consumer.ConditionAwaitingRestart)).To(BeNil())
+		Eventually(address("m"), timeout, interval).Should(Equal(ip.Status.Address), "once SDN configured the target")
 	})
 
 	It("switches a running VM from Auto to Static live: the Auto IPAddress goes, same pod", func() {

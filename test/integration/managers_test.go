@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
@@ -93,21 +94,40 @@ func setupVMIPAM(ctx context.Context, mgr ctrl.Manager) error {
 	return err
 }
 
-// standInExpectationTTL is how long the VM-runtime stand-in trusts a pod it created or deleted
-// that its cache does not show yet: short, so that a pod created and deleted out of its sight
-// costs a spec seconds, not its timeout.
+// standInExpectationTTL is how long the virtualization-controller stand-in trusts a pod it
+// created or deleted that its cache does not show yet: short, so that a pod created and
+// deleted out of its sight costs a spec seconds, not its timeout.
 const standInExpectationTTL = 2 * time.Second
 
-// setupStandIns runs the SDN and VM-runtime stand-ins; the VM runtime writes the VM status
-// (phase, macAddress, its Running condition) concurrently with vmipam.
-func setupStandIns(_ context.Context, mgr ctrl.Manager) error {
-	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
-		return err
+// startStandIns starts the SDN stand-in as the admin and the virtualization-controller
+// stand-in as the virtualization controller's ServiceAccount — the chart's default
+// records.consumers, bound by the chart to the record consumer's role —, so that the records
+// admission policy treats it as it treats the real one. Both read more of a launcher pod than
+// vmipam's cache keeps (sim.CacheOptions).
+func startStandIns(ctx context.Context) []*running {
+	GinkgoHelper()
+	for _, o := range virtualization.Identity() {
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, o))).To(Succeed(), "create %T %s", o, o.GetName())
 	}
-	runtime := virtualization.New(nil)
-	runtime.ReportGuest = true
-	runtime.ExpectationTTL = standInExpectationTTL
-	return runtime.SetupWithManager(mgr)
+	vcConfig, _, err := testEnv.ServiceAccount(ctx, virtualization.ServiceAccountNamespace, virtualization.ServiceAccountName)
+	Expect(err).NotTo(HaveOccurred())
+	standInCache := func(o *ctrl.Options) { o.Cache = sim.CacheOptions() }
+	return []*running{
+		startManagerWith(testEnv.Config, nil, setupSDN, standInCache),
+		startManagerWith(vcConfig, nil, setupVC, standInCache),
+	}
+}
+
+// setupSDN runs the SDN stand-in.
+func setupSDN(_ context.Context, mgr ctrl.Manager) error { return sdn.New(nil).SetupWithManager(mgr) }
+
+// setupVC runs the virtualization-controller stand-in, reporting its guest in the VM status
+// (the Running condition, status.guestOSInfo) as VC does.
+func setupVC(_ context.Context, mgr ctrl.Manager) error {
+	vc := virtualization.New(nil)
+	vc.ReportGuest = true
+	vc.ExpectationTTL = standInExpectationTTL
+	return vc.SetupWithManager(mgr)
 }
 
 // startVMIPAM (re)starts the vmipam controller of the suite, as the chart's ServiceAccount.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -85,7 +85,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		// the window. A requeue scheduled once earlier (UnansweredGrace) shows as one.
 		settled()
 		before := calls.total(func(c *callCounter) map[string]int { return c.reconciles })
-		time.Sleep(2*vmctrl.FreshPendingGrace + 2*time.Second)
+		time.Sleep(2*plan.FreshPendingGrace + 2*time.Second)
 		window := calls.total(func(c *callCounter) map[string]int { return c.reconciles }) - before
 		AddReportEntry("reconciles of 100 settled VMs in the window", window)
 		Expect(window).To(BeNumerically("<=", 100))
@@ -120,7 +120,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		var evs eventsv1.EventList
 		Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
 		for _, e := range evs.Items {
-			Expect(e.Reason).NotTo(Equal(vmctrl.ReasonIPAddressConflict), "%s: %s", e.Regarding.Name, e.Note)
+			Expect(e.Reason).NotTo(Equal(plan.ReasonIPAddressConflict), "%s: %s", e.Regarding.Name, e.Note)
 		}
 	})
 

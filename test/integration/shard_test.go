@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/vmipam/vmipam/controller"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -36,9 +35,7 @@ var _ = Describe("A namespace shard", func() {
 		// decided by now. Nothing of it is written while the shard keeps running.
 		labelNamespace(ctx, other) // a Namespace event of another shard's namespace enqueues nothing either
 		Consistently(func() []sdnv1.IPAddress { return ipAddresses(ctx, other) }, "2s", interval).Should(BeEmpty())
-		theirs := getVM(ctx, other, "theirs")
-		Expect(theirs.Annotations).NotTo(HaveKey(sdnv1.AnnotationNetworksSpec))
-		Expect(theirs.Status.Conditions).NotTo(ContainElement(HaveField("Type", vmctrl.ConditionNetworkReady)))
+		Expect(recordOf(ctx, other, "theirs")).To(BeNil(), "no decision record in another shard's namespace")
 	})
 
 	It("refuses a namespace list with a name that is not a namespace's", func() {

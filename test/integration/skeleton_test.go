@@ -10,9 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 )
 
@@ -35,7 +36,7 @@ var _ = Describe("Auto, Static and L2-only interfaces", func() {
 		Expect(names(ips)).To(ConsistOf(auto))
 		vm := getVM(ctx, ns, "web")
 		Expect(metav1.IsControlledBy(&ips[0], vm)).To(BeTrue(), "controller ownerReference to the VM")
-		Expect(ips[0].Labels).To(HaveKeyWithValue(vmctrl.LabelVMUID, string(vm.UID)))
+		Expect(ips[0].Labels).To(HaveKeyWithValue(plan.LabelVMUID, string(vm.UID)))
 		Expect(ips[0].Spec.Type).To(Equal(sdnv1.IPAddressTypeAuto))
 		Expect(networkReady(ctx, ns, "web").Status).To(Equal(metav1.ConditionTrue))
 		pod := onePod(ctx, ns, "web")
@@ -101,7 +102,9 @@ var _ = Describe("Auto, Static and L2-only interfaces", func() {
 		e := podSpecFor(ctx, ns, pod.Name, "ClusterNetwork", ns+"-storage")
 		Expect(e.IPAssignmentMode).To(BeEmpty())
 		Expect(e.IPAddressNames).To(BeEmpty())
-		Expect(e.IfName).To(Equal(naming.IfName("ClusterNetwork", ns+"-storage")))
+		mac := getVM(ctx, ns, "backup").Status.Networks[1].MACAddress
+		Expect(mac).NotTo(BeEmpty())
+		Expect(e.IfName).To(Equal(consumer.IfName("ClusterNetwork", mac)), "the virtualization controller's name: veth_cn + md5(MAC)")
 		Eventually(func() *metav1.Condition { return networkReady(ctx, ns, "backup") }, timeout, interval).
 			Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(ipAddresses(ctx, ns)).To(BeEmpty())
@@ -135,6 +138,6 @@ var _ = Describe("Auto, Static and L2-only interfaces", func() {
 
 		updateVM(ctx, ns, "web", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] }) // Main only
 		Eventually(func() []sdnv1.IPAddress { return ipAddresses(ctx, ns) }, timeout, interval).Should(BeEmpty())
-		Eventually(func() []sdnv1.NetworksSpecEntry { return networksSpec(getVM(ctx, ns, "web")) }, timeout, interval).Should(BeEmpty())
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "web") }, timeout, interval).Should(BeEmpty())
 	})
 })

@@ -16,15 +16,15 @@ import (
 
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/test/env"
-	"github.com/vmipam/vmipam/test/sim"
 )
 
 var (
 	testEnv *env.Environment
 	k8s     client.Client // reads straight from the API server, never a cache
 	scheme  *runtime.Scheme
-	// standIns runs the SDN and VM-runtime stand-ins for the whole suite.
-	standIns *running
+	// standIns runs the SDN stand-in (as the admin) and the virtualization-controller stand-in
+	// (as the virtualization controller's ServiceAccount) for the whole suite.
+	standIns []*running
 	// auditLog is the API server's audit log of every write (auditPolicy).
 	auditLog string
 )
@@ -64,9 +64,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(testEnv.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	// The stand-ins read more of a launcher pod than vmipam's cache keeps (sim.CacheOptions).
-	standIns = startManagerWith(testEnv.Config, nil, setupStandIns, func(o *ctrl.Options) { o.Cache = sim.CacheOptions() })
 	vmipamConfig = installIdentity(context.Background())
+	standIns = startStandIns(context.Background())
 	startVMIPAM()
 })
 
@@ -74,8 +73,8 @@ var _ = AfterSuite(func() {
 	if vmipamMgr != nil {
 		stopVMIPAM()
 	}
-	if standIns != nil {
-		standIns.stop()
+	for _, r := range standIns {
+		r.stop()
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())

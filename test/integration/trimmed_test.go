@@ -12,17 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // vmipam's cache holds trimmed VMs (controller.CacheOptions) and its Go types do not know every
-// field of the real CRD: a write of a whole object from what it read would drop the rest. Every
-// write must be a patch of what vmipam owns.
-var _ = Describe("vmipam's writes keep what it does not read", func() {
-	It("keeps an unknown status field, a spec field the cache trims, and others' labels and annotations", func() {
+// field of the real CRD; vmipam writes no VM at all, and the virtualization controller (its
+// stand-in) writes the whole status by an Update of what it read, as VC does: neither may drop
+// a field of the real CRD.
+var _ = Describe("Writes keep what the writer does not read", func() {
+	It("keeps an unknown status field, a spec field vmipam's cache trims, and others' labels and annotations", func() {
 		ctx, ns, corp := pooledWorld("10.62.0.0/24", "10.62.0.10-10.62.0.40")
 		vm := build.VM(ns, "keep", build.OnClusterNetwork(corp, ""))
 		vm.Labels = map[string]string{"example.com/owner": "team-a"}
@@ -30,20 +31,20 @@ var _ = Describe("vmipam's writes keep what it does not read", func() {
 		vm.Spec.CPU = &apiextensionsv1.JSON{Raw: []byte(`{"cores":2}`)}
 		create(ctx, vm)
 
-		By("the VM-runtime stand-in reports the guest in status.guestOSInfo once the VM runs")
+		By("the virtualization-controller stand-in reports the guest in status.guestOSInfo once the VM runs")
 		Eventually(func() any { return unknownStatus(ctx, ns, "keep") }, timeout, interval).Should(Equal(virtualization.GuestOSInfo))
 		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
 
-		By("another writer drops NetworkReady, so that vmipam writes its status again, after the guest info")
+		By("another writer drops NetworkReady, so that the stand-in writes the status again, after the guest info")
 		live := getVM(ctx, ns, "keep")
 		base := live.DeepCopy()
-		meta.RemoveStatusCondition(&live.Status.Conditions, vmctrl.ConditionNetworkReady)
+		meta.RemoveStatusCondition(&live.Status.Conditions, consumer.ConditionNetworkReady)
 		Expect(k8s.Status().Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
 		Eventually(readyOf(ctx, ns, "keep"), timeout, interval).Should(HavePrefix("True/"))
 
 		got := getVM(ctx, ns, "keep")
-		Expect(unknownStatus(ctx, ns, "keep")).To(Equal(virtualization.GuestOSInfo), "vmipam's status write dropped a status field it does not know")
-		Expect(got.Spec.CPU).NotTo(BeNil(), "vmipam's write dropped spec.cpu, which its cache trims")
+		Expect(unknownStatus(ctx, ns, "keep")).To(Equal(virtualization.GuestOSInfo), "the status Update dropped a status field the writer's types do not know")
+		Expect(got.Spec.CPU).NotTo(BeNil(), "spec.cpu, which vmipam's cache trims, was dropped")
 		Expect(string(got.Spec.CPU.Raw)).To(MatchJSON(`{"cores":2}`))
 		Expect(got.Labels).To(HaveKeyWithValue("example.com/owner", "team-a"))
 		Expect(got.Annotations).To(HaveKeyWithValue("example.com/note", "not vmipam's"))

@@ -10,15 +10,15 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/build"
 )
 
@@ -213,110 +213,15 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 	})
 	podEntry := func(vm string) func() *sdnv1.NetworksSpecEntry { return onlyPodEntry(ctx, ns, vm, corp) }
 
-	It("keeps a status change another writer made while vmipam wrote networks-spec", func() {
-		var once sync.Once
-		swapVMIPAM(hooked(func(ctx context.Context, verb string, obj client.Object, patch client.Patch) error {
-			vm, ok := obj.(*vmv1.VirtualMachine)
-			if !ok || verb != "patch" || vm.Namespace != ns {
-				return nil
-			}
-			var err error
-			once.Do(func() { // the virtualization controller gets in between vmipam's two writes
-				err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					live := getVM(ctx, ns, vm.Name)
-					meta.SetStatusCondition(&live.Status.Conditions, metav1.Condition{Type: "AgentReady",
-						Status: metav1.ConditionTrue, Reason: "AgentReady", Message: "written by another controller"})
-					return k8s.Status().Update(ctx, live)
-				})
-			})
-			return err
-		}))
-		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
-		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
-		Expect(condition(ctx, ns, "v", "AgentReady")).NotTo(BeNil(), "vmipam's status write reverted another writer's condition")
-	})
-
-	It("writes its status entries beside another status writer without a conflict, and both keep their fields", func() {
-		var (
-			mu                 sync.Mutex
-			statusPatches      int
-			race               bool
-			otherMAC, otherMsg = "02:00:00:00:00:99", "written by another controller"
-		)
-		// otherWriter is the virtualization controller: it updates the status fields it owns —
-		// the NICs' macAddress, its own condition — by a read-modify-write of its own.
-		otherWriter := func(ctx context.Context, name string, change func(*vmv1.VirtualMachineStatus)) error {
-			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				live := &vmv1.VirtualMachine{}
-				if err := k8s.Get(ctx, keyOf(ns, name), live); err != nil {
-					return err
-				}
-				change(&live.Status)
-				return k8s.Status().Update(ctx, live)
-			})
-		}
-		refused := &refusalCounter{}
-		swapVMIPAM(func(c client.Client) client.Client {
-			return refused.wrap(hooked(func(ctx context.Context, verb string, obj client.Object, _ client.Patch) error {
-				vm, ok := obj.(*vmv1.VirtualMachine)
-				if !ok || verb != "patch-status" || vm.Namespace != ns {
-					return nil
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				statusPatches++
-				if !race {
-					return nil
-				}
-				race = false // between vmipam's read and its write, the other writer writes
-				return otherWriter(ctx, vm.Name, func(st *vmv1.VirtualMachineStatus) {
-					for i := range st.Networks {
-						st.Networks[i].MACAddress = otherMAC
-					}
-					meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "AgentReady",
-						Status: metav1.ConditionTrue, Reason: "AgentReady", Message: otherMsg})
-				})
-			})(c))
-		})
-		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
-		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
-		address := statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp)
-		Expect(address).NotTo(BeEmpty())
-
-		// Somebody clears vmipam's ipAddress: vmipam writes it again, and the other writer races
-		// that write.
-		mu.Lock()
-		race, statusPatches = true, 0
-		mu.Unlock()
-		refused.reset()
-		Expect(otherWriter(ctx, "v", func(st *vmv1.VirtualMachineStatus) {
-			for i := range st.Networks {
-				st.Networks[i].IPAddress = ""
-			}
-		})).To(Succeed())
-		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp) },
-			timeout, interval).Should(Equal(address), "vmipam's ipAddress")
-		vm := getVM(ctx, ns, "v")
-		for _, n := range vm.Status.Networks {
-			Expect(n.MACAddress).To(Equal(otherMAC), "the other writer's macAddress of %s/%s", n.Type, n.Name)
-		}
-		Expect(condition(ctx, ns, "v", "AgentReady")).NotTo(BeNil(), "the other writer's condition")
-		Expect(readyOf(ctx, ns, "v")()).To(HavePrefix("True/"))
-		Consistently(refused.count, "2s", interval).Should(BeZero(), "vmipam's status write was refused: a needless conflict")
-		mu.Lock()
-		defer mu.Unlock()
-		Expect(statusPatches).To(BeNumerically(">=", 1))
-	})
-
-	It("reconciles a new VM at most three times from creation to settled, beside the VM runtime's status writes", func() {
+	It("reconciles a new VM at most three times from creation to settled, beside the virtualization controller's writes", func() {
 		calls := newCallCounter(ns)
 		swapVMIPAM(hooked(calls.hook))
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
 		settled()
-		// One as the VM is created (its IPAddress created), one as SDN answers (networks-spec,
-		// status), at most one as its launcher pod starts; the VM runtime's status writes
-		// (macAddress, its Running condition) and vmipam's own writes bring none.
+		// One as the VM is created (its IPAddress created), one as SDN answers (the record), at
+		// most one as its launcher pod starts or gets the interface; the virtualization
+		// controller's status writes and vmipam's own writes bring none.
 		calls.mu.Lock()
 		defer calls.mu.Unlock()
 		GinkgoWriter.Printf("reconciles of one VM: %d\n", calls.reconciles["v"])
@@ -347,39 +252,37 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 			return live.DeletionTimestamp
 		}, timeout, interval).ShouldNot(BeNil())
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
-		Eventually(func() []string { return networksSpecNames(getVM(ctx, ns, "v")) }, timeout, interval).Should(BeEmpty())
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "2s", interval).Should(BeEmpty())
 		removeFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
 	})
 
-	It("keeps an Auto IPAddress for ReleaseGrace, so that a launcher pod made from an older read of the VM still finds it", func() {
+	It("keeps an Auto IPAddress for ReleaseGrace, so that a launcher pod made from an older read of the template still finds it", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
 		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
-		read := getVM(ctx, ns, "v") // a pod creator's read: a restart is about to replace the pod
+		read := onePod(ctx, ns, "v") // a pod creator's read of the template: a restart is about to replace the pod
 
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
-		Eventually(func() []string { return networksSpecNames(getVM(ctx, ns, "v")) }, timeout, interval).Should(BeEmpty())
-		late := latePod(read)
-		create(ctx, late) // the restart's new pod, with the copy taken before the removal
-		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, vmctrl.ReleaseGrace/2, interval).Should(BeEmpty())
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
+		late := latePod(getVM(ctx, ns, "v"), &read)
+		create(ctx, late) // the restart's new pod, made from the template as it was read before the removal
+		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, plan.ReleaseGrace/2, interval).Should(BeEmpty())
 		// The hotplug takes the interface off the late pod as well; the IPAddress goes a grace later.
 		Eventually(func() []string { return networksSpecNames(getPod(ctx, ns, late.Name)) }, timeout, interval).Should(BeEmpty())
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
 	})
 
-	It("never gives a running VM's static IPAddress to a copy made in the same second with its networks-spec", func() {
+	It("never gives a running VM's static IPAddress to a copy made in the same second", func() {
 		create(ctx, build.StaticIPAddress(ns, "ip-s", "ClusterNetwork", corp, "10.60.0.30"))
 		sameSecond(ctx, build.VM(ns, "vm-s", build.OnClusterNetwork(corp, "ip-s")),
 			build.VM(ns, "vm-a", build.WithRunPolicy(vmv1.RunPolicyAlwaysOff)))
 		Eventually(podEntry("vm-s"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf("ip-s")))
 		Eventually(func() string { return statusAddress(ctx, ns, "vm-s", vmv1.NetworkTypeClusterNetwork, corp) },
 			timeout, interval).Should(Equal("10.60.0.30"))
-		copied := getVM(ctx, ns, "vm-s").Annotations[sdnv1.AnnotationNetworksSpec]
 
 		updateVM(ctx, ns, "vm-a", func(vm *vmv1.VirtualMachine) { // kubectl get -o yaml, edit the name, apply
-			metav1.SetMetaDataAnnotation(&vm.ObjectMeta, sdnv1.AnnotationNetworksSpec, copied)
 			vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOn
 			vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: vmv1.NetworkTypeClusterNetwork, Name: corp, IPAddressName: "ip-s"})
 		})
@@ -404,10 +307,8 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(": NetworkNotReady: "))
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "ip-b" })
 		updateVM(ctx, ns, "w", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks[1].IPAddressName = "ip-a" })
-		Eventually(func() int64 { return networkReady(ctx, ns, "w").ObservedGeneration }, timeout, interval).
-			Should(Equal(getVM(ctx, ns, "w").Generation))
-		Eventually(func() int64 { return networkReady(ctx, ns, "v").ObservedGeneration }, timeout, interval).
-			Should(Equal(getVM(ctx, ns, "v").Generation))
+		waitApplied(ctx, ns, "w")
+		waitApplied(ctx, ns, "v")
 		Expect(podEntry("v")()).To(HaveField("IPAddressNames", ConsistOf("ip-a")), "the NIC is kept as it was")
 		Expect(statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp)).To(Equal("10.60.0.31"))
 		Expect(statusAddress(ctx, ns, "w", vmv1.NetworkTypeClusterNetwork, corp)).To(Equal(wAddress))
@@ -426,14 +327,14 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		})
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		pod := onePod(ctx, ns, "v")
-		Expect(networksSpec(&pod)).To(BeEmpty(), "the pod started before vmipam wrote the VM's networks-spec")
+		Expect(networksSpec(&pod)).To(BeEmpty(), "the pod started before vmipam wrote the VM's record")
 		startVMIPAM()
 		restarted = true
 
 		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames",
 			ConsistOf(naming.AutoIPAddress("v", "ClusterNetwork", corp))))
 		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"))
-		Expect(condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart)).To(BeNil())
+		Expect(condition(ctx, ns, "v", consumer.ConditionAwaitingRestart)).To(BeNil())
 		Expect(onePod(ctx, ns, "v").UID).To(Equal(pod.UID))
 	})
 
@@ -447,13 +348,13 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) {
 			vm.Spec.Networks = append(vm.Spec.Networks, vmv1.NetworksSpec{Type: vmv1.NetworkTypeClusterNetwork, Name: other})
 		})
-		Eventually(func() *metav1.Condition { return condition(ctx, ns, "v", vmctrl.ConditionAwaitingRestart) },
+		Eventually(func() *metav1.Condition { return condition(ctx, ns, "v", consumer.ConditionAwaitingRestart) },
 			timeout, interval).ShouldNot(BeNil())
 		Expect(readyOf(ctx, ns, "v")()).To(HavePrefix("False/"))
 		Expect(readyOf(ctx, ns, "v")()).To(ContainSubstring("ClusterNetwork/" + other + ": "))
 	})
 
-	It("shows what was done in status while IPAddress deletes are refused", func() {
+	It("applies the record while IPAddress deletes are refused", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		Eventually(func() string { return statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, corp) },
 			timeout, interval).ShouldNot(BeEmpty())
@@ -465,8 +366,7 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		}))
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(podEntry("v"), timeout, interval).Should(BeNil())
-		Eventually(func() int64 { return networkReady(ctx, ns, "v").ObservedGeneration }, timeout, interval).
-			Should(Equal(getVM(ctx, ns, "v").Generation))
+		waitApplied(ctx, ns, "v")
 		Expect(getVM(ctx, ns, "v").Status.Networks).To(HaveLen(1))
 		Expect(ipAddresses(ctx, ns)).To(HaveLen(1), "the delete is still refused")
 	})
@@ -529,21 +429,29 @@ func removeFinalizer(ctx context.Context, key client.ObjectKey, finalizer string
 	})).To(Succeed())
 }
 
-// networksSpecNames lists the IPAddress names o's networks-spec carries.
-// latePod is the launcher pod a slower pod creator makes for vm, as it read it earlier: with
-// a copy of its networks-spec then. Its owner reference is not the controller reference: the
-// VM-runtime stand-in keeps exactly one pod it controls per running VM and would delete either
-// this pod or its own, while vmipam counts every pod labelled with the VM's name.
-func latePod(vm *vmv1.VirtualMachine) *corev1.Pod {
+// latePod is the launcher pod a slower pod creator makes for vm from the template as it read it
+// earlier, when it was what the running pod read carries: with read's networks-spec and
+// decided mark. Its owner reference is not the controller reference: the
+// virtualization-controller stand-in keeps exactly one pod it controls per running VM and
+// would delete either this pod or its own; like VC without a KVVMI, it applies the record to
+// every non-terminating launcher pod of the VM, this one too.
+func latePod(vm *vmv1.VirtualMachine, read *corev1.Pod) *corev1.Pod {
 	ref := *metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))
 	ref.Controller = nil
+	annotations := map[string]string{}
+	for _, k := range []string{sdnv1.AnnotationNetworksSpec, consumer.AnnotationDecided} {
+		if v, ok := read.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: "virt-launcher-" + vm.Name + "-late",
 		Labels:          map[string]string{vmv1.LabelLauncherVMName: vm.Name},
-		Annotations:     map[string]string{sdnv1.AnnotationNetworksSpec: vm.Annotations[sdnv1.AnnotationNetworksSpec]},
+		Annotations:     annotations,
 		OwnerReferences: []metav1.OwnerReference{ref}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
 }
 
+// networksSpecNames lists the IPAddress names o's networks-spec carries.
 func networksSpecNames(o client.Object) []string {
 	var out []string
 	for _, e := range networksSpec(o) {

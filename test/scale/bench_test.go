@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 )
 
 // TestScale is the full suite, run by `make bench`: VMIPAM_SCALE_N VMs (default 1000),
@@ -102,7 +102,7 @@ func targetsTable(rs []result, eval string) string {
 		fmt.Sprintf("**%s** (%s vs %s)", collect(rs, func(r result) float64 { return sec(r.FanOutTime) / sec(r.Floor.FanOut) }).fmt("×", 1, 2),
 			collect(rs, func(r result) float64 { return sec(r.FanOutTime) }).fmt(" s", 1, 2),
 			collect(rs, func(r result) float64 { return sec(r.Floor.FanOut) }).fmt(" s", 1, 2)), "≤ 1.3×")
-	row("… its IPAddresses deleted after (policy create → the last delete; ReleaseGrace is "+vmctrl.ReleaseGrace.String()+")",
+	row("… its IPAddresses deleted after (policy create → the last delete; ReleaseGrace is "+plan.ReleaseGrace.String()+")",
 		collect(rs, func(r result) float64 { return sec(r.FanOutReleased) }).fmt(" s", 1, 2), "report")
 	row("controller CPU per policy edit (policy create → settled)", collect(rs, func(r result) float64 { return r.FanOutCPU }).fmt(" s", 1, 2), "report")
 	return b.String()

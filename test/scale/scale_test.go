@@ -21,10 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/naming"
+	"github.com/vmipam/vmipam/controller/plan"
 	vmctrl "github.com/vmipam/vmipam/controller/vm"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/policies"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
 	"github.com/vmipam/vmipam/test/sim/virtualization"
@@ -80,7 +82,7 @@ type result struct {
 	FanOutWrites     int
 	FanOutTime       time.Duration
 	// FanOutReleased is from the policy's create until the re-decided VMs' Auto IPAddresses
-	// were all deleted: at least vmctrl.ReleaseGrace after the VMs stopped naming them.
+	// were all deleted: at least plan.ReleaseGrace after the VMs stopped naming them.
 	FanOutReleased time.Duration
 	// FanOutCPU is the controller's CPU seconds from the policy's create until it settled.
 	FanOutCPU           float64
@@ -152,13 +154,13 @@ func (r result) checkMinimum() []string {
 		}
 		if got < n || got > most {
 			out = append(out, fmt.Sprintf("%s: %d writes, minimum %d (at most %d with %d IPAddresses SDN answered after %s)",
-				k, got, n, most, r.LateAnswers, vmctrl.UnansweredGrace))
+				k, got, n, most, r.LateAnswers, plan.UnansweredGrace))
 		}
 	}
 	got, pods := r.Writes.OK["patch pods"], len(r.Writes.Objects["pods"])
 	if got > r.N+r.LateAnswers || got < pods || got > pods+r.LateAnswers {
 		out = append(out, fmt.Sprintf("patch pods: %d requests on %d pods, want at most one per pod (and one more per IPAddress of %d SDN answered after %s)",
-			got, pods, r.LateAnswers, vmctrl.UnansweredGrace))
+			got, pods, r.LateAnswers, plan.UnansweredGrace))
 	}
 	return out
 }
@@ -219,7 +221,7 @@ func run(t testing.TB, n, hp int) result {
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
-	r.LateAnswers = h.lateAnswers(mark, vmctrl.UnansweredGrace)
+	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace)
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
 	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
@@ -301,7 +303,7 @@ func (h *harness) ready(ctx context.Context, namespace string) int {
 	}
 	count := 0
 	for _, vm := range list.Items {
-		if !meta.IsStatusConditionTrue(vm.Status.Conditions, vmctrl.ConditionNetworkReady) {
+		if !meta.IsStatusConditionTrue(vm.Status.Conditions, consumer.ConditionNetworkReady) {
 			continue
 		}
 		ok := true
@@ -352,8 +354,8 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	elapsed := time.Since(start)
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out release", func() bool { return h.released(ctx, k, netA, netB) })
 	released := time.Since(start)
-	if released < vmctrl.ReleaseGrace {
-		h.t.Errorf("policy change: IPAddresses deleted %v after the policy's create, before ReleaseGrace (%v)", released, vmctrl.ReleaseGrace)
+	if released < plan.ReleaseGrace {
+		h.t.Errorf("policy change: IPAddresses deleted %v after the policy's create, before ReleaseGrace (%v)", released, plan.ReleaseGrace)
 	}
 	h.settle(3*time.Second, 5*time.Minute)
 	cpu = h.controllerCPU() - cpu
@@ -380,7 +382,7 @@ func (h *harness) l2Only(ctx context.Context, k int, netA, netB string) bool {
 	for i := range k {
 		vm := &vmv1.VirtualMachine{}
 		if err := h.view.Get(ctx, types.NamespacedName{Namespace: ns, Name: vmName(i)}, vm); err != nil ||
-			!meta.IsStatusConditionTrue(vm.Status.Conditions, vmctrl.ConditionNetworkReady) {
+			!meta.IsStatusConditionTrue(vm.Status.Conditions, consumer.ConditionNetworkReady) {
 			return false
 		}
 		for _, n := range vm.Status.Networks {

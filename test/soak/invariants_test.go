@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // snapshot is the world as the API server shows it at one moment (three Lists).
@@ -128,7 +129,7 @@ func (s *snapshot) autoIPAddresses(decoys map[string]string) []string {
 	seen := map[string]string{}
 	for name, ip := range s.ips {
 		ref := metav1.GetControllerOf(ip)
-		if ip.Spec.Type != sdnv1.IPAddressTypeAuto || ref == nil || ip.Annotations[vmctrl.AnnotationInterface] == "" {
+		if ip.Spec.Type != sdnv1.IPAddressTypeAuto || ref == nil || ip.Annotations[plan.AnnotationInterface] == "" {
 			continue
 		}
 		key := string(ref.UID) + "/" + ip.Spec.NetworkRef.Kind + "/" + ip.Spec.NetworkRef.Name
@@ -184,7 +185,7 @@ func (s *snapshot) statusAgrees() []string {
 		for _, e := range entries(carrier) {
 			attached[e.Type+"/"+e.Name] = e
 		}
-		ready := meta.FindStatusCondition(vm.Status.Conditions, vmctrl.ConditionNetworkReady)
+		ready := meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady)
 		if ready == nil || ready.ObservedGeneration != vm.Generation {
 			out = append(out, fmt.Sprintf("VM %s: NetworkReady %v is not of generation %d", name, ready, vm.Generation))
 			continue

@@ -24,7 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
@@ -278,9 +278,9 @@ func intersect(a, b []string) []string {
 }
 
 // quietFor is how long the controllers must not write for the world to count as converged: a
-// release under way (an unwanted Auto IPAddress waiting out vmctrl.ReleaseGrace) writes its
+// release under way (an unwanted Auto IPAddress waiting out plan.ReleaseGrace) writes its
 // delete up to that long after the last other write.
-const quietFor = vmctrl.ReleaseGrace + 3*time.Second
+const quietFor = plan.ReleaseGrace + 3*time.Second
 
 // quietPoint pauses the stream and the faults, waits until the world converges (every check
 // passes and the controllers stopped writing for quietFor), and records what still fails after

@@ -120,7 +120,7 @@ func TestEvaluateTableShowsWhichPolicyDecidedEachPart(t *testing.T) {
 		// (vmipam issue 10: NetworkReady never says attached while the running pod lacks the NIC).
 		`ClusterNetwork/corp\s+Auto\s+no\s+web-cn-corp-kumpx7\s+-\s+AwaitingRestart\s+no\s+default\s+-\s+prod-changes-at-restart\n`,
 		`ClusterNetwork/old \(removed\)\s+Auto\s+yes\s+web-cn-old-dqdpy6\s+-\s+-\s+no\s+-\s+-\s+prod-changes-at-restart\n`,
-		`pending a restart \(hotplug not allowed\): ClusterNetwork/corp, ClusterNetwork/old\n`,
+		`held until the next restart \(hotplug not allowed\): ClusterNetwork/corp, ClusterNetwork/old\n`,
 	} {
 		if !regexp.MustCompile(row).MatchString(out) {
 			t.Errorf("output lacks %s:\n%s", row, out)
@@ -465,8 +465,8 @@ func TestDryRunCreatesAnEvaluationWithTheKubeconfig(t *testing.T) {
 	}
 	code, out, _ = run(t, "ipamctl", "dry-run", "-f", vm, "--kubeconfig", kubeconfig(t, srv.URL))
 	if code != 0 || !strings.Contains(out, "VirtualMachine team/web (exists); policies (installed): default") ||
-		!strings.Contains(out, "Status (unchanged):\n  none\n") {
-		t.Errorf("exit %d, table (an empty status reads none):\n%s", code, out)
+		!strings.Contains(out, "Once the virtualization controller applies the record:\n  networks-spec at the next start: no additional interface\n") {
+		t.Errorf("exit %d, table (an empty answer reads no additional interface):\n%s", code, out)
 	}
 }
 

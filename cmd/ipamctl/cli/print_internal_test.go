@@ -8,23 +8,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
-	vmctrl "github.com/vmipam/vmipam/controller/vm"
+	"github.com/vmipam/vmipam/controller/plan"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/consumer"
 )
 
-// "Status (would be written)" shows the controller's text; the dry run's own notice that it
-// does not retry interfaces its VM budget left undecided is printed apart, once. Before,
-// the status block held the dry run's notice, which the controller never writes.
+// What the VM would look like once the record is applied shows the controller's text; the dry
+// run's own notice that it does not retry interfaces its VM budget left undecided is printed
+// apart, once. Before, the status block held the dry run's notice, which the controller never
+// writes.
 func TestTheDryRunsBudgetNoticeIsPrintedApartFromTheStatus(t *testing.T) {
-	undecided := vmctrl.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: evaluator.Decision{
-		Reason: evaluator.ReasonPolicyError, Message: "operation interrupted: budget spent; " + vmctrl.DryRunBudgetNotice}}
-	r := &dryrunv1.EvaluationStatus{Interfaces: []vmctrl.InterfaceResult{undecided, undecided},
-		VMStatus: dryrunv1.VMStatus{Changed: true, Conditions: []metav1.Condition{{Type: "NetworkReady", Status: "False",
+	undecided := plan.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: evaluator.Decision{
+		Reason: evaluator.ReasonPolicyError, Message: "operation interrupted: budget spent; " + plan.DryRunBudgetNotice}}
+	r := &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{undecided, undecided},
+		Applied: dryrunv1.AppliedVM{Conditions: []metav1.Condition{{Type: "NetworkReady", Status: "False",
 			Reason: "NetworkNotReady", Message: "ClusterNetwork/corp: PolicyError: retried with backoff"}}}}
 	var out bytes.Buffer
 	printTable(&out, r)
-	note, status, _ := strings.Cut(out.String(), "Status (would be written):")
+	note, status, _ := strings.Cut(out.String(), "Once the virtualization controller applies the record:")
 	if strings.Count(note, "Note: 2 interface(s) not evaluated") != 1 || !strings.Contains(note, "the dry run does not retry") {
 		t.Errorf("before the status:\n%s\nwant one note that the dry run does not retry 2 interfaces", note)
 	}
@@ -39,11 +41,11 @@ func TestTheDryRunsBudgetNoticeIsPrintedApartFromTheStatus(t *testing.T) {
 // names were printed raw (atk15b finding 2, "the evaluate table prints raw names too").
 func TestTheTableQuotesNamesThatAreNotPlain(t *testing.T) {
 	forged := "corp\nClusterNetwork/db\tAuto\x1b[2J\u202e"
-	it := vmctrl.InterfaceResult{Type: "ClusterNetwork", Name: forged, IPAddressName: "ip\nforged",
+	it := plan.InterfaceResult{Type: "ClusterNetwork", Name: forged, IPAddressName: "ip\nforged",
 		Decision: evaluator.Decision{Provenance: evaluator.Provenance{Skip: "p"}, Rule: "rule\u202e"}}
-	r := &dryrunv1.EvaluationStatus{Interfaces: []vmctrl.InterfaceResult{it}}
-	r.VMStatus.Networks = append(r.VMStatus.Networks, vmv1.NetworksStatus{Type: "ClusterNetwork", Name: forged, IPAddress: "10.0.0.1"})
-	r.Actions.PendingRestart = []string{"ClusterNetwork/" + forged}
+	r := &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{it}}
+	r.Applied.Networks = append(r.Applied.Networks, vmv1.NetworksStatus{Type: "ClusterNetwork", Name: forged, IPAddress: "10.0.0.1"})
+	r.Applied.HeldUntilRestart = []string{consumer.Label("ClusterNetwork", forged)}
 	var out bytes.Buffer
 	printTable(&out, r)
 	text := out.String()

@@ -2,6 +2,7 @@ package virtualization
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 const ns = "default"
@@ -25,13 +27,13 @@ const ns = "default"
 func newSim(t *testing.T, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, virtv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, virtv1.AddToScheme, ipamv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&virtv1.VirtualMachine{}, &virtv1.VirtualMachineOperation{}).
+		WithStatusSubresource(&virtv1.VirtualMachine{}, &virtv1.VirtualMachineOperation{}, &ipamv1.VirtualMachineIPAM{}).
 		WithIndex(&corev1.Pod{}, indexVMName, vmNameOf).Build()
 	s := New(c)
 	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -71,9 +73,51 @@ func newVM(name string, opts ...vmOpt) *virtv1.VirtualMachine {
 	return vm
 }
 
-// specOf is a networks-spec annotation naming network.
-func specOf(network string) string {
-	return `[{"type":"ClusterNetwork","name":"` + network + `","ifName":"veth_x"}]`
+// onCorp is an additional interface on ClusterNetwork name.
+func onCorp(name string) virtv1.NetworksSpec {
+	return virtv1.NetworksSpec{Type: virtv1.NetworkTypeClusterNetwork, Name: name}
+}
+
+// attached is vmipam's decision to attach ClusterNetwork name with its Auto IPAddress
+// name+"-ip" at address, live changes allowed.
+func attached(name, address string) ipamv1.InterfaceDecision {
+	return ipamv1.InterfaceDecision{Type: "ClusterNetwork", Name: name, Allocation: ipamv1.AllocationAuto,
+		IPAddressName: name + "-ip", Address: address, Attach: true, Hotplug: true}
+}
+
+// decide writes VM name's decision record with the decisions, for its current UID and
+// generation (creating it, or replacing its spec).
+func decide(t *testing.T, s *Simulator, name string, ds ...ipamv1.InterfaceDecision) {
+	t.Helper()
+	vm := getVM(t, s, name)
+	rec := &ipamv1.VirtualMachineIPAM{}
+	err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, rec)
+	rec.Spec = ipamv1.VirtualMachineIPAMSpec{VMUID: vm.UID, VMGeneration: vm.Generation, Interfaces: ds}
+	rec.Generation++ // as the API server counts spec changes; the fake client does not
+	switch {
+	case err == nil:
+		err = s.Client.Update(context.Background(), rec)
+	default:
+		rec.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1}
+		err = s.Client.Create(context.Background(), rec)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// carried is what the pod's networks-spec carries: "<network>=<IPAddress>" per entry.
+func carried(t *testing.T, pod *corev1.Pod) []string {
+	t.Helper()
+	entries, err := sdnv1.ParseNetworksSpec(pod.Annotations[sdnv1.AnnotationNetworksSpec])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name+"="+strings.Join(e.IPAddressNames, ","))
+	}
+	return out
 }
 
 // reconcileVM runs ReconcileVirtualMachine on ns/name.
@@ -113,14 +157,4 @@ func podNames(pods []corev1.Pod) []string {
 		names = append(names, p.Name)
 	}
 	return names
-}
-
-// setVMSpec replaces the networks-spec annotation of VM name.
-func setVMSpec(t *testing.T, s *Simulator, name, spec string) {
-	t.Helper()
-	vm := getVM(t, s, name)
-	metav1.SetMetaDataAnnotation(&vm.ObjectMeta, sdnv1.AnnotationNetworksSpec, spec)
-	if err := s.Client.Update(context.Background(), vm); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -111,7 +111,7 @@ func (s *Simulator) power(ctx context.Context, vm *virtv1.VirtualMachine, state 
 			return err
 		}
 	}
-	_, err := s.converge(ctx, vm)
+	_, _, err := s.converge(ctx, vm)
 	return err
 }
 

@@ -2,6 +2,7 @@ package virtualization
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
@@ -70,17 +70,22 @@ func TestReconcileOperationPower(t *testing.T) {
 }
 
 func TestReconcileOperationRestartCreatesNewPod(t *testing.T) {
-	s, _ := newSim(t, newVM("vm", annotated(sdnv1.AnnotationNetworksSpec, specOf("corp"))), newOp("op", virtv1.OperationRestart, "vm"))
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))), newOp("op", virtv1.OperationRestart, "vm"))
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	old := podsOf(t, s, "vm")[0].Name
-	setVMSpec(t, s, "vm", specOf("lab"))
+	held := attached("lab", "10.0.1.5")
+	held.Hotplug = false
+	decide(t, s, "vm", held)
+	reconcileVM(t, s, "vm")
 	_, op := reconcileOp(t, s, "op")
+	reconcileVM(t, s, "vm") // the pod's deletion brings the VM back
 	pods := podsOf(t, s, "vm")
 	if len(pods) != 1 || pods[0].Name == old {
 		t.Fatalf("launcher pods after restart = %v, want one pod other than %s", podNames(pods), old)
 	}
-	if got := pods[0].Annotations[sdnv1.AnnotationNetworksSpec]; got != specOf("lab") {
-		t.Errorf("new pod networks-spec = %q, want the VM's current %q", got, specOf("lab"))
+	if got := carried(t, &pods[0]); !slices.Equal(got, []string{"lab=lab-ip"}) {
+		t.Errorf("new pod carries %v, want the record's next-boot list", got)
 	}
 	if op.Status.Phase != virtv1.OperationPhaseCompleted {
 		t.Errorf("operation phase = %s, want Completed", op.Status.Phase)
@@ -88,10 +93,15 @@ func TestReconcileOperationRestartCreatesNewPod(t *testing.T) {
 }
 
 func TestReconcileOperationMigrate(t *testing.T) {
-	s, clk := newSim(t, newVM("vm", annotated(sdnv1.AnnotationNetworksSpec, specOf("corp"))), newOp("op", virtv1.OperationMigrate, "vm"))
+	s, clk := newSim(t, newVM("vm", networks(onCorp("corp"))), newOp("op", virtv1.OperationMigrate, "vm"))
 	s.MigrationDuration = 10 * time.Second
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	source := podsOf(t, s, "vm")[0].Name
+	held := attached("lab", "10.0.1.5")
+	held.Hotplug = false
+	decide(t, s, "vm", attached("corp", "10.0.0.5"), held)
+	reconcileVM(t, s, "vm")
 
 	res, op := reconcileOp(t, s, "op")
 	reconcileVM(t, s, "vm")
@@ -104,8 +114,11 @@ func TestReconcileOperationMigrate(t *testing.T) {
 		t.Errorf("mid-migration VM phase = %s, want Migrating", got)
 	}
 	target := migrationTarget(pods)
-	if target == nil || target.Annotations[sdnv1.AnnotationNetworksSpec] != specOf("corp") {
-		t.Fatalf("target pod = %+v, want one with the VM's networks-spec", target)
+	if target == nil {
+		t.Fatalf("pods = %v, want a migration target", podNames(pods))
+	}
+	if got := carried(t, target); !slices.Equal(got, []string{"corp=corp-ip"}) {
+		t.Fatalf("target pod carries %v, want what the source carries, not the change held until restart", got)
 	}
 
 	clk.SetTime(clk.Now().Add(10 * time.Second))

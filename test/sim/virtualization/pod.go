@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,20 +71,29 @@ func (s *Simulator) createLauncher(ctx context.Context, vm *virtv1.VirtualMachin
 // observePods lists the launcher pods labelled with vm's name that are not being deleted, oldest
 // first: those vm controls, and stale ones controlled by an earlier VM of the same name.
 func (s *Simulator) observePods(ctx context.Context, vm *virtv1.VirtualMachine) (own, stale []corev1.Pod, err error) {
+	own, stale, _, err = s.observeAllPods(ctx, vm)
+	return own, stale, err
+}
+
+// observeAllPods is observePods with, besides, the labelled pods that no VM controls: VC
+// without a KVVMI applies a record to every non-terminating launcher pod of the VM (VC facts
+// §2), those too, while it starts and stops only the pods it controls.
+func (s *Simulator) observeAllPods(ctx context.Context, vm *virtv1.VirtualMachine) (own, stale, others []corev1.Pod, err error) {
 	pods, err := s.labelledPods(ctx, vm.Namespace, vm.Name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, p := range pods {
 		switch owner := controllingVM(&p); {
 		case owner == nil:
+			others = append(others, p)
 		case owner.UID == vm.UID:
 			own = append(own, p)
 		default:
 			stale = append(stale, p)
 		}
 	}
-	return own, stale, nil
+	return own, stale, others, nil
 }
 
 // indexVMName is the cache index of launcher pods by the VM name in their

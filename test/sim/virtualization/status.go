@@ -66,7 +66,8 @@ var GuestOSInfo = map[string]any{"name": "Stand-in Linux", "kernelRelease": "6.1
 const ReasonWaitingForSDN = "WaitingForSDN"
 
 // writeStatus rebuilds the status fields VC owns — phase, status.networks with each attached
-// NIC's address from the oldest running pod's networks-status, NetworkReady,
+// NIC's address (from the oldest running pod's networks-status while the VM runs, from the
+// record while it does not: the gate's contract, docs/INTEGRATION.md), NetworkReady,
 // AwaitingRestartToApplyConfiguration and, in ReportGuest mode, Running and guestOSInfo — into
 // the VM as it was read, and writes the whole status with an Update under the resourceVersion
 // read, as VC does: a concurrent writer's change is a conflict, retried. Status fields the
@@ -80,7 +81,12 @@ func (s *Simulator) writeStatus(ctx context.Context, st *vmState, res consumer.R
 		_ = json.Unmarshal([]byte(st.pods[0].Annotations[sdnv1.AnnotationNetworksStatus]), &nics) // absent or unreadable: none
 	}
 	for i := range status.Networks {
-		status.Networks[i].IPAddress = configuredAddress(nics, status.Networks[i])
+		n := &status.Networks[i]
+		if len(st.pods) > 0 {
+			n.IPAddress = configuredAddress(nics, *n)
+		} else {
+			n.IPAddress = res.Addresses[string(n.Type)+"/"+n.Name]
+		}
 	}
 	items := slices.Clone(res.Items)
 	if len(st.pods) > 0 {

@@ -27,19 +27,16 @@ func TestEnsureNetworks(t *testing.T) {
 			},
 		},
 		{
-			name:   "ipAddress and an existing MAC are preserved",
+			name:   "an existing MAC is kept; the address is written anew from SDN's answer (writeStatus)",
 			spec:   []virtv1.NetworksSpec{corp},
 			status: []virtv1.NetworksStatus{{Type: corp.Type, Name: "corp", MACAddress: "02:00:00:00:00:01", IPAddress: "10.0.0.10"}},
-			want:   []virtv1.NetworksStatus{{Type: corp.Type, Name: "corp", MACAddress: "02:00:00:00:00:01", IPAddress: "10.0.0.10"}},
+			want:   []virtv1.NetworksStatus{{Type: corp.Type, Name: "corp", MACAddress: "02:00:00:00:00:01"}},
 		},
 		{
-			name:   "entries the spec no longer has are left to their writer",
+			name:   "the list is rebuilt whole: entries the spec no longer has go",
 			spec:   []virtv1.NetworksSpec{lan},
 			status: []virtv1.NetworksStatus{{Type: corp.Type, Name: "corp", IPAddress: "10.0.0.10"}},
-			want: []virtv1.NetworksStatus{
-				{Type: corp.Type, Name: "corp", IPAddress: "10.0.0.10"},
-				{Type: lan.Type, Name: "lan", MACAddress: macOf(lan, 0)},
-			},
+			want:   []virtv1.NetworksStatus{{Type: lan.Type, Name: "lan", MACAddress: macOf(lan, 0)}},
 		},
 		{
 			name: "the same network twice gets two entries with different MACs",

@@ -43,6 +43,9 @@ type vmState struct {
 	record   *ipamv1.VirtualMachineIPAM // nil when there is none
 	template *template
 	pods     []corev1.Pod // active launcher pods, oldest first
+	// others are labelled launcher pods of the VM that no VM controls: a record is applied to
+	// them too.
+	others []corev1.Pod
 }
 
 // ReconcileVirtualMachine converges the VM's launcher pods to its run intent, applies its
@@ -57,7 +60,7 @@ func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if st.pods, err = s.converge(ctx, st.vm); err != nil {
+	if st.pods, st.others, err = s.converge(ctx, st.vm); err != nil {
 		return requeueOnConflict(err)
 	}
 	res, err := s.apply(ctx, st)
@@ -124,9 +127,11 @@ func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, er
 			return res, err
 		}
 	}
-	for i := range st.pods {
-		if err := s.patchPod(ctx, st.vm, &st.pods[i], res); err != nil {
-			return res, err
+	for _, pods := range [][]corev1.Pod{st.pods, st.others} {
+		for i := range pods {
+			if err := s.patchPod(ctx, st.vm, &pods[i], res); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil
@@ -149,7 +154,7 @@ func (s *Simulator) consumerInput(st *vmState) consumer.Input {
 	if in.Running {
 		pod := &st.pods[0]
 		in.Applied, _ = sdnv1.ParseNetworksSpec(pod.Annotations[sdnv1.AnnotationNetworksSpec])
-		_, in.Decided = pod.Annotations[consumer.AnnotationDecided]
+		in.Decided = consumer.Decided(pod.Annotations)
 	}
 	return in
 }
@@ -188,24 +193,24 @@ func shouldRun(vm *virtv1.VirtualMachine) bool {
 
 // converge makes vm's launcher pods match its run intent — none when it should not run, the
 // ones it has when it should (apply starts one when there is none), two while a migration is
-// under way — and returns them, oldest first. Pods of an earlier VM of the same name are
-// deleted.
-func (s *Simulator) converge(ctx context.Context, vm *virtv1.VirtualMachine) ([]corev1.Pod, error) {
-	pods, stale, err := s.observePods(ctx, vm)
+// under way — and returns them, oldest first, with the labelled pods no VM controls. Pods of an
+// earlier VM of the same name are deleted.
+func (s *Simulator) converge(ctx context.Context, vm *virtv1.VirtualMachine) (pods, others []corev1.Pod, err error) {
+	pods, stale, others, err := s.observeAllPods(ctx, vm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.deletePods(ctx, stale); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch {
 	case !shouldRun(vm):
-		return nil, s.deletePods(ctx, pods)
+		return nil, others, s.deletePods(ctx, pods)
 	case len(pods) > 1 && migrationTarget(pods) == nil:
 		newest := len(pods) - 1
-		return pods[newest:], s.deletePods(ctx, pods[:newest])
+		return pods[newest:], others, s.deletePods(ctx, pods[:newest])
 	}
-	return pods, nil
+	return pods, others, nil
 }
 
 // collect deletes the launcher pods and the KVVM of the deleted VM key, as the garbage

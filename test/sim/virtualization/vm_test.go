@@ -7,11 +7,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 func TestReconcileVirtualMachineRunPolicy(t *testing.T) {
@@ -44,8 +49,11 @@ func TestReconcileVirtualMachineRunPolicy(t *testing.T) {
 	}
 }
 
-func TestReconcileVirtualMachineCreatesLauncherPod(t *testing.T) {
-	s, _ := newSim(t, newVM("vm", annotated(sdnv1.AnnotationNetworksSpec, specOf("corp"))))
+// A launcher pod is made from the KVVM template, which a start builds from the record's
+// next-boot list: the pod carries the decided interfaces and the decided mark.
+func TestALauncherPodIsMadeFromTheRecord(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	pods := podsOf(t, s, "vm")
 	if len(pods) != 1 {
@@ -55,14 +63,42 @@ func TestReconcileVirtualMachineCreatesLauncherPod(t *testing.T) {
 	if !strings.HasPrefix(p.Name, "virt-launcher-vm-") || len(p.Name) != len("virt-launcher-vm-")+5 {
 		t.Errorf("pod name = %q, want virt-launcher-vm-xxxxx", p.Name)
 	}
-	if got := p.Annotations[sdnv1.AnnotationNetworksSpec]; got != specOf("corp") {
-		t.Errorf("pod networks-spec = %q, want the VM's %q", got, specOf("corp"))
+	if got := carried(t, &p); !slices.Equal(got, []string{"corp=corp-ip"}) || !consumer.Decided(p.Annotations) ||
+		p.Annotations[consumer.AnnotationDecided] == "" || p.Annotations[AnnotationTapProvision] != "true" {
+		t.Errorf("pod annotations = %v, want corp's Auto IPAddress, the decided mark and the tap flag", p.Annotations)
 	}
 	if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != "uid-vm" || ref.Kind != "VirtualMachine" {
 		t.Errorf("pod controller = %+v, want VirtualMachine vm", ref)
 	}
 	if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != LauncherImage {
 		t.Errorf("pod containers = %+v, want one of image %s", p.Spec.Containers, LauncherImage)
+	}
+	nics, _, _ := unstructured.NestedSlice(kvvm(t, s, "vm").Object, "spec", "template", "spec", "domain", "devices", "interfaces")
+	if len(nics) != 1 || nics[0].(map[string]any)["binding"].(map[string]any)["name"] != bindingPlugin {
+		t.Errorf("KVVM NICs = %v, want one bpfbridge NIC for corp", nics)
+	}
+}
+
+// A VM that starts before any record exists gets neither interfaces nor the decided mark; the
+// first record then applies live whatever hotplug says.
+func TestAPodStartedBeforeAnyRecordTakesTheFirstAsItsConfiguration(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	reconcileVM(t, s, "vm")
+	pod := podsOf(t, s, "vm")[0]
+	if _, ok := pod.Annotations[sdnv1.AnnotationNetworksSpec]; ok || consumer.Decided(pod.Annotations) {
+		t.Fatalf("a pod started without a record carries %v", pod.Annotations)
+	}
+	if c := meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, consumer.ConditionNetworkReady); c == nil ||
+		!strings.Contains(c.Message, consumer.ReasonDecisionPending) {
+		t.Errorf("NetworkReady = %+v, want the interface pending its decision", c)
+	}
+	held := attached("corp", "10.0.0.5")
+	held.Hotplug = false
+	decide(t, s, "vm", held)
+	reconcileVM(t, s, "vm")
+	pod = podsOf(t, s, "vm")[0]
+	if got := carried(t, &pod); !slices.Equal(got, []string{"corp=corp-ip"}) || !consumer.Decided(pod.Annotations) {
+		t.Errorf("pod after the first record = %v, want corp applied and the decided mark", pod.Annotations)
 	}
 }
 
@@ -86,25 +122,69 @@ func TestGenerateName(t *testing.T) {
 	}
 }
 
-func TestReconcileVirtualMachineRecreatesDeletedPod(t *testing.T) {
-	s, _ := newSim(t, newVM("vm", annotated(sdnv1.AnnotationNetworksSpec, specOf("corp"))))
+// A change held until restart stays off the running pod and off the template a migration target
+// is made from; a deleted pod (a restart) is replaced by one made from the next-boot list.
+func TestAHeldChangeWaitsForAStartNotAMigration(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	old := podsOf(t, s, "vm")[0]
+	lan := attached("lan", "10.0.1.5")
+	lan.Hotplug = false
+	decide(t, s, "vm", attached("corp", "10.0.0.5"), lan)
+	reconcileVM(t, s, "vm")
+	running := podsOf(t, s, "vm")[0]
+	if got := carried(t, &running); !slices.Equal(got, []string{"corp=corp-ip"}) {
+		t.Errorf("running pod carries %v, want lan held until restart", got)
+	}
+	if got := templateEntries(t, s, "vm"); !slices.Equal(got, []string{"corp=corp-ip"}) {
+		t.Errorf("KVVM template %v, want what runs (a migration target is made from it)", got)
+	}
+	if c := meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, consumer.ConditionAwaitingRestart); c == nil ||
+		!strings.Contains(c.Message, "ClusterNetwork/lan") {
+		t.Errorf("AwaitingRestartToApplyConfiguration = %+v, want lan named", c)
+	}
 	if err := s.Client.Delete(context.Background(), &old); err != nil {
 		t.Fatal(err)
 	}
-	setVMSpec(t, s, "vm", specOf("lab"))
 	reconcileVM(t, s, "vm")
 	pods := podsOf(t, s, "vm")
 	if len(pods) != 1 || pods[0].Name == old.Name {
 		t.Fatalf("launcher pods = %v, want one new pod replacing %s", podNames(pods), old.Name)
 	}
-	if got := pods[0].Annotations[sdnv1.AnnotationNetworksSpec]; got != specOf("lab") {
-		t.Errorf("new pod networks-spec = %q, want the VM's current %q", got, specOf("lab"))
+	if got := carried(t, &pods[0]); !slices.Equal(got, []string{"corp=corp-ip", "lan=lan-ip"}) {
+		t.Errorf("the restarted pod carries %v, want the next-boot list with lan", got)
+	}
+	if c := meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, consumer.ConditionAwaitingRestart); c != nil {
+		t.Errorf("AwaitingRestartToApplyConfiguration = %+v after the restart, want it gone", c)
 	}
 }
 
-func TestReconcileVirtualMachineDeletesPodsOfGoneVM(t *testing.T) {
+// VC copies every VM annotation onto its running pods, a networks-spec too, and removes what
+// it copied once the VM no longer has it.
+func TestVMAnnotationsAreCopiedOntoRunningPods(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp")), annotated("example.com/note", "a")))
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	reconcileVM(t, s, "vm")
+	reconcileVM(t, s, "vm")
+	pod := podsOf(t, s, "vm")[0]
+	if pod.Annotations["example.com/note"] != "a" {
+		t.Errorf("pod annotations = %v, want the VM's copied", pod.Annotations)
+	}
+	vm := getVM(t, s, "vm")
+	delete(vm.Annotations, "example.com/note")
+	vm.Annotations[sdnv1.AnnotationNetworksSpec] = "[]"
+	if err := s.Client.Update(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	reconcileVM(t, s, "vm")
+	pod = podsOf(t, s, "vm")[0]
+	if _, ok := pod.Annotations["example.com/note"]; ok || pod.Annotations[sdnv1.AnnotationNetworksSpec] != "[]" {
+		t.Errorf("pod annotations = %v, want the note removed and the VM's networks-spec winning over the record's", pod.Annotations)
+	}
+}
+
+func TestReconcileVirtualMachineDeletesPodsAndTemplateOfGoneVM(t *testing.T) {
 	s, _ := newSim(t, newVM("vm"))
 	reconcileVM(t, s, "vm")
 	if err := s.Client.Delete(context.Background(), newVM("vm")); err != nil {
@@ -114,10 +194,15 @@ func TestReconcileVirtualMachineDeletesPodsOfGoneVM(t *testing.T) {
 	if pods := podsOf(t, s, "vm"); len(pods) != 0 {
 		t.Errorf("launcher pods of a deleted VM = %v, want none", podNames(pods))
 	}
+	t.Run("its KVVM too", func(t *testing.T) {
+		if tmpl, err := s.readTemplate(context.Background(), types.NamespacedName{Namespace: ns, Name: "vm"}, "uid-vm"); err != nil || tmpl.kvvm != nil {
+			t.Errorf("KVVM of a deleted VM = %v (%v), want none", tmpl, err)
+		}
+	})
 }
 
 func TestReconcileVirtualMachineDeletesPodsOfEarlierVM(t *testing.T) {
-	earlier := launcherPod(newVM("vm", func(vm *virtv1.VirtualMachine) { vm.UID = "uid-earlier" }), nil)
+	earlier := launcherPod(newVM("vm", func(vm *virtv1.VirtualMachine) { vm.UID = "uid-earlier" }), &template{}, nil)
 	earlier.Name = "virt-launcher-vm-old00"
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare",
 		Labels: map[string]string{virtv1.LabelLauncherVMName: "vm"}}}
@@ -130,55 +215,89 @@ func TestReconcileVirtualMachineDeletesPodsOfEarlierVM(t *testing.T) {
 	}
 }
 
+// VC rebuilds status.networks whole: one entry per spec entry with its MAC, the address SDN
+// configured while the VM runs and the record's while it does not; it keeps the conditions it
+// does not build and writes nothing when nothing changed.
 func TestReconcileVirtualMachineStatusNetworks(t *testing.T) {
-	vm := newVM("vm",
-		networks(virtv1.NetworksSpec{Type: virtv1.NetworkTypeMain}, virtv1.NetworksSpec{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp"}),
-		withStatusNetworks(virtv1.NetworksStatus{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp", IPAddress: "10.0.0.10"}),
+	vm := newVM("vm", runPolicy(virtv1.RunPolicyAlwaysOff),
+		networks(virtv1.NetworksSpec{Type: virtv1.NetworkTypeMain}, onCorp("corp")),
+		withStatusNetworks(virtv1.NetworksStatus{Type: virtv1.NetworkTypeClusterNetwork, Name: "gone", IPAddress: "10.0.0.99"}),
 		func(vm *virtv1.VirtualMachine) {
-			vm.Status.Conditions = []metav1.Condition{{Type: "NetworkReady", Status: metav1.ConditionTrue, Reason: "NetworkReady", LastTransitionTime: metav1.Now()}}
+			vm.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: metav1.ConditionTrue, Reason: "AgentReady", LastTransitionTime: metav1.Now()}}
 		})
 	s, _ := newSim(t, vm)
+	decide(t, s, "vm", attached("corp", "10.0.0.10"))
 	reconcileVM(t, s, "vm")
 	got := getVM(t, s, "vm")
 	st := got.Status.Networks
-	if len(st) != 2 {
-		t.Fatalf("status.networks = %+v, want corp and Main", st)
+	if len(st) != 2 || st[0].Type != virtv1.NetworkTypeMain || st[1].Name != "corp" || st[1].MACAddress == "" {
+		t.Fatalf("status.networks = %+v, want Main and corp with MACs, the stale entry gone", st)
 	}
-	if st[0].Name != "corp" || st[0].IPAddress != "10.0.0.10" || st[0].MACAddress == "" {
-		t.Errorf("corp entry = %+v, want its ipAddress kept and a macAddress added", st[0])
+	if st[1].IPAddress != "10.0.0.10" {
+		t.Errorf("corp's ipAddress = %q while stopped, want the record's 10.0.0.10", st[1].IPAddress)
 	}
-	if st[1].Type != virtv1.NetworkTypeMain || st[1].MACAddress == "" {
-		t.Errorf("Main entry = %+v, want it appended with a macAddress", st[1])
+	if meta.FindStatusCondition(got.Status.Conditions, "AgentReady") == nil ||
+		meta.FindStatusCondition(got.Status.Conditions, consumer.ConditionNetworkReady) == nil {
+		t.Errorf("conditions = %+v, want AgentReady kept and NetworkReady", got.Status.Conditions)
 	}
-	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != "NetworkReady" {
-		t.Errorf("conditions = %+v, want NetworkReady kept", got.Status.Conditions)
-	}
-
 	rv := got.ResourceVersion
 	reconcileVM(t, s, "vm")
 	if again := getVM(t, s, "vm"); again.ResourceVersion != rv {
-		t.Errorf("unchanged status was patched again: resourceVersion %s -> %s", rv, again.ResourceVersion)
+		t.Errorf("unchanged status was written again: resourceVersion %s -> %s", rv, again.ResourceVersion)
 	}
 }
 
-// TestReconcileVirtualMachineStatusOptimisticLock pins down that the status patch is refused
-// when the VM changed since it was read, so the stand-in cannot overwrite vmipam's ipAddress.
-func TestReconcileVirtualMachineStatusOptimisticLock(t *testing.T) {
-	s, _ := newSim(t, newVM("vm", networks(virtv1.NetworksSpec{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp"})))
-	stale := getVM(t, s, "vm")
-	vmipam := stale.DeepCopy()
-	vmipam.Status.Networks = []virtv1.NetworksStatus{{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp", IPAddress: "10.0.0.10"}}
-	if err := s.Client.Status().Update(context.Background(), vmipam); err != nil {
+// TestTheStatusUpdateLosesAConcurrentWrite pins down that the whole-status Update goes under the
+// resourceVersion read: a write in between makes it a conflict, retried, never a silent revert.
+func TestTheStatusUpdateLosesAConcurrentWrite(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	st, err := s.read(context.Background(), types.NamespacedName{Namespace: ns, Name: "vm"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := s.writeStatus(context.Background(), stale, virtv1.PhaseRunning)
+	other := getVM(t, s, "vm")
+	other.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: metav1.ConditionTrue, Reason: "AgentReady", LastTransitionTime: metav1.Now()}}
+	if err := s.Client.Status().Update(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	err = s.writeStatus(context.Background(), st, consumer.Result{})
 	if err == nil {
-		t.Fatal("status patch from a stale VM succeeded, want a conflict")
+		t.Fatal("status Update from a stale read succeeded, want a conflict")
 	}
 	if res, err := requeueOnConflict(err); err != nil || res.RequeueAfter != conflictRetry {
 		t.Errorf("requeueOnConflict() = %v, %v, want a retry after %v", res, err, conflictRetry)
 	}
-	if got := getVM(t, s, "vm").Status.Networks; len(got) != 1 || got[0].IPAddress != "10.0.0.10" {
-		t.Errorf("status.networks = %+v, want vmipam's ipAddress intact", got)
+	if meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, "AgentReady") == nil {
+		t.Error("the other writer's condition was reverted")
 	}
+}
+
+func TestTheRecordsStatusSaysWhichGenerationIsApplied(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	reconcileVM(t, s, "vm")
+	rec := &ipamv1.VirtualMachineIPAM{}
+	if err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "vm"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status.ObservedGeneration != rec.Generation || rec.Generation == 0 {
+		t.Errorf("record status.observedGeneration = %d, want its generation %d", rec.Status.ObservedGeneration, rec.Generation)
+	}
+}
+
+// kvvm reads VM name's KVVM.
+func kvvm(t *testing.T, s *Simulator, name string) *unstructured.Unstructured {
+	t.Helper()
+	tmpl, err := s.readTemplate(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, types.UID("uid-"+name))
+	if err != nil || tmpl.kvvm == nil {
+		t.Fatalf("KVVM of %s: %v, %v", name, tmpl, err)
+	}
+	return tmpl.kvvm
+}
+
+// templateEntries is what the KVVM template's networks-spec carries, as carried shows a pod's.
+func templateEntries(t *testing.T, s *Simulator, name string) []string {
+	t.Helper()
+	annotations, _, _ := unstructured.NestedStringMap(kvvm(t, s, name).Object, "spec", "template", "metadata", "annotations")
+	return carried(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}})
 }

@@ -51,3 +51,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "vmipam.certificate" . }}
 {{- end -}}
 {{- end -}}
+
+{{/* The usernames of the record consumers' ServiceAccounts (records.consumers), as a CEL list
+of string literals for the records admission policy. */}}
+{{- define "vmipam.recordConsumers" -}}
+{{- $names := list -}}
+{{- range .Values.records.consumers -}}
+{{- $names = append $names (printf "system:serviceaccount:%s:%s" .namespace .name | quote) -}}
+{{- end -}}
+[{{ join ", " $names }}]
+{{- end -}}
