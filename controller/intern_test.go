@@ -50,7 +50,10 @@ func TestTransformsShareRepeatingStringsAndChangeNoValue(t *testing.T) {
 			t.Fatal(err)
 		}
 		vms[i] = out.(*vmv1.VirtualMachine)
-		if want := decode[vmv1.VirtualMachine](t, manifest); !equality.Semantic.DeepEqual(vms[i], want) {
+		want := decode[vmv1.VirtualMachine](t, manifest)
+		want.Spec.RunPolicy, want.Status.Conditions = "", nil // what slimVM drops
+		want.Status.Networks[0].IPAddress = ""
+		if !equality.Semantic.DeepEqual(vms[i], want) {
 			t.Errorf("interning changed a value:\n got %+v\nwant %+v", vms[i], want)
 		}
 	}
@@ -61,7 +64,6 @@ func TestTransformsShareRepeatingStringsAndChangeNoValue(t *testing.T) {
 		"label value":       {a.Labels["tier"], b.Labels["tier"]},
 		"spec network name": {a.Spec.Networks[1].Name, b.Spec.Networks[1].Name},
 		"status network":    {a.Status.Networks[0].Name, b.Spec.Networks[1].Name},
-		"condition message": {a.Status.Conditions[0].Message, b.Status.Conditions[0].Message},
 		"phase":             {string(a.Status.Phase), string(b.Status.Phase)},
 	} {
 		if !same(pair[0], pair[1]) {

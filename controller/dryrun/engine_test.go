@@ -197,7 +197,7 @@ func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "virt-launcher-web-1",
 		Labels:      map[string]string{vmv1.LabelLauncherVMName: "web"},
 		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ifName":"veth_x","ipAssignmentMode":"DHCP","ipAddressNames":["` + auto + `"]}]`}}}
-	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto,
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: auto, UID: "uid-auto",
 		Annotations: map[string]string{plan.AnnotationInterface: "ClusterNetwork/corp"}, // made by vmipam
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine",
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},

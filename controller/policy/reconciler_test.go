@@ -292,8 +292,8 @@ func TestStartupLoadServesEveryPolicyBeforeLoadedCloses(t *testing.T) {
 	default:
 		t.Fatal("Loaded is not closed after the load")
 	}
-	if got := r.Registry.Set().Policies(); strings.Join(got, ",") != "broken,good" {
-		t.Errorf("snapshot policies = %v, want broken (generation 1) and good", got)
+	if got := r.Registry.Set().Policies(); strings.Join(got, ",") != "broken,good,default" {
+		t.Errorf("snapshot policies = %v, want broken (generation 1), good, and the shipped default the leader is about to store", got)
 	}
 	if g := r.Registry.Serving("broken").Generation; g != 1 {
 		t.Errorf("broken serves generation %d, want the stored 1", g)

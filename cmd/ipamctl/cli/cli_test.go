@@ -119,7 +119,7 @@ func TestEvaluateTableShowsWhichPolicyDecidedEachPart(t *testing.T) {
 		// The running pod does not have corp and may not get it before a restart: not attached
 		// (vmipam issue 10: NetworkReady never says attached while the running pod lacks the NIC).
 		`ClusterNetwork/corp\s+Auto\s+no\s+web-cn-corp-kumpx7\s+-\s+AwaitingRestart\s+no\s+default\s+-\s+prod-changes-at-restart\n`,
-		`ClusterNetwork/old \(removed\)\s+Auto\s+yes\s+web-cn-old-dqdpy6\s+-\s+-\s+no\s+-\s+-\s+prod-changes-at-restart\n`,
+		`ClusterNetwork/old \(removed\)\s+Auto\s+yes\s+web-cn-old-dqdpy6\s+10\.30\.0\.7\s+-\s+no\s+-\s+-\s+prod-changes-at-restart\n`,
 		`held until the next restart \(hotplug not allowed\): ClusterNetwork/corp, ClusterNetwork/old\n`,
 	} {
 		if !regexp.MustCompile(row).MatchString(out) {

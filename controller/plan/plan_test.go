@@ -1,0 +1,208 @@
+package plan
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+// TestADeferredPlanWritesAndReleasesNothing: while the new Auto IPAddress waits for SDN, the
+// record waits too, so the old network's IPAddress — which the record and the running pod still
+// attach — stays; past the grace the record is written without it and its release starts.
+func TestADeferredPlanWritesAndReleasesNothing(t *testing.T) {
+	s := switchedScope(t)
+	p := plan(s)
+	if !p.Deferred || p.RecordChanged || p.Record != s.record {
+		t.Fatalf("plan: deferred %v, record changed %v; want deferred with the record as it is", p.Deferred, p.RecordChanged)
+	}
+	if len(p.Releasing)+len(p.Releases) != 0 {
+		t.Errorf("a deferred plan releases %v while the running pod still names it", p.Releasing)
+	}
+	s.now = s.now.Add(time.Minute) // past the grace: the record drops corp and corp's release starts
+	p = plan(s)
+	if p.Deferred || !p.RecordChanged {
+		t.Fatalf("plan past the grace: deferred %v, record changed %v", p.Deferred, p.RecordChanged)
+	}
+	old := s.owned[0]
+	want := v1alpha1.Release{Type: v1alpha1.ReleaseAuto, IPAddressName: old.Name, UID: old.UID, Since: metav1.NewMicroTime(s.now)}
+	if !slices.Equal(p.Record.Spec.Releases, []v1alpha1.Release{want}) || !slices.Equal(p.Releasing, []string{old.Name}) {
+		t.Errorf("releases %+v (releasing %v), want corp's IPAddress released from now", p.Record.Spec.Releases, p.Releasing)
+	}
+	if len(p.Releases) != 0 || p.ReleaseAfter != ReleaseGrace {
+		t.Errorf("due %v, next after %v; want nothing due before ReleaseGrace", p.Releases, p.ReleaseAfter)
+	}
+}
+
+// TestAReleaseIsDueReleaseGraceAfterTheRecordLetItGoAndOnceNothingCarriesIt: the release is
+// timed from the record write, and even then waits for the pods to let the address go.
+func TestAReleaseIsDueReleaseGraceAfterTheRecordLetItGoAndOnceNothingCarriesIt(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	written := plan(s).Record
+	s.record, s.now = written, s.now.Add(ReleaseGrace)
+	if p := plan(s); p.RecordChanged || len(p.Releases) != 0 {
+		t.Errorf("the running pod still carries it: due %v (record changed %v), want none", p.Releases, p.RecordChanged)
+	}
+	s.pods[0].Annotations = carrying(t) // the consumer unplugged it
+	p := plan(s)
+	if len(p.Releases) != 1 || p.Releases[0].Name != s.owned[0].Name || p.RecordChanged {
+		t.Errorf("due %v (record changed %v), want corp's IPAddress, the record left alone", p.Releases, p.RecordChanged)
+	}
+	s.now = s.now.Add(-time.Second) // a second short of the grace
+	if p := plan(s); len(p.Releases) != 0 || p.ReleaseAfter != time.Second {
+		t.Errorf("before the grace: due %v, next after %v; want none, in 1s", p.Releases, p.ReleaseAfter)
+	}
+}
+
+// TestFinishedBookkeepingIsNotWrittenAlone: once a released IPAddress is gone, its release entry
+// is dropped with the next write, not by a write of its own.
+func TestFinishedBookkeepingIsNotWrittenAlone(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	s.record = plan(s).Record
+	s.owned = s.owned[1:] // deleted
+	if p := plan(s); p.RecordChanged || len(p.Releasing) != 0 {
+		t.Errorf("record changed %v (releasing %v), want no write for a release that is over", p.RecordChanged, p.Releasing)
+	}
+	s.interfaces[0].decision.Hotplug = false // any real change writes, and drops it
+	p := plan(s)
+	if !p.RecordChanged || len(p.Record.Spec.Releases) != 0 {
+		t.Errorf("record changed %v with releases %+v, want written without the finished release", p.RecordChanged, p.Record.Spec.Releases)
+	}
+}
+
+// TestOnlyIPAddressesVmipamCreatedAreReleased: an Auto IPAddress controlled by the VM but
+// without vmipam's interface annotation was made by someone else; vmipam never deletes it.
+func TestOnlyIPAddressesVmipamCreatedAreReleased(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	s.pods[0].Annotations = carrying(t)
+	delete(s.owned[0].Annotations, AnnotationInterface)
+	if p := plan(s); len(p.Record.Spec.Releases) != 0 || len(p.Releasing) != 0 {
+		t.Errorf("releases %v, which vmipam did not create", p.Record.Spec.Releases)
+	}
+}
+
+// TestATerminatingPodKeepsItsAddresses: a launcher pod being deleted may still run its guest;
+// the IPAddresses it carries are not deleted until it is gone.
+func TestATerminatingPodKeepsItsAddresses(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	s.record = plan(s).Record
+	s.now = s.now.Add(ReleaseGrace)
+	s.pods[0].DeletionTimestamp = &metav1.Time{Time: s.now}
+	s.terminating, s.pods, s.removed = s.pods, nil, nil
+	if got := plan(s).Releases; len(got) != 0 {
+		t.Errorf("deletes %v under a guest still shutting down", got)
+	}
+	s.terminating = nil // finished: observation drops it
+	if got := plan(s).Releases; len(got) != 1 {
+		t.Errorf("after the pod finished: delete %v, want the old IPAddress", got)
+	}
+}
+
+// TestNothingIsCreatedInATerminatingNamespace: the namespace controller deletes Auto
+// IPAddresses before their VMs; creating them again would only be refused.
+func TestNothingIsCreatedInATerminatingNamespace(t *testing.T) {
+	s := switchedScope(t)
+	s.interfaces[0].auto = nil
+	s.namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+	if got := plan(s).CreateIPAddresses; len(got) != 1 {
+		t.Fatalf("live namespace: creates %d IPAddresses, want 1", len(got))
+	}
+	s.namespace.DeletionTimestamp = &metav1.Time{Time: s.now}
+	if got := plan(s).CreateIPAddresses; len(got) != 0 {
+		t.Errorf("terminating namespace: creates %v", got[0].Name)
+	}
+}
+
+// TestPlanDoesNotChangeTheScope: plan is pure; the same scope gives the same plan twice and
+// stays as it was observed.
+func TestPlanDoesNotChangeTheScope(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	s.interfaces[0].decision.Hotplug = false
+	before, record := *s.interfaces[0], s.record.DeepCopy()
+	first, second := plan(s), plan(s)
+	if !reflect.DeepEqual(first, second) {
+		t.Errorf("plan differs on the same scope:\n%+v\n%+v", first, second)
+	}
+	if !reflect.DeepEqual(*s.interfaces[0], before) || !reflect.DeepEqual(s.record, record) {
+		t.Errorf("plan changed the scope: %+v", *s.interfaces[0])
+	}
+}
+
+// TestATransientProblemKeepsWhatIsApplied: an interface whose network flaps or whose policy
+// evaluation fails stays attached with what it carries, reporting the problem; a refusal
+// unplugs it.
+func TestATransientProblemKeepsWhatIsApplied(t *testing.T) {
+	for reason, kept := range map[evaluator.Reason]bool{evaluator.ReasonNetworkNotReady: true, evaluator.ReasonPolicyError: true,
+		evaluator.ReasonIPAddressNotFound: false} {
+		s := switchedScope(t)
+		it := s.interfaces[0]
+		it.spec.Name, it.key, it.autoName, it.auto = "corp", "ClusterNetwork/corp", s.owned[0].Name, &s.owned[0]
+		s.vm.Spec.Networks[1].Name, s.removed = "corp", nil
+		it.decision = evaluator.Decision{Allocation: evaluator.AllocationAuto, Skip: true, Reason: reason, Hotplug: true}
+		it.problem = &problem{string(reason), "something"}
+		d := plan(s).Record.Spec.Interfaces[0]
+		if d.Attach != kept || d.Reason != string(reason) || kept && (d.IPAddressName != s.owned[0].Name || d.Address != "10.0.0.5") {
+			t.Errorf("%s: decision %+v, want attached %v with what runs and the problem reported", reason, d, kept)
+		}
+	}
+}
+
+// TestAStoppedVMsAppliedStateIsItsRecord: with no pod, what the record last decided is what is
+// applied — the change input compares against it.
+func TestAStoppedVMsAppliedStateIsItsRecord(t *testing.T) {
+	s := switchedScope(t)
+	s.pods, s.removed = nil, nil
+	got := appliedList(s)
+	if len(got) != 1 || got[0].Name != "corp" || !slices.Equal(got[0].IPAddressNames, []string{s.owned[0].Name}) {
+		t.Errorf("applied = %+v, want the record's corp", got)
+	}
+	s.record.Spec.VMUID = "an-earlier-vm"
+	if got := appliedList(s); got != nil {
+		t.Errorf("applied = %+v from an earlier VM's record, want none", got)
+	}
+}
+
+// TestTheRecordIsWrittenOnlyWhenItChanged: the same decisions write nothing, whatever the
+// record's status says; an ownership taken over from an earlier VM of the same name writes.
+func TestTheRecordIsWrittenOnlyWhenItChanged(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	s.record = plan(s).Record
+	s.record.Status.ObservedGeneration = 7
+	if p := plan(s); p.RecordChanged {
+		t.Errorf("an unchanged decision writes the record: %+v", p.Record.Spec)
+	}
+	s.record.OwnerReferences[0].UID = "an-earlier-vm"
+	p := plan(s)
+	if !p.RecordChanged || p.Record.OwnerReferences[0].UID != s.vm.UID {
+		t.Errorf("record owned by an earlier VM: changed %v owner %v, want taken over", p.RecordChanged, p.Record.OwnerReferences)
+	}
+}
+
+// TestARemovedInterfaceIsHeldByTheRecordOnlyWhenHotplugSaysNo: a removal hotplug allows is left
+// out of the record (which unplugs it); one it forbids stays, attached as it runs, marked
+// removed.
+func TestARemovedInterfaceIsHeldByTheRecordOnlyWhenHotplugSaysNo(t *testing.T) {
+	s := switchedScope(t)
+	s.now = s.now.Add(time.Minute)
+	if ds := plan(s).Record.Spec.Interfaces; len(ds) != 1 {
+		t.Errorf("decisions %+v, want the removal (hotplug allowed) left out", ds)
+	}
+	s.removed[0].decision.Hotplug = false
+	ds := plan(s).Record.Spec.Interfaces
+	if len(ds) != 2 || !ds[1].Removed || !ds[1].Attach || ds[1].IPAddressName != s.owned[0].Name || ds[1].Address != "10.0.0.5" {
+		t.Errorf("decisions %+v, want corp held, attached with its address, until the restart", ds)
+	}
+}
+

@@ -1,0 +1,119 @@
+package vm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+func TestCreatedIPAddressIsReadUntilTheCacheShowsIt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).Build()
+	r := expectingReader{Reader: c, own: own}
+	key := types.NamespacedName{Namespace: "ns", Name: "web-corp"}
+	created := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-corp", UID: "ip-uid", ResourceVersion: "5"}}
+	own.expectCreated(created)
+
+	got := &sdnv1.IPAddress{}
+	if err := r.Get(context.Background(), key, got); err != nil || got.UID != "ip-uid" {
+		t.Fatalf("before the cache shows it: got %v, %v; want the created IPAddress", got.UID, err)
+	}
+	if !own.observedIPAddress(created) {
+		t.Error("the creation event of the object as created is vmipam's own")
+	}
+	if err := r.Get(context.Background(), key, &sdnv1.IPAddress{}); !apierrors.IsNotFound(err) {
+		t.Errorf("once observed (and gone from the cache), got %v, want NotFound", err)
+	}
+	own.expectCreated(created)
+	now = now.Add(ExpectationTTL + time.Second)
+	if err := r.Get(context.Background(), key, &sdnv1.IPAddress{}); !apierrors.IsNotFound(err) {
+		t.Errorf("past ExpectationTTL, got %v, want NotFound", err)
+	}
+	allocated := created.DeepCopy()
+	allocated.ResourceVersion = "6"
+	own.expectCreated(created)
+	if own.observedIPAddress(allocated) {
+		t.Error("a later version (SDN's answer) is news to the VM")
+	}
+}
+
+// TestTheRecordIsReadAsWrittenUntilTheCacheShowsIt: a reconcile that runs before the cache shows
+// vmipam's record write decides from what it wrote, not from the older record (which would lose
+// a conflict and write again); once the cache shows another writer's version, the cache wins.
+// The event of the write itself is vmipam's own, and consumed.
+func TestTheRecordIsReadAsWrittenUntilTheCacheShowsIt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	cached := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3", UID: "rec"}}
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(cached).Build()
+	r := expectingReader{Reader: c, own: own}
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	inCache := &v1alpha1.VirtualMachineIPAM{}
+	if err := c.Get(context.Background(), key, inCache); err != nil {
+		t.Fatal(err)
+	}
+	written := inCache.DeepCopy()
+	written.ResourceVersion, written.Spec.VMGeneration = "4", 2
+	own.wroteRecord(inCache, written)
+
+	got := &v1alpha1.VirtualMachineIPAM{}
+	if err := r.Get(context.Background(), key, got); err != nil || got.Spec.VMGeneration != 2 {
+		t.Errorf("while the cache shows the version written over: got generation %d (%v), want vmipam's write", got.Spec.VMGeneration, err)
+	}
+	if !own.ownRecordWrite(written) {
+		t.Error("the event of vmipam's own write was not recognised")
+	}
+	if own.ownRecordWrite(written) {
+		t.Error("an own write's event was recognised twice")
+	}
+	own.wroteRecord(inCache, written)
+	if err := c.Delete(context.Background(), inCache); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rec2"}}
+	if err := c.Create(context.Background(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	got = &v1alpha1.VirtualMachineIPAM{}
+	if err := r.Get(context.Background(), key, got); err != nil || got.UID != "rec2" {
+		t.Errorf("after another writer's version: got %s (%v), want the cache's", got.UID, err)
+	}
+}
+
+// The watch may deliver a write's event before the write's answer: the verdict on it waits for
+// the answer, so vmipam's own write brings nothing and another writer's still brings the VM.
+func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1", UID: "rec"}}
+	written := observed.DeepCopy()
+	written.ResourceVersion = "2"
+	theirs := observed.DeepCopy()
+	theirs.ResourceVersion = "3"
+
+	k := own.begin(written)
+	if own.judge(k, func() bool { return !own.ownRecordWrite(written) }) {
+		t.Fatal("an event during the write was judged before the write's answer")
+	}
+	own.wroteRecord(observed, written)
+	if own.done(k) {
+		t.Error("the echo of vmipam's own write was news")
+	}
+	k = own.begin(written)
+	own.judge(k, func() bool { return !own.ownRecordWrite(theirs) })
+	if !own.done(k) {
+		t.Error("another writer's change that arrived during vmipam's write was dropped")
+	}
+	if !own.judge(k, func() bool { return true }) {
+		t.Error("with no write in flight an event is judged at once")
+	}
+}

@@ -1,0 +1,63 @@
+package vm
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
+)
+
+func fanOutVM(ns, name string, lbls map[string]string, network string) *vmv1.VirtualMachine {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
+	vm.Spec.Networks = []vmv1.NetworksSpec{{Type: "Main"}, {Type: "ClusterNetwork", Name: network}}
+	return vm
+}
+
+func names(reqs []reconcile.Request) []string {
+	out := []string{}
+	for _, r := range reqs {
+		out = append(out, r.Namespace+"/"+r.Name)
+	}
+	return out
+}
+
+// TestPolicyFanOutEnqueuesOnlyVMsTheOldOrNewMatchSelects: a policy change re-evaluates the VMs
+// its previous and its new match block select, and no others.
+func TestPolicyFanOutEnqueuesOnlyVMsTheOldOrNewMatchSelects(t *testing.T) {
+	prod := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"env": "prod"}}}
+	dev := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(prod, dev,
+		fanOutVM("prod", "gold", map[string]string{"tier": "gold"}, "corp"),
+		fanOutVM("prod", "plain", nil, "corp"),
+		fanOutVM("prod", "other-net", map[string]string{"tier": "gold"}, "lab"),
+		fanOutVM("dev", "gold", map[string]string{"tier": "gold"}, "corp"),
+	).Build()
+	f := &policyFanOut{r: &Reconciler{Client: c}, seen: map[string]v1alpha1.Match{}}
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1, CreationTimestamp: metav1.Now()}}
+	p.Spec.Match = v1alpha1.Match{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		VMSelector:        &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}},
+		Networks:          []v1alpha1.NetworkSelector{{Type: "ClusterNetwork", Name: "corp"}},
+	}
+	if got := names(f.affected(context.Background(), p)); len(got) != 1 || got[0] != "prod/gold" {
+		t.Fatalf("first version: %v, want [prod/gold]", got)
+	}
+
+	p.Generation = 2
+	p.Spec.Match.NamespaceSelector = nil // now dev too
+	got := names(f.affected(context.Background(), p))
+	if len(got) != 2 || got[0] != "dev/gold" || got[1] != "prod/gold" {
+		t.Errorf("widened match: %v, want [dev/gold prod/gold]", got)
+	}
+
+	removed := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if got := names(f.affected(context.Background(), removed)); len(got) != 2 {
+		t.Errorf("removal re-evaluates what the last version matched: %v", got)
+	}
+}
