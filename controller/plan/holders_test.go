@@ -19,7 +19,9 @@ func TestHolderIsWhatRunsThenWhatVmipamDecided(t *testing.T) {
 		return &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created}}
 	}
 	original, copied := vm("vm-s"), vm("vm-a")
-	podSince := func(sec int64) *carrier { return &carrier{record: true, pod: true, since: metav1.NewTime(time.Unix(sec, 0))} }
+	podSince := func(sec int64) *carrier {
+		return &carrier{record: true, pod: true, since: metav1.NewTime(time.Unix(sec, 0))}
+	}
 	tests := []struct {
 		name         string
 		orig, copied *carrier

@@ -205,4 +205,3 @@ func TestARemovedInterfaceIsHeldByTheRecordOnlyWhenHotplugSaysNo(t *testing.T) {
 		t.Errorf("decisions %+v, want corp held, attached with its address, until the restart", ds)
 	}
 }
-

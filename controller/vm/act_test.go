@@ -88,4 +88,3 @@ func TestAFailedRecordWriteDeletesNothing(t *testing.T) {
 		t.Errorf("%d deletes after the record write failed, want none", deletes)
 	}
 }
-

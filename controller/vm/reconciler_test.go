@@ -33,8 +33,14 @@ func TestTransientAPIErrorWritesNothing(t *testing.T) {
 				}
 				return c.Get(ctx, key, obj, opts...)
 			},
-			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { writes++; return nil },
-			Patch:  func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error { writes++; return nil },
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+				writes++
+				return nil
+			},
+			Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				writes++
+				return nil
+			},
 		})
 	if err := index.Setup(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/consumer"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // repoRoot is the repository root, relative to this package.
@@ -252,20 +253,19 @@ func pending(res *dryrunv1.EvaluationStatus, expected []verdict, inputs []evalua
 	return ""
 }
 
-// checkReconcile reads back what the reconciles wrote: attached interfaces in the VM's and
-// the launcher pods' networks-spec with the decided allocation, skipped ones in NetworkReady
-// with the decided reason and message.
+// checkReconcile reads back what the reconciles wrote and the virtualization controller
+// applied: attached interfaces in the record with the decided allocation and on every launcher
+// pod, skipped ones not on the pods and in NetworkReady with the decided reason and message.
 func (h *harness) checkReconcile(t *testing.T, ctx context.Context, ns, name string, expected []verdict) {
 	vm := &vmv1.VirtualMachine{}
 	if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
 		t.Fatal(err)
 	}
-	entries := parseSpec(t, vm.Annotations[sdnv1.AnnotationNetworksSpec])
-	for _, pod := range h.launcherPods(t, ctx, ns, name) {
-		if got := pod.Annotations[sdnv1.AnnotationNetworksSpec]; got != vm.Annotations[sdnv1.AnnotationNetworksSpec] {
-			t.Errorf("launcher pod %s carries networks-spec %s, the VM %s", pod.Name, got, vm.Annotations[sdnv1.AnnotationNetworksSpec])
-		}
+	rec := &ipamv1.VirtualMachineIPAM{}
+	if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rec); err != nil {
+		t.Fatal(err)
 	}
+	pods := h.launcherPods(t, ctx, ns, name)
 	items := problemItems(meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady))
 	i := 0
 	for _, spec := range vm.Spec.Networks {
@@ -273,16 +273,21 @@ func (h *harness) checkReconcile(t *testing.T, ctx context.Context, ns, name str
 			continue
 		}
 		key := string(spec.Type) + "/" + spec.Name
-		want := expected[i]
+		want, d := expected[i], rec.Spec.Interfaces[i]
 		i++
-		entry, attached := entries[key]
 		switch {
-		case attached == want.Skip:
-			t.Errorf("%s: attached %v, but the decision skips: %v", key, attached, want.Skip)
-		case attached && allocationOf(entry, spec) != want.Allocation:
-			t.Errorf("%s: networks-spec %+v reads as %s, decided %s", key, entry, allocationOf(entry, spec), want.Allocation)
-		case !attached && items[key] != fmt.Sprintf("%s: %s", want.Reason, want.Message):
+		case d.Attach == want.Skip:
+			t.Errorf("%s: the record attaches %v, but the decision skips: %v", key, d.Attach, want.Skip)
+		case d.Attach && string(d.Allocation) != string(want.Allocation):
+			t.Errorf("%s: the record attaches it as %s, decided %s", key, d.Allocation, want.Allocation)
+		case !d.Attach && items[key] != fmt.Sprintf("%s: %s", want.Reason, want.Message):
 			t.Errorf("%s: NetworkReady says %q, decided %s: %s", key, items[key], want.Reason, want.Message)
+		}
+		for _, pod := range pods {
+			entry, carried := parseSpec(t, pod.Annotations[sdnv1.AnnotationNetworksSpec])[key]
+			if carried != d.Attach || carried && allocationOf(entry, spec) != want.Allocation {
+				t.Errorf("%s: launcher pod %s carries %+v (%v), the record attaches %v as %s", key, pod.Name, entry, carried, d.Attach, d.Allocation)
+			}
 		}
 	}
 }

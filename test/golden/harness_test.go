@@ -36,6 +36,7 @@ import (
 	"github.com/vmipam/vmipam/crds/rbac"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies/consumer"
@@ -155,7 +156,7 @@ func (h *harness) newCaller(t *testing.T, e *env.Environment) client.Client {
 				{APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}, Verbs: []string{"get", "list"}},
 				{APIGroups: []string{"network.deckhouse.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 				// the trace (its input) is shown only to readers of the installed policies
-				{APIGroups: []string{"ipam.virtualization.deckhouse.io"}, Resources: []string{"clusteripampolicies"}, Verbs: []string{"get", "list"}}}},
+				{APIGroups: []string{"ipam.virtualization.deckhouse.io"}, Resources: []string{"clusteripampolicies", "virtualmachineipams"}, Verbs: []string{"get", "list"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "golden-vm-reader"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "golden-vm-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "golden-callers", Name: "golden"}}}}
@@ -314,7 +315,7 @@ func (h *harness) world(t *testing.T, ctx context.Context, ns string) []client.O
 	t.Helper()
 	var objs []client.Object
 	for _, list := range []client.ObjectList{&vmv1.VirtualMachineList{}, &sdnv1.IPAddressList{}, &sdnv1.NetworkList{},
-		&sdnv1.IPAddressPoolList{}, &corev1.PodList{}} {
+		&sdnv1.IPAddressPoolList{}, &corev1.PodList{}, &ipamv1.VirtualMachineIPAMList{}} {
 		if err := h.k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "holder") }, timeout, interval).Should(BeEmpty())
 		create(ctx, latePod(getVM(ctx, ns, "holder"), &read)) // the restart's new pod, made from the template read before the release
-		carriers := func() []string { // the VMs a launcher pod of which carries s
+		carriers := func() []string {                         // the VMs a launcher pod of which carries s
 			var out []string
 			for _, vm := range []string{"holder", "newcomer"} {
 				if slices.ContainsFunc(launcherPods(ctx, ns, vm), func(p corev1.Pod) bool { return slices.Contains(networksSpecNames(&p), "s") }) {

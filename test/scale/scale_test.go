@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,11 +68,10 @@ type result struct {
 	Writes        writeCount
 	MinWrites     int
 	// LateAnswers counts the Auto IPAddresses SDN answered more than vmipam's UnansweredGrace
-	// after their creation. Past the grace vmipam writes the VM as it is — the interface
-	// skipped with IPAddressPending — and hot-plugs it when SDN answers (README, "Decisions
-	// where the design is silent"), so each such IPAddress may honestly cost one more status
-	// patch, one more networks-spec patch and one more launcher-pod patch; checkMinimum allows
-	// exactly that and no more.
+	// after their creation. Past the grace vmipam writes the record as it is — the interface
+	// skipped with IPAddressPending — and attaches it when SDN answers (README, "Decisions
+	// where the design is silent"), so each such IPAddress may honestly cost one more record
+	// patch; checkMinimum allows exactly that and no more.
 	LateAnswers      int
 	ResyncWrites     int
 	ReconcilesPerVM  float64
@@ -88,8 +86,9 @@ type result struct {
 	FanOutCPU           float64
 	Heap, LiveHeap, RSS float64
 	Hotplug             hotplugResult
-	// GuestInfoKept counts the VMs whose status.guestOSInfo (written by the VM-runtime
-	// stand-in, unknown to vmipam's Go types) survived vmipam's writes.
+	// GuestInfoKept counts the VMs whose status.guestOSInfo (written once by the
+	// virtualization-controller stand-in when the VM starts, unknown to vmipam's Go types)
+	// survived every later status Update.
 	GuestInfoKept int
 	// Repeated lists the VM-object writes of convergence that hit one object more than once
 	// (repeatedWrites), Warnings the Warning events about the VMs (a skipped interface), and
@@ -119,7 +118,7 @@ func verify(t testing.TB, r result, hp int) {
 		t.Errorf("policy change wrote VMs %s, want exactly %s", got, want)
 	}
 	if r.GuestInfoKept != r.N {
-		t.Errorf("status.guestOSInfo survived vmipam's writes on %d of %d VMs", r.GuestInfoKept, r.N)
+		t.Errorf("status.guestOSInfo survived the status writes on %d of %d VMs", r.GuestInfoKept, r.N)
 	}
 	if r.Hotplug.Samples != hp {
 		t.Errorf("hotplug latency measured on %d VMs, want all %d", r.Hotplug.Samples, hp)
@@ -137,38 +136,44 @@ func TestSmoke(t *testing.T) {
 		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50)
 }
 
-// checkMinimum compares the controller's successful writes of VM-related objects with the
-// minimum the outcome needs: one create per Auto IPAddress (2N), one networks-spec patch and
-// one status patch per VM (N each), and at most one networks-spec patch per launcher pod (a pod
-// started after the VM's networks-spec was written needs none). An IPAddress SDN answered past
-// UnansweredGrace adds at most one write of each patch kind (LateAnswers): the skip, then the
-// hotplug. Events and the start-up writes of the default policy are not part of it.
+// checkMinimum compares the controller's successful writes with the minimum the outcome needs:
+// one create per Auto IPAddress (2N) and one decision record per VM (N creates), and nothing of
+// what the virtualization controller owns (VMs, their status, pods). An IPAddress SDN answered
+// past UnansweredGrace adds at most one record patch (LateAnswers): the skip, then the attach.
+// Events and the start-up writes of the default policy are not part of it.
 func (r result) checkMinimum() []string {
 	var out []string
-	want := map[string]int{"create ipaddresses": 2 * r.N, "patch virtualmachines": r.N, "patch virtualmachines/status": r.N}
+	want := map[string]int{"create ipaddresses": 2 * r.N, "create virtualmachineipams": r.N, "patch virtualmachineipams": 0}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		n := want[k]
 		got, most := r.Writes.OK[k], n
-		if k != "create ipaddresses" {
-			most += r.LateAnswers // skipped as IPAddressPending, then hot-plugged when SDN answered
+		if k == "patch virtualmachineipams" {
+			most += r.LateAnswers // skipped as IPAddressPending, then attached when SDN answered
 		}
 		if got < n || got > most {
 			out = append(out, fmt.Sprintf("%s: %d writes, minimum %d (at most %d with %d IPAddresses SDN answered after %s)",
 				k, got, n, most, r.LateAnswers, plan.UnansweredGrace))
 		}
 	}
-	got, pods := r.Writes.OK["patch pods"], len(r.Writes.Objects["pods"])
-	if got > r.N+r.LateAnswers || got < pods || got > pods+r.LateAnswers {
-		out = append(out, fmt.Sprintf("patch pods: %d requests on %d pods, want at most one per pod (and one more per IPAddress of %d SDN answered after %s)",
-			got, pods, r.LateAnswers, plan.UnansweredGrace))
+	for _, k := range theirs {
+		if got := r.Writes.OK[k]; got > 0 {
+			out = append(out, fmt.Sprintf("%s: %d writes of an object the virtualization controller owns, want none", k, got))
+		}
 	}
 	return out
 }
 
+// theirs are the writes of objects the virtualization controller owns, which vmipam never makes.
+var theirs = []string{"patch virtualmachines", "update virtualmachines", "patch virtualmachines/status",
+	"update virtualmachines/status", "patch pods", "update pods"}
+
 // vmWrites is the sum of the writes checkMinimum counts.
 func (r result) vmWrites() int {
-	return r.Writes.OK["create ipaddresses"] + r.Writes.OK["patch virtualmachines"] +
-		r.Writes.OK["patch virtualmachines/status"] + r.Writes.OK["patch pods"]
+	n := r.Writes.OK["create ipaddresses"] + r.Writes.OK["create virtualmachineipams"] + r.Writes.OK["patch virtualmachineipams"]
+	for _, k := range theirs {
+		n += r.Writes.OK[k]
+	}
+	return n
 }
 
 // labelled are the names of the VMs the fan-out policy selects.
@@ -187,7 +192,7 @@ func vmName(i int) string { return fmt.Sprintf("vm-%05d", i) }
 func run(t testing.TB, n, hp int) result {
 	ctx := context.Background()
 	h := newHarness(t, controllerQPS, controllerBurst)
-	r := result{N: n, MinWrites: 4 * n}
+	r := result{N: n, MinWrites: 3 * n}
 	r.Floor = h.floor(ctx, n)
 
 	h.startStandIns()
@@ -225,7 +230,7 @@ func run(t testing.TB, n, hp int) result {
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
 	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
-	r.Repeated = h.repeatedWrites(controllerUser, mark, "create ipaddresses", "patch virtualmachines", "patch virtualmachines/status", "patch pods")
+	r.Repeated = h.repeatedWrites(controllerUser, mark, "create ipaddresses", "create virtualmachineipams", "patch virtualmachineipams")
 	r.Warnings = h.warnings(ctx, ns)
 	r.PolicyErrors, r.Abandoned = h.evaluationTrouble()
 	if len(r.Repeated)+len(r.Warnings) > 0 || r.PolicyErrors > 0 {
@@ -361,10 +366,8 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	cpu = h.controllerCPU() - cpu
 	w := h.writes(controllerUser, mark)
 	written := map[string]bool{}
-	for _, res := range []string{"virtualmachines", "virtualmachines/status"} {
-		for name := range w.Objects[res] {
-			written[name] = true
-		}
+	for name := range w.Objects["virtualmachineipams"] {
+		written[name] = true
 	}
 	var names []string
 	for name := range written {
@@ -376,8 +379,8 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 }
 
 // l2Only: the first k VMs attach both networks without addresses: their status shows no
-// address on either network with NetworkReady True — written only once the VM's and the
-// running pod's networks-spec without address names landed.
+// address on either network with NetworkReady True — written by the virtualization controller
+// only once the running pod's networks-spec without address names landed and SDN answered it.
 func (h *harness) l2Only(ctx context.Context, k int, netA, netB string) bool {
 	for i := range k {
 		vm := &vmv1.VirtualMachine{}
@@ -540,8 +543,9 @@ type systemFloor struct {
 	FanOut time.Duration
 }
 
-// Stand-in concurrency in the floor: the stand-ins' workers (virtualization.Workers for the pod
-// create and the VM status, the SDN stand-in's 4 for IPAddress status, 1 for networks-status).
+// Stand-in concurrency in the floor: the stand-ins' workers (virtualization.Workers for the
+// virtualization controller's writes, the SDN stand-in's 4 for IPAddress status, 1 for
+// networks-status).
 const (
 	floorRuntimeWorkers = virtualization.Workers
 	floorSDNWorkers     = 4
@@ -549,10 +553,10 @@ const (
 )
 
 // floor times every write of the outcome with nothing else running — the controller's (2
-// IPAddress creates, status, the VM's and the pod's networks-spec: floorWrites) and the
-// stand-ins' (the launcher pod's create, the VM status of the VM runtime, 2 IPAddress
-// statuses and the pod's networks-status of SDN: standInFloorWrites) — each part by a bare
-// client with its writer's QPS, burst and concurrency, both parts at once, and the
+// IPAddress creates and the record's: floorWrites) and the stand-ins' (the virtualization
+// controller's KVVM, launcher pod, pod networks-spec, VM status and record status:
+// runtimeFloorWrites; SDN's 2 IPAddress statuses and the pod's networks-status) — each part by
+// a bare client with its writer's QPS, burst and concurrency, all parts at once, and the
 // kube-apiserver's CPU seconds meanwhile. The objects written to are created beforehand
 // (untimed) in a namespace of their own, so no write waits on another; they are removed
 // afterwards, before the stand-ins and the controller start.
@@ -604,13 +608,20 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 func fanOutK(n int) int { return max(1, n/100) }
 
 // createFloorObjects creates what the floor writes to for one VM: the VM, its launcher pod,
-// and the two IPAddresses SDN's part answers (the controller's part creates two of its own).
+// the two IPAddresses SDN's part answers (the controller's part creates two of its own), the
+// record whose status the virtualization controller's part writes and the one the policy
+// change's floor patches (the controller's part creates one of its own).
 func createFloorObjects(ctx context.Context, c client.Client, namespace, name string) error {
 	if err := c.Create(ctx, build.VM(namespace, name, build.OnClusterNetwork("a", ""), build.OnClusterNetwork("b", ""))); err != nil {
 		return err
 	}
 	if err := c.Create(ctx, floorPod(namespace, name)); err != nil {
 		return err
+	}
+	for _, rec := range []string{name + "-applied", name + "-changed"} {
+		if err := c.Create(ctx, floorRecord(namespace, rec, "x", "y")); err != nil {
+			return err
+		}
 	}
 	for _, net := range []string{"a", "b"} {
 		if err := c.Create(ctx, floorIPAddress(namespace, "sdn-"+name+"-"+net, net)); err != nil {
@@ -630,15 +641,56 @@ func floorIPAddress(namespace, name, net string) *sdnv1.IPAddress {
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: net}}}
 }
 
-// runtimeFloorWrites are the VM runtime's two writes for one VM: the launcher pod's create
-// (a second pod, as the first is the one the others patch) and the VM's status.
+// runtimeFloorWrites are the virtualization controller's five writes for one VM: the KVVM's
+// create, the launcher pod's (a second pod, as the first is the one the others patch), the
+// running pod's networks-spec once the record decides, the VM's status and the record's.
 func runtimeFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	kvvm := &unstructured.Unstructured{}
+	kvvm.SetGroupVersionKind(virtualization.KVVMKind)
+	kvvm.SetNamespace(namespace)
+	kvvm.SetName(name)
+	if err := unstructured.SetNestedStringMap(kvvm.Object, map[string]string{}, "spec", "template", "metadata", "annotations"); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, kvvm); err != nil {
+		return err
+	}
 	if err := c.Create(ctx, floorPod(namespace, name+"-launcher")); err != nil {
 		return err
 	}
-	status := []byte(`{"status":{"phase":"Running","networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a"},{"type":"ClusterNetwork","name":"b"}]}}`)
-	return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
-		client.RawPatch(types.MergePatchType, status))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, floorNetworksSpec("x", "y"))); err != nil {
+		return err
+	}
+	status := []byte(`{"status":{"phase":"Running","networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":"10.0.0.1"},` +
+		`{"type":"ClusterNetwork","name":"b","ipAddress":"10.0.1.1"}],"conditions":[{"type":"NetworkReady","status":"True",` +
+		`"reason":"NetworkReady","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, status)); err != nil {
+		return err
+	}
+	rec := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-applied"}}
+	return c.Status().Patch(ctx, rec, client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":1}}`)))
+}
+
+// floorNetworksSpec is a merge patch of a networks-spec annotation attaching a and b with the
+// IPAddresses named.
+func floorNetworksSpec(a, b string) []byte {
+	return []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":` +
+		strconv.Quote(`[{"id":1,"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000","uid":64535,"gid":64535,"ipAssignmentMode":"DHCP","ipAddressNames":["`+a+`"]},`+
+			`{"id":2,"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001","uid":64535,"gid":64535,"ipAssignmentMode":"DHCP","ipAddressNames":["`+b+`"]}]`) + `}}}`)
+}
+
+// floorRecord is a decision record attaching a and b with the IPAddresses named, as vmipam
+// writes one for a converged VM of the suite.
+func floorRecord(namespace, name, a, b string) *v1alpha1.VirtualMachineIPAM {
+	decided := func(net, ip string) v1alpha1.InterfaceDecision {
+		return v1alpha1.InterfaceDecision{Type: "ClusterNetwork", Name: net, Allocation: v1alpha1.AllocationAuto, IPAddressName: ip,
+			Address: "10.0.0.1", Attach: true, Hotplug: true, DecidedBy: &v1alpha1.Provenance{Allocation: "default", Hotplug: "default"}}
+	}
+	return &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.VirtualMachineIPAMSpec{VMUID: "uid", VMGeneration: 1, Interfaces: []v1alpha1.InterfaceDecision{decided("a", a), decided("b", b)},
+			Summary: v1alpha1.RecordSummary{Attached: "2/2"}}}
 }
 
 // sdnFloorWrites are SDN's answers to one VM's two IPAddresses.
@@ -662,29 +714,26 @@ func podStatusFloorWrite(ctx context.Context, c client.Client, namespace, name s
 	return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, status))
 }
 
-// fanOutFloorWrites are the controller's writes of a policy change making one VM's interfaces
-// L2 only that its guest waits for: networks-spec on the VM and the pod without address names,
-// and the status, issued side by side — no order, so that the floor is a lower bound (the
-// controller must write the status after the networks-spec). Its two IPAddresses are deleted
+// fanOutFloorWrites is the controller's write of a policy change making one VM's interfaces
+// L2 only that its guest waits for: the record's patch. Its two IPAddresses are deleted
 // ReleaseGrace later, outside the measured time, so the floor leaves them out.
 func fanOutFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
-	spec := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":`+
-		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000"},{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001"}]`)+`}}}`))
-	status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":null},`+
-		`{"type":"ClusterNetwork","name":"b","ipAddress":null}]}}`))
-	om := metav1.ObjectMeta{Namespace: namespace, Name: name}
-	var g errgroup.Group
-	g.Go(func() error { return c.Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: om}, spec) })
-	g.Go(func() error { return c.Patch(ctx, &corev1.Pod{ObjectMeta: om}, spec) })
-	g.Go(func() error { return c.Status().Patch(ctx, &vmv1.VirtualMachine{ObjectMeta: om}, status) })
-	return g.Wait()
+	patch := []byte(`{"spec":{"interfaces":[{"type":"ClusterNetwork","name":"a","allocation":"None","attach":true,"hotplug":true},` +
+		`{"type":"ClusterNetwork","name":"b","allocation":"None","attach":true,"hotplug":true}]}}`)
+	rec := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-changed"}}
+	return c.Patch(ctx, rec, client.RawPatch(types.MergePatchType, patch))
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the
 // API server's request timeout, so a timeout is waited out and the deletion asked for again.
 func (h *harness) deleteAll(ctx context.Context, namespace string) {
+	kvvm := &unstructured.Unstructured{}
+	kvvm.SetGroupVersionKind(virtualization.KVVMKind)
+	kvvms := &unstructured.UnstructuredList{}
+	kvvms.SetGroupVersionKind(virtualization.KVVMKind.GroupVersion().WithKind(virtualization.KVVMKind.Kind + "List"))
 	lists := map[client.Object]client.ObjectList{
 		&vmv1.VirtualMachine{}: &vmv1.VirtualMachineList{}, &corev1.Pod{}: &corev1.PodList{}, &sdnv1.IPAddress{}: &sdnv1.IPAddressList{},
+		&v1alpha1.VirtualMachineIPAM{}: &v1alpha1.VirtualMachineIPAMList{}, kvvm: kvvms,
 	}
 	for obj, list := range lists {
 		deleteAll := func() {
@@ -712,29 +761,17 @@ func (h *harness) deleteAll(ctx context.Context, namespace string) {
 	}
 }
 
-// floorWrites are the controller's five writes one converged VM needs: two IPAddresses, the
-// status, the VM's networks-spec and the pod's.
+// floorWrites are the controller's three writes one converged VM needs: two IPAddresses and
+// the decision record.
 func floorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	names := map[string]string{}
 	for _, net := range []string{"a", "b"} {
-		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: naming.AutoIPAddress(name, "ClusterNetwork", net)},
+		names[net] = naming.AutoIPAddress(name, "ClusterNetwork", net)
+		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: names[net]},
 			Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: net}}}
 		if err := c.Create(ctx, ip); err != nil {
 			return err
 		}
 	}
-	status := []byte(`{"status":{"networks":[{"type":"Main"},{"type":"ClusterNetwork","name":"a","ipAddress":"10.0.0.1"},` +
-		`{"type":"ClusterNetwork","name":"b","ipAddress":"10.0.1.1"}],"conditions":[{"type":"NetworkReady","status":"True",` +
-		`"reason":"NetworkReady","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
-	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := c.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, status)); err != nil {
-		return err
-	}
-	spec := []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":` +
-		strconv.Quote(`[{"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000","ipAssignmentMode":"DHCP","ipAddressNames":["x"]},`+
-			`{"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001","ipAssignmentMode":"DHCP","ipAddressNames":["y"]}]`) + `}}}`)
-	if err := c.Patch(ctx, vm, client.RawPatch(types.MergePatchType, spec)); err != nil {
-		return err
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	return c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, spec))
+	return c.Create(ctx, floorRecord(namespace, name, names["a"], names["b"]))
 }

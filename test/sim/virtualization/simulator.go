@@ -58,8 +58,7 @@ type Simulator struct {
 	// migration completes in one step when it is 0.
 	MigrationDuration time.Duration
 	// ReportGuest makes the stand-in also report its guest in the VM status, as VC does:
-	// condition ConditionRunning, which changes whenever SDN answers a launcher pod, and
-	// status.guestOSInfo, a field of the real CRD that vmipam's Go types do not know.
+	// condition ConditionRunning, which changes whenever SDN answers a launcher pod.
 	ReportGuest bool
 	// ExpectationTTL is how long a pod the stand-in created (deleted) counts as present (gone)
 	// while its cache does not show it; DefaultExpectationTTL when 0. A VM with such a pod is

@@ -55,7 +55,8 @@ func ensureNetworks(vm *virtv1.VirtualMachine) []virtv1.NetworksStatus {
 const ConditionRunning = "Running"
 
 // StatusGuestOSInfo is the status field (of the real CRD, unknown to vmipam's Go types) in
-// which the stand-in reports a running VM's guest in ReportGuest mode: GuestOSInfo.
+// which the stand-in reports a running VM's guest once, when it starts running: GuestOSInfo.
+// Every later status Update must keep it.
 const StatusGuestOSInfo = "guestOSInfo"
 
 // GuestOSInfo is what the stand-in reports in status.guestOSInfo.
@@ -68,7 +69,8 @@ const ReasonWaitingForSDN = "WaitingForSDN"
 // writeStatus rebuilds the status fields VC owns — phase, status.networks with each attached
 // NIC's address (from the oldest running pod's networks-status while the VM runs, from the
 // record while it does not: the gate's contract, docs/INTEGRATION.md), NetworkReady,
-// AwaitingRestartToApplyConfiguration and, in ReportGuest mode, Running and guestOSInfo — into
+// AwaitingRestartToApplyConfiguration, guestOSInfo as the VM starts running and, in
+// ReportGuest mode, the Running condition — into
 // the VM as it was read, and writes the whole status with an Update under the resourceVersion
 // read, as VC does: a concurrent writer's change is a conflict, retried. Status fields the
 // stand-in does not build (other conditions, fields of the real CRD it does not know) are
@@ -123,7 +125,7 @@ func (s *Simulator) updateStatus(ctx context.Context, raw *unstructured.Unstruct
 			delete(merged, k)
 		}
 	}
-	if s.ReportGuest && status.Phase == virtv1.PhaseRunning {
+	if status.Phase == virtv1.PhaseRunning && current["phase"] != string(virtv1.PhaseRunning) {
 		merged[StatusGuestOSInfo] = runtime.DeepCopyJSONValue(GuestOSInfo)
 	}
 	if equality.Semantic.DeepEqual(merged, current) {
