@@ -40,6 +40,9 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err := index.Setup(ctx, index.CacheIndexer{Cache: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
+	if err := vm.WatchRecordObservation(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(policy.DefaultsRunnable(mgr.GetClient())); err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func exportedLabels(t *testing.T) map[string][]string {
 	Request(504)
 
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(state, buildInfo, servingCertificates, dryRunRequests, abandonedEvaluations)
+	reg.MustRegister(state, NewRecordObservation(nil), buildInfo, servingCertificates, dryRunRequests, abandonedEvaluations)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,9 @@ var (
 // interface and policy series.
 var Current = NewState()
 
+// Records is this process's RecordObservation, registered with controller-runtime's registry.
+var Records = NewRecordObservation(nil)
+
 func init() {
 	SetBuildInfo("", "")
 	// rest_client_rate_limiter_duration_seconds: how long requests waited for the client-side
@@ -64,7 +67,7 @@ func init() {
 	// slow but the API server is not (docs/SCALING.md).
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
-		abandonedEvaluations, Current, buildInfo, servingCertificates)
+		abandonedEvaluations, Current, Records, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use
