@@ -15,26 +15,30 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/policies/consumer"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // snapshot is the world as the API server shows it at one moment (three Lists).
 type snapshot struct {
-	vms  map[string]*vmv1.VirtualMachine // by name, not being deleted
-	uids map[string]bool                 // UIDs of every VM, also those being deleted
-	pods []corev1.Pod                    // launcher pods
-	ips  map[string]*sdnv1.IPAddress     // by name
+	vms  map[string]*vmv1.VirtualMachine         // by name, not being deleted
+	uids map[string]bool                         // UIDs of every VM, also those being deleted
+	pods []corev1.Pod                            // launcher pods
+	ips  map[string]*sdnv1.IPAddress             // by name
+	recs map[string]*v1alpha1.VirtualMachineIPAM // decision records, by VM name
 }
 
 func observe(ctx context.Context, c client.Client) (*snapshot, error) {
 	var vms vmv1.VirtualMachineList
 	var pods corev1.PodList
 	var ips sdnv1.IPAddressList
-	for _, l := range []client.ObjectList{&vms, &pods, &ips} {
+	var recs v1alpha1.VirtualMachineIPAMList
+	for _, l := range []client.ObjectList{&vms, &pods, &ips, &recs} {
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return nil, err
 		}
 	}
-	s := &snapshot{vms: map[string]*vmv1.VirtualMachine{}, uids: map[string]bool{}, ips: map[string]*sdnv1.IPAddress{}}
+	s := &snapshot{vms: map[string]*vmv1.VirtualMachine{}, uids: map[string]bool{}, ips: map[string]*sdnv1.IPAddress{},
+		recs: map[string]*v1alpha1.VirtualMachineIPAM{}}
 	for i := range vms.Items {
 		vm := &vms.Items[i]
 		s.uids[string(vm.UID)] = true
@@ -49,6 +53,9 @@ func observe(ctx context.Context, c client.Client) (*snapshot, error) {
 	}
 	for i := range ips.Items {
 		s.ips[ips.Items[i].Name] = &ips.Items[i]
+	}
+	for i := range recs.Items {
+		s.recs[recs.Items[i].Name] = &recs.Items[i]
 	}
 	return s, nil
 }
@@ -167,8 +174,9 @@ func (s *snapshot) staticsUntouched() []string {
 }
 
 // statusAgrees: every VM's status.networks[].ipAddress is the address of the IPAddress its
-// attached NIC carries (the oldest running pod's networks-spec, else the VM's), and NetworkReady
-// is current and True only when the running pod has every interface. Checked at quiet points.
+// attached NIC carries (the oldest running pod's networks-spec; for a VM without one, what its
+// decision record attaches at the next start), and NetworkReady is current and True only when
+// every interface is attached. Checked at quiet points.
 func (s *snapshot) statusAgrees() []string {
 	var out []string
 	pods := map[string][]corev1.Pod{}
@@ -177,12 +185,12 @@ func (s *snapshot) statusAgrees() []string {
 		pods[vm] = append(pods[vm], p)
 	}
 	for name, vm := range s.vms {
-		var carrier client.Object = vm
+		carried := s.nextBoot(vm)
 		if ps := pods[name]; len(ps) > 0 {
-			carrier = &ps[0]
+			carried = entries(&ps[0])
 		}
 		attached := map[string]sdnv1.NetworksSpecEntry{}
-		for _, e := range entries(carrier) {
+		for _, e := range carried {
 			attached[e.Type+"/"+e.Name] = e
 		}
 		ready := meta.FindStatusCondition(vm.Status.Conditions, consumer.ConditionNetworkReady)
@@ -210,6 +218,22 @@ func (s *snapshot) statusAgrees() []string {
 			if got := statusAddress(vm, n); got != want {
 				out = append(out, fmt.Sprintf("VM %s: status shows %q on %s, the attached NIC carries %q", name, got, key, want))
 			}
+		}
+	}
+	return out
+}
+
+// nextBoot is what the VM's decision record attaches when the VM starts (DESIGN.md §2.3): none
+// when the record is missing or of another VM of that name.
+func (s *snapshot) nextBoot(vm *vmv1.VirtualMachine) []sdnv1.NetworksSpecEntry {
+	r := s.recs[vm.Name]
+	if r == nil || r.Spec.VMUID != vm.UID {
+		return nil
+	}
+	var out []sdnv1.NetworksSpecEntry
+	for i := range r.Spec.Interfaces {
+		if d := &r.Spec.Interfaces[i]; d.Attach && !d.Removed {
+			out = append(out, consumer.Entry(d, ""))
 		}
 	}
 	return out
