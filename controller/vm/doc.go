@@ -1,15 +1,20 @@
-// Package vm is the VirtualMachine reconciler: per VM, observe → decide → act → one status
-// write (DESIGN.md §4).
+// Package vm is the VirtualMachine reconciler: per VM, controller/plan computes what to do
+// (observe → decide → plan), and this package carries it out (DESIGN.md §4): create the
+// interfaces' Auto IPAddresses, then write the VM's decision record (VirtualMachineIPAM) —
+// created, or merge-patched under the resourceVersion read, only when it changed — then
+// announce the decisions as events, then delete the Auto IPAddresses whose release is due,
+// each with UID and resourceVersion preconditions after a live read of the VM and its pods.
+// It writes no VirtualMachine, no VM status and no pod: the virtualization controller applies
+// the record (docs/INTEGRATION.md).
 //
-//   - observe (observe.go) reads everything from the cache through field indexes: the VM, its
-//     namespace, networks, the IPAddresses it owns or names, the VMs contending for the same
-//     static IPAddresses, its launcher pods and the policy snapshot.
-//   - decide (decide.go) builds one evaluator.Input per additional interface and asks the
-//     policy snapshot for a Decision.
-//   - act (act.go) creates the interface's Auto IPAddress under its deterministic name,
-//     deletes the Auto IPAddresses no interface wants, and writes networks-spec on the VM and
-//     (as far as hotplug allows) on the running launcher pods.
-//   - status (status.go) is a pure function of what was observed and done: status.networks,
-//     NetworkReady and AwaitingRestartToApplyConfiguration, written in one optimistic-lock
-//     merge patch only when something changed.
+//   - act.go: the writes of one reconcile, in that order.
+//   - expect.go: the writes the cache does not show yet (created IPAddresses, record writes),
+//     so that a lagging cache never makes the next reconcile write again.
+//   - watches.go: what wakes a VM — its spec, phase and MACs, its pods' networks-spec, its
+//     record, the IPAddresses and networks it uses, the records contending for its statics —
+//     with predicates that drop changes vmipam does not read.
+//   - policywatch.go: a policy change re-enqueues only the VMs whose decisions can change,
+//     rate limited.
+//   - observation.go: how long records wait for the virtualization controller to observe them
+//     (the vmipam_records_unobserved metric).
 package vm
