@@ -9,7 +9,8 @@
 // reconciler: carries a plan out — Auto IPAddresses and the decision record), dryrun (the
 // Evaluation API over plan), webhook (policy admission) and metrics. Dependencies point down:
 //
-//	controller → vm → plan → policy → evaluator → policies
+//	controller → vm → plan → evaluator → policies
+//	controller → policy → evaluator
 //	controller → dryrun → plan
 //	plan → policies/consumer, naming, index
 package controller
