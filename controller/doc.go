@@ -1,8 +1,9 @@
-// Package controller wires vmipam's reconcilers into a controller-runtime manager (manager.go)
-// and shapes the manager's cache: what vmipam keeps of the objects it watches (cache.go,
-// intern.go, mapintern.go) and how a VM is mapped to a shard (shard.go).
+// Package controller wires vmipam's reconcilers, its policy registry and its dry-run API server
+// into a controller-runtime manager, and sets up logging. It holds wiring only.
 //
-// The work is done in sub-packages, each with one job: scheme (the kinds vmipam knows, shared
+// The work is done in sub-packages, each with one job: reads (what vmipam reads of the
+// objects it watches: the cache transforms and the watches' change test), shard (a
+// deployment limited to some namespaces), scheme (the kinds vmipam knows, shared
 // with ipamctl), index (the field indexes every reader shares), naming (deterministic object
 // and interface names), policy (ClusterIPAMPolicy compilation, status and the published policy
 // snapshot), plan (a VM's observe → decide → plan, writing nothing), vm (the VirtualMachine
@@ -13,4 +14,5 @@
 //	controller → policy → evaluator
 //	controller → dryrun → plan
 //	plan → policies/consumer, naming, index
+//	vm → reads
 package controller

@@ -17,6 +17,8 @@ import (
 	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	"github.com/vmipam/vmipam/controller/metrics"
+	"github.com/vmipam/vmipam/controller/reads"
+	"github.com/vmipam/vmipam/controller/shard"
 	policywebhook "github.com/vmipam/vmipam/controller/webhook"
 	"github.com/vmipam/vmipam/evaluator"
 )
@@ -99,7 +101,7 @@ func run(o options) error {
 		return err
 	}
 	mgrOpts := ctrl.Options{
-		Scheme: scheme, Cache: controller.CacheOptions(),
+		Scheme: scheme, Cache: reads.CacheOptions(),
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: o.leaderElectID,
@@ -109,7 +111,7 @@ func run(o options) error {
 		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
 			TLSOpts: o.operation.tlsOpts()}),
 	}
-	if err := controller.LimitToNamespaces(&mgrOpts.Cache, o.namespaces); err != nil {
+	if err := shard.LimitToNamespaces(&mgrOpts.Cache, o.namespaces); err != nil {
 		return fmt.Errorf("--namespaces: %w", err)
 	}
 	o.operation.apply(&mgrOpts, o.metricsAddr)

@@ -108,7 +108,7 @@ func outOfTime(s *scope) []string {
 
 // vmInput is what a policy sees of vm, the one place every front end (the controller, the
 // dry run, ipamctl evaluate) builds it: its annotations without kubectl's
-// last-applied-configuration, which the controller's cache drops (slimMeta) and a manifest
+// last-applied-configuration, which the controller's cache drops (controller/reads) and a manifest
 // given to the dry run or ipamctl keeps — before, a policy reading it decided differently
 // offline and in the cluster. vm is not changed (it may be the cache's object).
 func vmInput(vm *vmv1.VirtualMachine) evaluator.VM {

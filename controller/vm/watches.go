@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/reads"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
-	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -297,52 +297,7 @@ func staticNamesChanged() predicate.Funcs {
 }
 
 // readChanged lets through the updates of a VM or launcher pod that change what vmipam reads
-// (changed). Creations and deletions always pass.
+// (reads.Changed). Creations and deletions always pass.
 func readChanged() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return changed(e.ObjectOld, e.ObjectNew) }}
-}
-
-// changed reports whether two versions of a VM or pod differ in what vmipam reads: of a pod
-// the VM label, the networks-spec annotation (what runs), AnnotationDecided, the phase and
-// deletion; of a VM everything the manager's cache keeps of its metadata and spec but the
-// resourceVersion, and of its status what statusRead keeps. The virtualization controller
-// writes the rest of the VM's status (conditions, the addresses SDN configured) on every
-// change, and none of it is vmipam's input.
-func changed(old, new client.Object) bool {
-	switch o := old.(type) {
-	case *corev1.Pod:
-		n, ok := new.(*corev1.Pod)
-		return !ok || o.Labels[vmv1.LabelLauncherVMName] != n.Labels[vmv1.LabelLauncherVMName] ||
-			o.Annotations[sdnv1.AnnotationNetworksSpec] != n.Annotations[sdnv1.AnnotationNetworksSpec] ||
-			o.Annotations[consumer.AnnotationDecided] != n.Annotations[consumer.AnnotationDecided] ||
-			o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
-	case *vmv1.VirtualMachine:
-		n, ok := new.(*vmv1.VirtualMachine)
-		if !ok {
-			return true
-		}
-		a, b := o.ObjectMeta, n.ObjectMeta // shallow copies: the cache's objects stay untouched
-		a.ResourceVersion, b.ResourceVersion, a.ManagedFields, b.ManagedFields = "", "", nil, nil
-		return !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
-			!equality.Semantic.DeepEqual(readStatus(&o.Status), readStatus(&n.Status))
-	}
-	return true
-}
-
-// statusRead is what vmipam's decisions depend on of a VM's status: the phase (a policy input)
-// and each status.networks entry's network and MAC address, in order (the MAC is a policy
-// input, and what the consumer derives a NIC's name from). Its fields are exported for
-// equality.Semantic, which refuses unexported ones.
-type statusRead struct {
-	Phase    vmv1.Phase
-	Networks []vmv1.NetworksStatus
-}
-
-// readStatus projects st onto statusRead.
-func readStatus(st *vmv1.VirtualMachineStatus) statusRead {
-	out := statusRead{Phase: st.Phase, Networks: make([]vmv1.NetworksStatus, 0, len(st.Networks))}
-	for _, n := range st.Networks {
-		out.Networks = append(out.Networks, vmv1.NetworksStatus{Type: n.Type, Name: n.Name, MACAddress: n.MACAddress})
-	}
-	return out
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return reads.Changed(e.ObjectOld, e.ObjectNew) }}
 }

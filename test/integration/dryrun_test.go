@@ -41,6 +41,7 @@ import (
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
+	"github.com/vmipam/vmipam/controller/reads"
 	"github.com/vmipam/vmipam/crds/rbac"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -761,7 +762,7 @@ func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderEl
 	GinkgoHelper()
 	cfg := rest.CopyConfig(vmipamConfig) // the chart's ServiceAccount: only it may write records
 	cfg.Wrap(counter.wrap)
-	opts := ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(),
+	opts := ctrl.Options{Scheme: scheme, Cache: reads.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptrTrue()}}
 	if leaderElection {
 		opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, "default", drHeldLease(context.Background())

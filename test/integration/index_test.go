@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vmipam/vmipam/controller"
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/reads"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -31,7 +31,7 @@ var _ = Describe("The controller's cache indexes", func() {
 			build.VM(a, "one", build.OnClusterNetwork("shared-idx", ""), build.OnNetwork("lan", "one-ip")),
 			build.VM(b, "two", build.OnClusterNetwork("shared-idx", ""), build.OnNetwork("lan", "")))
 
-		c, err := cache.New(testEnv.Config, cache.Options{Scheme: scheme, ByObject: controller.CacheOptions().ByObject})
+		c, err := cache.New(testEnv.Config, cache.Options{Scheme: scheme, ByObject: reads.CacheOptions().ByObject})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(index.Setup(ctx, index.CacheIndexer{Cache: c})).To(Succeed())
 		go func() { _ = c.Start(ctx) }()

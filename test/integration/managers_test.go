@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/reads"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
@@ -60,7 +61,7 @@ func startManagerWith(cfg *rest.Config, wrap func(client.Client) client.Client, 
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ctrl.Options{Scheme: scheme,
-		Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: reads.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptrTrue()}}
 	for _, t := range tune {
 		t(&opts)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/shard"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/build"
@@ -23,7 +23,7 @@ var _ = Describe("A namespace shard", func() {
 		stopVMIPAM()
 		DeferCleanup(startVMIPAM)
 		shard := startManagerWith(vmipamConfig, nil, setupVMIPAM, func(o *ctrl.Options) {
-			Expect(controller.LimitToNamespaces(&o.Cache, []string{mine})).To(Succeed())
+			Expect(shard.LimitToNamespaces(&o.Cache, []string{mine})).To(Succeed())
 		})
 		DeferCleanup(shard.stop)
 
@@ -40,7 +40,7 @@ var _ = Describe("A namespace shard", func() {
 
 	It("refuses a namespace list with a name that is not a namespace's", func() {
 		var o ctrl.Options
-		err := controller.LimitToNamespaces(&o.Cache, []string{"good", "Not_A_Namespace"})
+		err := shard.LimitToNamespaces(&o.Cache, []string{"good", "Not_A_Namespace"})
 		Expect(err).To(MatchError(ContainSubstring(`"Not_A_Namespace"`)))
 		Expect(o.Cache.DefaultNamespaces).To(BeNil(), "options left as they were")
 	})

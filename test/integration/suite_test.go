@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/reads"
 	"github.com/vmipam/vmipam/test/env"
 )
 
@@ -79,7 +80,7 @@ var _ = AfterSuite(func() {
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
-	// The cache transforms share label and annotation maps between objects (controller
-	// mapintern.go); after every spec ran the controller, none may have been written to.
-	Expect(controller.SharedMapsIntact()).To(Succeed())
+	// The cache transforms share label and annotation maps between objects (controller/reads,
+	// internal/intern); after every spec ran the controller, none may have been written to.
+	Expect(reads.SharedMapsIntact()).To(Succeed())
 })

@@ -18,7 +18,7 @@ import (
 	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
-// vmipam's cache holds trimmed VMs (controller.CacheOptions) and its Go types do not know every
+// vmipam's cache holds trimmed VMs (reads.CacheOptions) and its Go types do not know every
 // field of the real CRD; vmipam writes no VM at all, and the virtualization controller (its
 // stand-in) writes the whole status by an Update of what it read, as VC does: neither may drop
 // a field of the real CRD.

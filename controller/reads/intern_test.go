@@ -1,4 +1,4 @@
-package controller
+package reads
 
 import (
 	"encoding/json"
@@ -37,7 +37,7 @@ const vmManifest = `{"apiVersion":"virtualization.deckhouse.io/v1alpha2","kind":
 
 func TestTransformsShareRepeatingStringsAndChangeNoValue(t *testing.T) {
 	// Hold the canonical copies for the test's length: the cache's strings share them only
-	// while a Handle lives (intern.go), and a garbage collection may run at any point here.
+	// while a Handle lives (internal/intern), and a garbage collection may run at any point here.
 	for _, s := range []string{"team-a", "tier", "web", "corp", "NetworkReady", "every interface attached", "Pod", "v1"} {
 		defer func(h unique.Handle[string]) { _ = h.Value() }(unique.Make(s))
 	}

@@ -1,7 +1,6 @@
-package controller
+package reads
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -14,64 +13,6 @@ import (
 // sameMap reports whether a and b are one map in memory, not two of equal content.
 func sameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-func TestMapTableSharesOneMapPerContent(t *testing.T) {
-	table := newMapTable()
-	a := table.share(map[string]string{"tier": "web", "env": "prod"})
-	b := table.share(map[string]string{"env": "prod", "tier": "web"})
-	c := table.share(map[string]string{"tier": "db", "env": "prod"})
-	d := table.share(map[string]string{"tierenv": "", "": "webprod"}) // entries are hashed apart
-	if !sameMap(a, b) {
-		t.Errorf("two maps of equal content are two copies, want one shared")
-	}
-	if sameMap(a, c) || sameMap(a, d) || c["tier"] != "db" || d["tierenv"] != "" {
-		t.Errorf("maps of different content share one map: %v %v %v", a, c, d)
-	}
-	if got := table.share(nil); got != nil {
-		t.Errorf("nil is shared as %v, want nil", got)
-	}
-	big := map[string]string{}
-	for i := range maxSharedEntries + 1 {
-		big[fmt.Sprint(i)] = "v"
-	}
-	if got := table.share(big); !sameMap(got, big) || table.size != 3 {
-		t.Errorf("a map above maxSharedEntries is kept in the table (size %d)", table.size)
-	}
-}
-
-func TestMapTableIsBoundedAndKeepsWhatRecurs(t *testing.T) {
-	table := newMapTable()
-	shared := table.share(map[string]string{"tier": "web"})
-	for i := range 5 * sharedGeneration { // unique contents churn through, the shared one recurs
-		table.share(map[string]string{"vm": fmt.Sprint(i)})
-		if i%(sharedGeneration/2) == 0 {
-			if got := table.share(map[string]string{"tier": "web"}); !sameMap(got, shared) {
-				t.Fatalf("after %d unique maps a recurring content got a second copy", i)
-			}
-		}
-	}
-	held := 0
-	for _, gen := range []map[uint64][]sharedMap{table.current, table.previous} {
-		for _, bucket := range gen {
-			held += len(bucket)
-		}
-	}
-	if held > 2*sharedGeneration {
-		t.Errorf("the table holds %d maps, want at most %d", held, 2*sharedGeneration)
-	}
-}
-
-func TestMapTableFindsASharedMapWrittenTo(t *testing.T) {
-	table := newMapTable()
-	m := table.share(map[string]string{"tier": "web"})
-	if got := table.intact(); got != nil {
-		t.Fatalf("intact reports %v before any write", got)
-	}
-	m["tier"] = "db" // what a reader writing into a cached object instead of a copy does
-	if got := table.intact(); got == nil || got["tier"] != "db" {
-		t.Errorf("intact = %v, want the map written to", got)
-	}
 }
 
 // The transforms share the label maps of VMs and the annotation maps of IPAddresses, never

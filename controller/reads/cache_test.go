@@ -1,4 +1,4 @@
-package controller
+package reads
 
 import (
 	"testing"
@@ -42,7 +42,7 @@ func TestSlimLauncherPodKeepsWhatVMIPAMReads(t *testing.T) {
 		Annotations: map[string]string{"network.deckhouse.io/networks-spec": `[{"type":"Network","name":"corp"}]`}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if !equality.Semantic.DeepEqual(slim, want) {
-		t.Errorf("slim pod is not what vmipam reads (vm.samePodRead, vm.changed, observePods, holders):\n got %+v\nwant %+v", slim, want)
+		t.Errorf("slim pod is not what vmipam reads (LauncherPod):\n got %+v\nwant %+v", slim, want)
 	}
 	noSpec, _ := slimLauncherPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}}})
 	if p := noSpec.(*corev1.Pod); p.Labels != nil || p.Annotations != nil {

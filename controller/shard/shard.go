@@ -1,4 +1,4 @@
-package controller
+package shard
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// LimitToNamespaces makes opts, the manager's cache options (CacheOptions), those of a shard
+// LimitToNamespaces makes opts, the manager's cache options (reads.CacheOptions), those of a shard
 // of vmipam (docs/SCALING.md): the namespaced kinds — VMs, IPAddresses, Networks, launcher
 // pods — are cached, and so reconciled, only in namespaces, and of the Namespaces only those
 // (selected by their kubernetes.io/metadata.name label, which the API server sets on every

@@ -1,0 +1,158 @@
+package reads
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/internal/intern"
+)
+
+// CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
+// the same cache) reads: only launcher pods (label vm.kubevirt.io/name), and every kind trimmed
+// by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
+// IPAddresses reduced to their projections (VM, LauncherPod, Namespace, IPAddressAnnotations),
+// their repeating strings and small maps interned. The informers still report every update, so
+// an update that changed only trimmed fields arrives as an event whose old and new objects are
+// equal: the watches drop those (Changed).
+func CacheOptions() cache.Options {
+	launcher, err := labels.NewRequirement(vmv1.LabelLauncherVMName, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:          {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
+			&vmv1.VirtualMachine{}: {Transform: slimVM},
+			&sdnv1.IPAddress{}:     {Transform: slimIPAddress},
+			&corev1.Namespace{}:    {Transform: slimNamespace},
+		},
+	}
+}
+
+// sharedMaps is the map table of the cache transforms (one per process: every informer's
+// objects share it). A real virt-launcher pod's spec and status, a VM's CPU, memory and disks
+// are kilobytes each, which 10,000 VMs would hold for nothing; the maps and strings that are
+// left repeat across objects, and the table and intern.String fold them.
+var sharedMaps = intern.NewMaps()
+
+// SharedMapsIntact returns an error naming a label or annotation map the cache transforms
+// share between objects that has been written to since it was shared — a reader that wrote
+// into a cached object instead of a copy —, or nil. Tests call it after running the
+// controller; a map shared and then forgotten by the table is not checked.
+func SharedMapsIntact() error {
+	if m := sharedMaps.Intact(); m != nil {
+		return fmt.Errorf("a label or annotation map shared by cached objects was written to; it now holds %v", maps.Clone(m))
+	}
+	return nil
+}
+
+// slimLauncherPod is the cache transform of launcher pods (LauncherPod, interned). vmipam
+// never writes pods; policies see nothing of pods. The stand-ins of the tests, which read more
+// of a pod, cache pods with a transform of their own where they run beside vmipam
+// (test/sim.CacheOptions).
+func slimLauncherPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok { // a tombstone of a deleted pod: nothing to trim
+		return obj, nil
+	}
+	slim := LauncherPod(pod)
+	intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
+	slim.Status.Phase = intern.String(slim.Status.Phase)
+	return slim, nil
+}
+
+// slimVM is the cache transform of VirtualMachines (VM, interned, its label map shared with
+// every VM of the same labels). Fields the Go type does not declare are dropped when the
+// object is decoded.
+func slimVM(obj any) (any, error) {
+	vm, ok := obj.(*vmv1.VirtualMachine)
+	if !ok {
+		return obj, nil
+	}
+	slim := VM(vm)
+	internVM(slim)
+	return slim, nil
+}
+
+// slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
+// vmipam reads; of the metadata it drops managedFields and the labels, and keeps of the
+// annotations IPAddressAnnotations. Nothing reads the rest: policies see no IPAddress labels
+// or annotations (evaluator.IPAddress), and the VM-UID label vmipam puts on its Auto
+// IPAddresses is informational (ownership is the controller reference). The one annotation
+// left takes one value per network, so the map holding it is shared by every IPAddress of that
+// network: 2 maps for the 20,000 IPAddresses of 10,000 VMs on two networks instead of 20,000.
+func slimIPAddress(obj any) (any, error) {
+	ip, ok := obj.(*sdnv1.IPAddress)
+	if !ok {
+		return obj, nil
+	}
+	ip.ManagedFields = nil
+	ip.Labels = nil
+	ip.Annotations = sharedMaps.Share(internValues(IPAddressAnnotations(ip.Annotations)))
+	internIPAddress(ip)
+	return obj, nil
+}
+
+// slimNamespace is the cache transform of Namespaces: vmipam reads their name and labels only,
+// so they are kept as metadata. This is what a metadata-only watch (builder.OnlyMetadata) would
+// hold, without making every reader — the observer, the policy fan-out, the dry-run overlay —
+// ask for metav1.PartialObjectMetadata: one typed Get of a Namespace would otherwise start a
+// second, full informer beside the metadata one.
+func slimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	slim := Namespace(ns)
+	intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
+	return slim, nil
+}
+
+// internValues interns m's values in place (m is a map the caller built) and returns it.
+func internValues(m map[string]string) map[string]string {
+	for k, v := range m {
+		m[k] = intern.String(v)
+	}
+	return m
+}
+
+// internVM interns a (slim) VirtualMachine's repeating strings in place: metadata, run policy,
+// the network type and name of every spec and status entry, phase and conditions; and shares
+// its label map with every VM of the same labels. Its spec and status networks must not share
+// backing arrays with an object someone else holds (slimVM's input is the freshly decoded
+// object, which nobody else holds).
+func internVM(vm *vmv1.VirtualMachine) {
+	intern.Meta(&vm.TypeMeta, &vm.ObjectMeta)
+	vm.Labels = sharedMaps.Share(vm.Labels)
+	vm.Spec.RunPolicy = intern.String(vm.Spec.RunPolicy)
+	for i := range vm.Spec.Networks {
+		n := &vm.Spec.Networks[i]
+		n.Type, n.Name = intern.String(n.Type), intern.String(n.Name)
+	}
+	vm.Status.Phase = intern.String(vm.Status.Phase)
+	for i := range vm.Status.Networks {
+		n := &vm.Status.Networks[i]
+		n.Type, n.Name = intern.String(n.Type), intern.String(n.Name)
+	}
+	intern.Conditions(vm.Status.Conditions)
+}
+
+// internIPAddress interns an IPAddress's repeating strings in place: kind, namespace and owner
+// references, type, network reference, status network and phase, conditions. Its labels and
+// annotations are slimIPAddress's business.
+func internIPAddress(ip *sdnv1.IPAddress) {
+	intern.Refs(&ip.TypeMeta, &ip.ObjectMeta)
+	ip.Spec.Type = intern.String(ip.Spec.Type)
+	ip.Spec.NetworkRef.Kind, ip.Spec.NetworkRef.Name = intern.String(ip.Spec.NetworkRef.Kind), intern.String(ip.Spec.NetworkRef.Name)
+	ip.Status.Network, ip.Status.Phase = intern.String(ip.Status.Network), intern.String(ip.Status.Phase)
+	intern.Conditions(ip.Status.Conditions)
+}

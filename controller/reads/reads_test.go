@@ -1,0 +1,44 @@
+package reads
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// TestVMStatusChangesThatShowNothing pins down which status updates of the virtualization
+// controller bring a VM back: only those of what vmipam reads (the phase, each entry's network
+// and MAC), never its conditions or the addresses it reports.
+func TestVMStatusChangesThatShowNothing(t *testing.T) {
+	base := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"},
+		Status: vmv1.VirtualMachineStatus{Phase: vmv1.PhaseRunning,
+			Networks: []vmv1.NetworksStatus{{Type: vmv1.NetworkTypeNetwork, Name: "n", IPAddress: "10.0.0.5", MACAddress: "02:00:00:00:00:01"}},
+			Conditions: []metav1.Condition{{Type: "NetworkReady", Status: metav1.ConditionTrue, Reason: "NetworkReady"},
+				{Type: "AgentReady", Status: metav1.ConditionFalse, Reason: "NoAgent"}}}}
+	for _, tt := range []struct {
+		name   string
+		change func(*vmv1.VirtualMachineStatus)
+		want   bool
+	}{
+		{"NetworkReady changed", func(st *vmv1.VirtualMachineStatus) { st.Conditions[0].Status = metav1.ConditionFalse }, false},
+		{"another writer's condition", func(st *vmv1.VirtualMachineStatus) { st.Conditions[1].Status = metav1.ConditionTrue }, false},
+		{"observedGeneration", func(st *vmv1.VirtualMachineStatus) { st.ObservedGeneration = 3 }, false},
+		{"ipAddress cleared", func(st *vmv1.VirtualMachineStatus) { st.Networks[0].IPAddress = "" }, false},
+		{"phase", func(st *vmv1.VirtualMachineStatus) { st.Phase = vmv1.PhaseStopped }, true},
+		{"macAddress changed (a policy input)", func(st *vmv1.VirtualMachineStatus) { st.Networks[0].MACAddress = "02:00:00:00:00:02" }, true},
+		{"entry added", func(st *vmv1.VirtualMachineStatus) {
+			st.Networks = append(st.Networks, vmv1.NetworksStatus{Type: vmv1.NetworkTypeMain})
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			updated := base.DeepCopy()
+			updated.ResourceVersion = "2"
+			tt.change(&updated.Status)
+			if got := Changed(base, updated); got != tt.want {
+				t.Errorf("Changed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
