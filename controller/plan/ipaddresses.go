@@ -25,15 +25,15 @@ const (
 	ReasonIPAddressConflict = "IPAddressConflict"
 )
 
-// creates returns the Auto IPAddresses to create: one for every interface decided Auto whose
-// deterministic name is free. An object of that name the VM does not control is a conflict
+// creates returns the Auto IPAddresses to create: one for every interface that holds an
+// address (holdsAddress) whose deterministic name is free. An object of that name the VM does not control is a conflict
 // (checkOwner). The namespace controller deletes a terminating namespace's IPAddresses before
 // its VMs; creating them again would only be refused, so nothing is created there.
 func creates(s *scope) []*sdnv1.IPAddress {
 	creating := s.namespace == nil || s.namespace.DeletionTimestamp == nil
 	var out []*sdnv1.IPAddress
 	for _, it := range s.interfaces {
-		if it.dupOf >= 0 || it.decision.Allocation != evaluator.AllocationAuto {
+		if !holdsAddress(it) {
 			continue
 		}
 		switch {
@@ -44,6 +44,21 @@ func creates(s *scope) []*sdnv1.IPAddress {
 		}
 	}
 	return out
+}
+
+// holdsAddress says whether an interface holds an Auto IPAddress — vmipam creates it and
+// keeps it — which is the one place that rule lives (docs/POLICIES.md, "Which interfaces hold
+// an address"): an interface decided Auto that is attached, or skipped for a transient reason
+// (transient: the network not ready yet, SDN still allocating, the pool full, a policy error),
+// so that it is attached as soon as the problem passes. An interface a policy refuses (any
+// other skip: a rule of the admin's, a static address missing, a duplicate) takes nothing from
+// the pool; its Auto IPAddress, if it had one, is released (not while a running guest still
+// carries it).
+func holdsAddress(it *iface) bool {
+	if it.dupOf >= 0 || it.decision.Allocation != evaluator.AllocationAuto {
+		return false
+	}
+	return it.problem == nil || transientReasons[it.problem.reason]
 }
 
 // autoIPAddress is the Auto IPAddress of the interface as vmipam creates it.

@@ -141,12 +141,12 @@ func ptrIf(id int64) *int64 {
 }
 
 // wouldUse is the IPAddress a not attached interface would carry: its static one, or its Auto
-// one when decided Auto; "" otherwise.
+// one when it holds one (holdsAddress); "" otherwise.
 func wouldUse(it *iface) string {
 	switch {
 	case it.spec.IPAddressName != "":
 		return it.spec.IPAddressName
-	case it.decision.Allocation == evaluator.AllocationAuto:
+	case holdsAddress(it):
 		return it.autoName
 	}
 	return ""
@@ -213,13 +213,15 @@ func attachedEntry(it *iface) *sdnv1.NetworksSpecEntry {
 	return e
 }
 
-// transientReasons are problems that do not unplug an interface that is applied: they pass on
-// their own (SDN catching up, a network flapping), and yanking a NIC out of a running guest
-// for them would hurt more than it helps. An interface whose policy evaluation failed is kept
-// likewise. Every other problem unplugs.
+// transientReasons are problems that pass on their own (SDN catching up, a network flapping, a
+// pool that fills and drains) or that say nothing about the interface (a policy that failed to
+// evaluate). They do not unplug an interface that is applied — yanking a NIC out of a running
+// guest for them would hurt more than it helps — and an interface decided Auto keeps or gets
+// its IPAddress through them (holdsAddress). Every other problem unplugs and holds no address.
 var transientReasons = map[string]bool{
 	string(evaluator.ReasonNetworkNotReady): true, string(evaluator.ReasonIPAddressPending): true,
-	string(evaluator.ReasonIPAddressNotAllocated): true, string(evaluator.ReasonPolicyError): true,
+	string(evaluator.ReasonIPAddressNotAllocated): true, string(evaluator.ReasonPoolExhausted): true,
+	string(evaluator.ReasonPolicyError): true,
 }
 
 // sticky: the interface keeps what is applied through its problem.

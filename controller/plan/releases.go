@@ -86,15 +86,15 @@ func findRelease(list []v1alpha1.Release, t v1alpha1.ReleaseType, name string, u
 }
 
 // wantedByDecisions are the IPAddress names the decisions keep: the Auto IPAddress of every
-// interface decided Auto, of every interface whose decision failed, and of every interface
-// without ipAddressName whose network is missing (it may come back; the spec still names
-// it); every IPAddress a spec entry names; and every one the record attaches (an interface
-// kept through a transient problem, a removal held until restart).
+// interface that holds one (holdsAddress), of every interface whose decision failed, and of
+// every interface without ipAddressName whose network is missing (it may come back; the spec
+// still names it); every IPAddress a spec entry names; and every one the record attaches (an
+// interface kept through a transient problem, a removal held until restart).
 func wantedByDecisions(s *scope, spec *v1alpha1.VirtualMachineIPAMSpec) map[string]bool {
 	wanted := attachedNames(spec)
 	for _, it := range s.interfaces {
 		switch {
-		case it.decision.Allocation == evaluator.AllocationAuto, it.decision.Allocation == evaluator.AllocationUnknown,
+		case holdsAddress(it), it.decision.Allocation == evaluator.AllocationUnknown,
 			it.spec.IPAddressName == "" && !it.network.exists:
 			wanted[it.autoName] = true
 		}
