@@ -180,6 +180,13 @@ type Change struct {
 	VMRunning bool `json:"vmRunning"`
 }
 
+// removed reports whether the input is of an interface the spec no longer names, which the
+// running VM still has: Interface.Index is -1 and Change.Kind is ChangeRemove. (An interface
+// the spec names whose decision detaches it is a ChangeRemove too, but is decided in full.)
+func (in *Input) removed() bool {
+	return in.Interface.Index < 0 && in.Change.Kind == ChangeRemove
+}
+
 // ChangeState is one side of a Change.
 type ChangeState struct {
 	// Allocation is Auto, Static, None, or "" for an interface that is not attached.

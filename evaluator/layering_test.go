@@ -195,10 +195,21 @@ func layeredCases() []layeredCase {
 			in: func() evaluator.Input {
 				in := pooledAuto()
 				in.Network = evaluator.Network{} // not looked up: no rule may skip a removal
+				in.Interface.Index = -1          // the spec no longer names it
 				in.Change = evaluator.Change{Kind: evaluator.ChangeRemove, From: evaluator.ChangeState{Allocation: "Auto"}, VMRunning: true}
 				return in
 			},
 			want: evaluator.Decision{Allocation: "Auto", Hotplug: false, Provenance: evaluator.Provenance{Hotplug: "prod"}}},
+		{name: "an interface the spec names that its decision detaches is decided in full, and hotplug sees the removal",
+			policies: []*v1alpha1.ClusterIPAMPolicy{layer("prod", hotplug(atRestart))},
+			in: func() evaluator.Input {
+				in := pooledStatic()
+				in.IPAddress.Exists = false // static-missing skips it
+				in.Change = evaluator.Change{Kind: evaluator.ChangeRemove, From: evaluator.ChangeState{Allocation: "Static", IPAddressName: in.Interface.IPAddressName}, VMRunning: true}
+				return in
+			},
+			want: evaluator.Decision{Allocation: "Static", Skip: true, Reason: evaluator.ReasonIPAddressNotFound, Hotplug: false,
+				Policy: builtin, Rule: "static-missing", Provenance: evaluator.Provenance{Allocation: builtin, Skip: builtin, Hotplug: "prod"}}},
 	}
 }
 

@@ -74,7 +74,7 @@ type attempt struct {
 // interface attached with an address, the safety policy.
 func (r *run) attempt(enforce []*Policy, safety *Policy) attempt {
 	a := attempt{d: Decision{Hotplug: true}}
-	removed := r.in.Change.Kind == ChangeRemove
+	removed := r.in.removed()
 	if removed {
 		a.d.Allocation = Allocation(r.in.Change.From.Allocation)
 	} else if a.err = r.allocate(enforce, &a.d); a.err != nil {

@@ -94,8 +94,9 @@ type Options struct {
 // Audit and Ignore policies (and Audit records) cost is charged to an account of its own
 // (Limits.TrialCostBudget), so that they can never spend the budget an enforced policy needs.
 //
-// A removed interface (Change.Kind ChangeRemove) is only asked hotplug: its allocation is the
-// applied one, it is never skipped.
+// A removed interface (one the spec no longer names: Input.removed) is only asked hotplug: its
+// allocation is the applied one, it is never skipped. An interface the spec names whose
+// decision detaches it has Change.Kind ChangeRemove too, and is decided as any other.
 //
 // Decide never returns an error and never panics on bad input; it is deterministic for a given
 // input. A failed evaluation always has AllocationUnknown.

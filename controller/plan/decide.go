@@ -68,7 +68,7 @@ func decide(ctx context.Context, s *scope, opts evaluator.Options, budgetCause e
 				fmt.Sprintf("spec.networks[%d] repeats spec.networks[%d]", it.index, it.dupOf)}
 			continue
 		}
-		it.decision = decideWithin(evalCtx, s.set, input(s, it, applied), opts)
+		it.decision = decideOutcome(evalCtx, s, it, applied, opts)
 		if it.decision.Skip {
 			it.problem = &problem{string(it.decision.Reason), it.decision.Message}
 		}
@@ -139,7 +139,7 @@ func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eval
 	} else {
 		in.IPAddress = ipAddressInput(it.autoName, it.auto)
 	}
-	in.Change = change(s, it, applied)
+	in.Change = requested(s, it, applied)
 	return in
 }
 
@@ -181,11 +181,31 @@ func allocated(ip *sdnv1.IPAddress) bool {
 	return ip.Status.Phase == sdnv1.IPAddressPhaseAllocated
 }
 
-// change describes how the interface differs from what is applied now (appliedList): the
-// running pod's networks-spec when the VM runs, else what the record last decided. The "to" side is what the spec asks for
-// (Static when ipAddressName is set, Auto on a pooled network, else None); the policy still
-// decides the actual allocation.
-func change(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Change {
+// decideOutcome decides an interface so that every expression sees, in change, the change
+// that will be applied (docs/POLICIES.md, "The change input"). The policies decide the
+// allocation and whether to skip, so the outcome is known only after a decision: the first
+// one is made with change describing what the spec asks for (requested); when the outcome it
+// leads to differs from that (a policy chose another allocation, a rule refused the
+// interface, a transient problem keeps what runs), the interface is decided again with change
+// describing the outcome, and that second decision stands. An interface whose evaluation
+// failed keeps the first decision: it decided nothing to compare.
+func decideOutcome(evalCtx context.Context, s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry, opts evaluator.Options) evaluator.Decision {
+	in := input(s, it, applied)
+	d := decideWithin(evalCtx, s.set, in, opts)
+	if d.Allocation == evaluator.AllocationUnknown {
+		return d
+	}
+	if c := outcome(s, it, applied, d); c != in.Change {
+		in.Change = c
+		d = decideWithin(evalCtx, s.set, in, opts)
+	}
+	return d
+}
+
+// requested is the change the spec asks for against what is applied now (appliedList: the
+// running pod's networks-spec when the VM runs, else what the record last attached): to is
+// Static when ipAddressName is set, Auto on a pooled network, else None.
+func requested(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) evaluator.Change {
 	to := evaluator.ChangeState{IPAddressName: it.spec.IPAddressName, Allocation: string(evaluator.AllocationNone)}
 	switch {
 	case it.spec.IPAddressName != "":
@@ -193,15 +213,42 @@ func change(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eva
 	case it.network.pool != nil:
 		to.Allocation = string(evaluator.AllocationAuto)
 	}
-	c := evaluator.Change{To: to, VMRunning: len(s.pods) > 0, Kind: evaluator.ChangeAdd}
-	entry, ok := applied[it.key]
-	if !ok {
-		return c
+	return changeTo(s, it, applied, to)
+}
+
+// outcome is the change decision d makes against what is applied: to is what the interface
+// will carry — d's allocation with its IPAddress when attached; what is applied when a
+// transient problem keeps it (transientReasons, as the record keeps it); nothing ("") when d
+// does not attach it.
+func outcome(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry, d evaluator.Decision) evaluator.Change {
+	var to evaluator.ChangeState
+	entry, had := applied[it.key]
+	switch {
+	case !d.Skip:
+		to.Allocation = string(d.Allocation)
+		if d.Allocation == evaluator.AllocationStatic {
+			to.IPAddressName = it.spec.IPAddressName
+		}
+	case had && transientReasons[string(d.Reason)]:
+		to = appliedState(entry, it.autoName)
 	}
-	c.From = appliedState(entry, it.autoName)
+	return changeTo(s, it, applied, to)
+}
+
+// changeTo is the change from what is applied to the interface to to; a zero to (allocation
+// "") is the interface not attached.
+func changeTo(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry, to evaluator.ChangeState) evaluator.Change {
+	c := evaluator.Change{To: to, VMRunning: len(s.pods) > 0}
+	if entry, ok := applied[it.key]; ok {
+		c.From = appliedState(entry, it.autoName)
+	}
 	switch {
 	case c.From == c.To:
 		c.Kind = evaluator.ChangeNone
+	case c.From.Allocation == "":
+		c.Kind = evaluator.ChangeAdd
+	case c.To.Allocation == "":
+		c.Kind = evaluator.ChangeRemove
 	case c.From.Allocation != c.To.Allocation:
 		c.Kind = evaluator.ChangeModeChange
 	default:
