@@ -64,7 +64,7 @@ func main() {
 	f.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the leader lease (default: the pod's namespace; required outside a cluster with --leader-elect)")
 	f.StringVar(&o.leaderElectID, "leader-elect-id", "vmipam-controller.ipam.virtualization.deckhouse.io", "name of the leader lease; each shard (--namespaces) needs its own")
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "run as a shard: reconcile only the VMs of these namespaces (comma-separated), caching nothing namespaced elsewhere; default all (docs/SCALING.md)")
-	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 2,000 VM patches")
+	f.Float32Var(&o.qps, "kube-api-qps", 100, "client-side rate limit of API requests per second, per resource kind (controller-runtime keeps one token bucket per kind); 1,000 new VMs with two pooled networks need 2,000 IPAddress creates and 1,000 record creates")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of API requests")
 	// The dry-run API server (aggregated API dryrun.ipam.virtualization.deckhouse.io): the
 	// library's --secure-port (0 disables it), --tls-cert-file, --authentication-kubeconfig, …

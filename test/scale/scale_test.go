@@ -69,8 +69,8 @@ type result struct {
 	MinWrites     int
 	// LateAnswers counts the Auto IPAddresses SDN answered more than vmipam's UnansweredGrace
 	// after their creation. Past the grace vmipam writes the record as it is — the interface
-	// skipped with IPAddressPending — and attaches it when SDN answers (README, "Decisions
-	// where the design is silent"), so each such IPAddress may honestly cost one more record
+	// skipped with IPAddressPending — and attaches it when SDN answers (DEVELOPMENT.md, "Grace periods
+	// for SDN"), so each such IPAddress may honestly cost one more record
 	// patch; checkMinimum allows exactly that and no more.
 	LateAnswers      int
 	ResyncWrites     int

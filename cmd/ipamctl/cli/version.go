@@ -29,7 +29,7 @@ type versionOptions struct {
 // server's: the version of the controller serving the dry-run API, which it publishes as the
 // info.version of the group's OpenAPI document (the API server publishes its own the same
 // way), read through the kubeconfig's API server. The controller's version is also its
-// `--version` and the vmipam_build_info metric (README, "Operating vmipam").
+// `--version` and the vmipam_build_info metric (docs/OPERATING.md).
 func newVersionCommand(s Streams) *cobra.Command {
 	o := &versionOptions{}
 	cmd := &cobra.Command{
