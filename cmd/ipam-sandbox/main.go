@@ -1,5 +1,5 @@
 // Command ipam-sandbox runs vmipam locally against a real kube-apiserver with the SDN and
-// VM-runtime stand-ins and the samples, and prints what happened to every VM interface.
+// virtualization-controller stand-ins and the samples, and prints what happened to every VM interface.
 // `make demo` runs it; see test/sandbox.
 package main
 

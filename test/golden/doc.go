@@ -4,5 +4,5 @@
 // ServiceAccount with only the shipped evaluator role, on the live cluster) and a real
 // reconcile (what the controller wrote on the VM), for the cases in testdata/ (see
 // testdata/README.md). It runs its own control plane (envtest) with vmipam, its dry-run API
-// server registered as an APIService, and the SDN and VM-runtime stand-ins.
+// server registered as an APIService, and the SDN and virtualization-controller stand-ins.
 package golden

@@ -25,7 +25,7 @@ import (
 
 // timeout bounds every wait of a spec. It is derived from the product's and the stand-ins'
 // timers: the longest a VM's writes may wait for SDN's first answer (plan.UnansweredGrace),
-// plus one lapse of the VM-runtime stand-in's expectations, plus a margin for a loaded machine.
+// plus one lapse of the virtualization-controller stand-in's expectations, plus a margin for a loaded machine.
 const timeout = plan.UnansweredGrace + standInExpectationTTL + 15*time.Second
 
 // interval is how often a wait polls.
@@ -80,8 +80,8 @@ func networkReady(ctx context.Context, ns, name string) *metav1.Condition {
 	return meta.FindStatusCondition(getVM(ctx, ns, name).Status.Conditions, consumer.ConditionNetworkReady)
 }
 
-// updateVM applies change to the live VM, retrying on conflicts with the other writers (the
-// controller and the VM-runtime stand-in write the VM too).
+// updateVM applies change to the live VM, retrying on conflicts with the other writer (the
+// virtualization-controller stand-in writes the VM too).
 func updateVM(ctx context.Context, ns, name string, change func(*vmv1.VirtualMachine)) {
 	GinkgoHelper()
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -113,7 +113,7 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		settled()
 		Expect(uids()).To(Equal(first), "an IPAddress was deleted and created again")
 		// Per VM: its IPAddress, its networks-spec and its pod's, its status — a few conflict
-		// retries on top, from two replicas and the VM-runtime stand-in writing the same VM.
+		// retries on top, from two replicas and the virtualization-controller stand-in writing the same VM.
 		vm, most := calls.most()
 		AddReportEntry("most writes of one VM", fmt.Sprintf("%s: %d", vm, most))
 		Expect(most).To(BeNumerically("<=", 12), "VM %s: %d writes", vm, most)

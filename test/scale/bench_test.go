@@ -115,7 +115,7 @@ func detailTable(rs []result) string {
 	row := func(figure, value string) { fmt.Fprintf(&b, "| %s | %s |\n", figure, value) }
 	b.WriteString("| detail | value |\n|---|---|\n")
 	row("convergence (all VMs NetworkReady, 2 addresses)", collect(rs, func(r result) float64 { return sec(r.Converge) }).fmt(" s", 1, 1))
-	row("… every launcher pod created (VM-runtime stand-in) / every IPAddress allocated (SDN stand-in)",
+	row("… every launcher pod created (virtualization-controller stand-in) / every IPAddress allocated (SDN stand-in)",
 		collect(rs, func(r result) float64 { return sec(r.PodsAt) }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return sec(r.AllocatedAt) }).fmt(" s", 1, 1))
 	row("system floor: all writes / … the controller's part done (both parts at once)",
 		collect(rs, func(r result) float64 { return sec(r.Floor.Elapsed) }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return sec(r.Floor.Controller) }).fmt(" s", 1, 1))

@@ -1,5 +1,5 @@
 // Package scale measures vmipam on a real kube-apiserver and etcd, with the SDN and
-// VM-runtime stand-ins, at N VMs (default 1,000) with two pooled additional networks each:
+// virtualization-controller stand-ins, at N VMs (default 1,000) with two pooled additional networks each:
 // convergence time against the floor (a bare client doing the minimal writes at the same
 // QPS, burst and concurrency), API writes per VM against the minimum, writes on a full resync,
 // policy-change fan-out precision, memory, and hotplug latency.

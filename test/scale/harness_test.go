@@ -175,7 +175,7 @@ func (h *harness) stop() {
 	}
 }
 
-// startStandIns runs the SDN and VM-runtime stand-ins in this process.
+// startStandIns runs the SDN and virtualization-controller stand-ins in this process.
 func (h *harness) startStandIns() {
 	_, cfg, err := h.env.AdminUser(standInUser)
 	must(h.t, err)

@@ -467,7 +467,7 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl}
 }
 
-// guestInfoKept counts the namespace's VMs whose status.guestOSInfo is the VM-runtime
+// guestInfoKept counts the namespace's VMs whose status.guestOSInfo is the virtualization-controller
 // stand-in's, read from the API server as unstructured objects (the Go type drops the field).
 func (h *harness) guestInfoKept(ctx context.Context, namespace string) int {
 	list := &unstructured.UnstructuredList{}

@@ -162,8 +162,9 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-// startStandIns runs the SDN and VM-runtime stand-ins in process, straight to the API server;
-// the VM runtime writes the VM status concurrently with vmipam.
+// startStandIns runs the SDN and virtualization-controller stand-ins in process, straight to
+// the API server; the latter applies vmipam's records and writes the VM status, as the real one
+// does beside vmipam.
 func startStandIns(t *testing.T, ctx context.Context, e *env.Environment, scheme *runtime.Scheme) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Cache: sim.CacheOptions(),

@@ -6,7 +6,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:Enum=Restart;Start;Stop;Migrate;Evict;Restore;Clone
 type OperationType string
 
-// Operation types the VM-runtime stand-in carries out.
+// Operation types the virtualization-controller stand-in carries out.
 const (
 	OperationStart   OperationType = "Start"
 	OperationStop    OperationType = "Stop"
