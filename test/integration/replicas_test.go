@@ -112,8 +112,8 @@ var _ = Describe("Scale, replicas and restarts", func() {
 		Expect(first).To(HaveLen(30))
 		settled()
 		Expect(uids()).To(Equal(first), "an IPAddress was deleted and created again")
-		// Per VM: its IPAddress, its networks-spec and its pod's, its status — a few conflict
-		// retries on top, from two replicas and the virtualization-controller stand-in writing the same VM.
+		// Per VM: its IPAddress and its record (create, then the patch once SDN answered) — a
+		// few conflict retries on top, from two replicas writing the same record.
 		vm, most := calls.most()
 		AddReportEntry("most writes of one VM", fmt.Sprintf("%s: %d", vm, most))
 		Expect(most).To(BeNumerically("<=", 12), "VM %s: %d writes", vm, most)
