@@ -29,7 +29,7 @@ const ReasonDuplicateInterface = "DuplicateInterface"
 // that. The interfaces not decided within the budget get a PolicyError naming it (their
 // NetworkReady item says why; nothing existing is deleted for an unknown allocation) and the
 // VM is retried with backoff; like any decision out of time, the reconciler publishes it only
-// when the retry runs out of time too (Reconciler.lateAgain). Real decisions take well under
+// when the retry runs out of time too (Reconciler.firstDeadlineMiss). Real decisions take well under
 // a millisecond each.
 const DefaultVMEvaluationBudget = 2 * time.Second
 

@@ -77,7 +77,7 @@ func ownedByVM(refs []metav1.OwnerReference, s *scope) []metav1.OwnerReference {
 }
 
 // decisionOf is the record's entry for an interface of the spec. It attaches the interface
-// when the decision does; an interface that has a transient problem (sticky) keeps what is
+// when the decision does; an interface that has a transient problem (keepsApplied) keeps what is
 // applied — the running pod's entry, or for a stopped VM what the record attached — and
 // reports the problem. It sets it.attached.
 func decisionOf(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) v1alpha1.InterfaceDecision {
@@ -93,7 +93,7 @@ func decisionOf(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry)
 	case want != nil:
 		d.Attach, d.IPAddressName = true, first(want.IPAddressNames)
 		it.attached = want
-	case it.dupOf < 0 && had && sticky(it):
+	case it.dupOf < 0 && had && keepsApplied(it):
 		st := appliedState(kept, it.autoName)
 		d.Attach, d.Allocation, d.IPAddressName = true, v1alpha1.Allocation(st.Allocation), first(kept.IPAddressNames)
 		it.attached = &kept
@@ -224,8 +224,8 @@ var transientReasons = map[string]bool{
 	string(evaluator.ReasonPolicyError): true,
 }
 
-// sticky: the interface keeps what is applied through its problem.
-func sticky(it *iface) bool {
+// keepsApplied: the interface keeps what is applied through its problem.
+func keepsApplied(it *iface) bool {
 	return it.decision.Allocation == evaluator.AllocationUnknown || it.problem != nil && transientReasons[it.problem.reason]
 }
 

@@ -30,7 +30,7 @@ import (
 
 // execute carries out a Plan: the Auto IPAddresses first, then the record, then the releases
 // that are due. It reports whether an event of an object it wrote arrived during the write and
-// showed news (the VM is then reconciled again at once).
+// changed what vmipam reads (the VM is then reconciled again at once).
 //
 // The record goes after the creates, so that a consumer never provisions an IPAddress that does
 // not exist yet, and before the deletes, so that it never names one already deleted: when the
@@ -38,33 +38,33 @@ import (
 // creates. Create is the lock: AlreadyExists means a stale cache or another replica won the
 // race; the live object is checked for its owner, never adopted.
 func (r *Reconciler) execute(ctx context.Context, vm *vmv1.VirtualMachine, p *plan.Plan) (bool, error) {
-	news := false
+	missed := false
 	for _, ip := range p.CreateIPAddresses {
 		n, err := r.create(ctx, vm, ip)
-		if news = news || n; err != nil {
-			return news, err
+		if missed = missed || n; err != nil {
+			return missed, err
 		}
 	}
 	if p.Deferred {
-		return news, nil
+		return missed, nil
 	}
 	if p.RecordChanged {
 		n, err := r.writeRecord(ctx, p)
-		if news = news || n; err != nil {
-			return news, err
+		if missed = missed || n; err != nil {
+			return missed, err
 		}
 		for _, skip := range p.Announce() {
 			r.event(vm, skip.Related, corev1.EventTypeWarning, skip.Reason, "Skip", "%s", skip.Note)
 		}
 	}
 	if len(p.Releases) == 0 {
-		return news, nil
+		return missed, nil
 	}
 	named, err := r.namedLive(ctx, vm)
 	if err != nil {
-		return news, err
+		return missed, err
 	}
-	return news, r.deleteUnnamed(ctx, vm, p.Releases, named)
+	return missed, r.deleteUnnamed(ctx, vm, p.Releases, named)
 }
 
 // errForeignIPAddress is returned when Create finds an object of our name with another owner
@@ -72,11 +72,11 @@ func (r *Reconciler) execute(ctx context.Context, vm *vmv1.VirtualMachine, p *pl
 var errForeignIPAddress = errors.New("IPAddress exists with another owner")
 
 // create creates an Auto IPAddress of the plan and reports whether an event that arrived
-// during the write showed news.
+// during the write changed what vmipam reads (an enqueue the event did not make).
 func (r *Reconciler) create(ctx context.Context, vm *vmv1.VirtualMachine, ip *sdnv1.IPAddress) (bool, error) {
 	created := ip.DeepCopy()
 	var err error
-	news := r.issue(created, func() {
+	missed := r.issue(created, func() {
 		if err = r.Client.Create(ctx, created); err == nil {
 			r.expectations().expectCreated(created)
 		}
@@ -85,18 +85,18 @@ func (r *Reconciler) create(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 	case err == nil:
 		r.event(vm, created, corev1.EventTypeNormal, "IPAddressCreated", "Create",
 			"Created IPAddress %s for %s", ip.Name, plan.InterfaceLabel(ip.Annotations[plan.AnnotationInterface]))
-		return news, nil
+		return missed, nil
 	case apierrors.IsAlreadyExists(err):
 		live := &sdnv1.IPAddress{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ip), live); err != nil {
-			return news, fmt.Errorf("get IPAddress %s after AlreadyExists: %w", ip.Name, err)
+			return missed, fmt.Errorf("get IPAddress %s after AlreadyExists: %w", ip.Name, err)
 		}
 		if ref := index.ControllerVM(live); ref == nil || ref.UID != vm.UID {
-			return news, fmt.Errorf("create IPAddress %s: %w", ip.Name, errForeignIPAddress)
+			return missed, fmt.Errorf("create IPAddress %s: %w", ip.Name, errForeignIPAddress)
 		}
-		return news, nil
+		return missed, nil
 	default:
-		return news, fmt.Errorf("create IPAddress %s: %w", ip.Name, err)
+		return missed, fmt.Errorf("create IPAddress %s: %w", ip.Name, err)
 	}
 }
 
@@ -109,7 +109,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, p *plan.Plan) (bool, error
 	written := p.Record.DeepCopy()
 	written.Status = v1alpha1.VirtualMachineIPAMStatus{}
 	var err error
-	news := r.issue(written, func() {
+	missed := r.issue(written, func() {
 		if observed == nil {
 			err = r.Client.Create(ctx, written)
 		} else {
@@ -120,9 +120,9 @@ func (r *Reconciler) writeRecord(ctx context.Context, p *plan.Plan) (bool, error
 		}
 	})
 	if err != nil {
-		return news, fmt.Errorf("write VirtualMachineIPAM: %w", err)
+		return missed, fmt.Errorf("write VirtualMachineIPAM: %w", err)
 	}
-	return news, nil
+	return missed, nil
 }
 
 // namedLive returns the IPAddress names that the live VM's spec and the networks-spec of its
@@ -188,7 +188,7 @@ func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete IPAddress %s: %w", ip.Name, err)
 	}
-	r.expectations().observedIPAddress(ip) // gone or changed: never read it from the expectations
+	r.expectations().creationObserved(ip) // gone or changed: never read it from the expectations
 	if err == nil {
 		r.event(vm, ip, corev1.EventTypeNormal, "IPAddressDeleted", "Delete",
 			"Deleted IPAddress %s: no interface uses it any more", ip.Name)
@@ -197,10 +197,10 @@ func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 }
 
 // issue runs write, a write of obj that records its expectations when it succeeds, as an
-// in-flight write (ownWrites.begin/done), and says whether an event of obj that arrived
-// meanwhile turned out to show news: the reconcile then brings its VM back.
+// in-flight write (writeExpectations.writeStarted/writeFinished), and says whether an event of obj that arrived
+// meanwhile turned out to change what vmipam reads: the reconcile then brings its VM back.
 func (r *Reconciler) issue(obj client.Object, write func()) bool {
-	k := r.expectations().begin(obj)
+	k := r.expectations().writeStarted(obj)
 	write()
-	return r.expectations().done(k)
+	return r.expectations().writeFinished(k)
 }

@@ -20,7 +20,7 @@ import (
 // never shows — deleted again before the watch saw it — is looked for anew after it.
 const ExpectationTTL = time.Minute
 
-// ownWrites are the expectations of vmipam's own writes, as the ReplicaSet controller and
+// writeExpectations are the expectations of vmipam's own writes, as the ReplicaSet controller and
 // KubeVirt's controllers keep them: what vmipam wrote and the watch has not delivered yet.
 //
 //   - created: the Auto IPAddresses it created, as the API server returned them. A reconcile
@@ -32,14 +32,14 @@ const ExpectationTTL = time.Minute
 //     watch event of exactly that write shows nothing new and does not bring the VM back.
 //
 // Expectations are consumed by the event that shows them and lapse after ExpectationTTL.
-type ownWrites struct {
+type writeExpectations struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	created map[types.NamespacedName]expected[*sdnv1.IPAddress]
 	records map[types.NamespacedName]recordWrite
 	swept   time.Time // when records was last swept
 	// inflight counts the writes of an object (an IPAddress or record) issued and not yet
-	// answered; deferred holds the verdicts on its events that arrived meanwhile (judge).
+	// answered; deferred holds the verdicts on its events that arrived meanwhile (shouldEnqueue).
 	inflight map[writeKey]int
 	deferred map[writeKey][]func() bool
 }
@@ -69,13 +69,13 @@ func keyOf(obj client.Object) writeKey {
 	return writeKey{kind: fmt.Sprintf("%T", obj), key: client.ObjectKeyFromObject(obj)}
 }
 
-func newOwnWrites(now func() time.Time) *ownWrites {
-	return &ownWrites{now: now, created: map[types.NamespacedName]expected[*sdnv1.IPAddress]{},
+func newOwnWrites(now func() time.Time) *writeExpectations {
+	return &writeExpectations{now: now, created: map[types.NamespacedName]expected[*sdnv1.IPAddress]{},
 		records: map[types.NamespacedName]recordWrite{}, inflight: map[writeKey]int{}, deferred: map[writeKey][]func() bool{}}
 }
 
 // expectCreated records an IPAddress vmipam created, as the API server returned it.
-func (o *ownWrites) expectCreated(ip *sdnv1.IPAddress) {
+func (o *writeExpectations) expectCreated(ip *sdnv1.IPAddress) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.created[client.ObjectKeyFromObject(ip)] = expected[*sdnv1.IPAddress]{obj: ip.DeepCopy(), at: o.now()}
@@ -83,7 +83,7 @@ func (o *ownWrites) expectCreated(ip *sdnv1.IPAddress) {
 
 // createdIPAddress returns the IPAddress vmipam created under key and the cache has not shown,
 // or nil.
-func (o *ownWrites) createdIPAddress(key types.NamespacedName) *sdnv1.IPAddress {
+func (o *writeExpectations) createdIPAddress(key types.NamespacedName) *sdnv1.IPAddress {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e, ok := o.created[key]
@@ -97,10 +97,10 @@ func (o *ownWrites) createdIPAddress(key types.NamespacedName) *sdnv1.IPAddress 
 	return e.obj
 }
 
-// observedIPAddress forgets the creation of ip's key, now that the cache shows the name (ip,
+// creationObserved forgets the creation of ip's key, now that the cache shows the name (ip,
 // or any later version of it, or its deletion); it reports whether ip is exactly the object
 // vmipam created: an event that shows nothing the creating reconcile did not know.
-func (o *ownWrites) observedIPAddress(ip client.Object) bool {
+func (o *writeExpectations) creationObserved(ip client.Object) bool {
 	key := client.ObjectKeyFromObject(ip)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -113,7 +113,7 @@ func (o *ownWrites) observedIPAddress(ip client.Object) bool {
 // (nil for a create), written as the API server returned it. Records whose event never came
 // (the record was deleted, a relist skipped the version) are swept once they are older than
 // ExpectationTTL, at most once per ExpectationTTL.
-func (o *ownWrites) wroteRecord(observed, written *v1alpha1.VirtualMachineIPAM) {
+func (o *writeExpectations) wroteRecord(observed, written *v1alpha1.VirtualMachineIPAM) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
@@ -136,8 +136,8 @@ func (o *ownWrites) wroteRecord(observed, written *v1alpha1.VirtualMachineIPAM) 
 // the version that write was made over, or absent (nil) when it was a create: the cache has not
 // caught up with vmipam's write. Otherwise nil; a cached version that is neither the one
 // written over nor the one written is another writer's, and the expectation is forgotten (the
-// event of the write itself consumes it: ownRecordWrite).
-func (o *ownWrites) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
+// event of the write itself consumes it: recordWriteObserved).
+func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	w, ok := o.records[key]
@@ -157,10 +157,10 @@ func (o *ownWrites) newerRecord(key types.NamespacedName, cached *v1alpha1.Virtu
 	return nil
 }
 
-// ownRecordWrite reports whether rec, as an event delivers it, is the version vmipam's own last
+// recordWriteObserved reports whether rec, as an event delivers it, is the version vmipam's own last
 // write of it returned — its event shows the VM's reconcile nothing it did not plan — and
 // forgets the write once its event came.
-func (o *ownWrites) ownRecordWrite(rec client.Object) bool {
+func (o *writeExpectations) recordWriteObserved(rec client.Object) bool {
 	key := client.ObjectKeyFromObject(rec)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -172,7 +172,7 @@ func (o *ownWrites) ownRecordWrite(rec client.Object) bool {
 	return o.now().Sub(w.at) <= ExpectationTTL
 }
 
-// begin marks a write of obj as issued; done must follow once its answer is recorded.
+// writeStarted marks a write of obj as issued; writeFinished must follow once its answer is recorded.
 //
 // The watch may deliver a write's event before the write's answer reaches the writer (on a
 // quiet API server it often does), so an expectation recorded after the answer misses its own
@@ -180,7 +180,7 @@ func (o *ownWrites) ownRecordWrite(rec client.Object) bool {
 // recorded before the write (the ReplicaSet controller's way) cannot know the resourceVersion
 // the write makes; instead the verdict on an event that arrives during the write waits for
 // its answer.
-func (o *ownWrites) begin(obj client.Object) writeKey {
+func (o *writeExpectations) writeStarted(obj client.Object) writeKey {
 	k := keyOf(obj)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -188,10 +188,10 @@ func (o *ownWrites) begin(obj client.Object) writeKey {
 	return k
 }
 
-// done ends a write begun with begin, after the caller recorded what it wrote, and reports
-// whether an event that arrived during it showed news: the verdicts judge deferred, made now.
+// writeFinished ends a write begun with writeStarted, after the caller recorded what it wrote, and reports
+// whether an event that arrived during it changed what vmipam reads: the verdicts shouldEnqueue deferred, made now.
 // The caller brings its VM back when it did, since the event itself enqueued nothing.
-func (o *ownWrites) done(k writeKey) bool {
+func (o *writeExpectations) writeFinished(k writeKey) bool {
 	o.mu.Lock()
 	var verdicts []func() bool
 	if o.inflight[k]--; o.inflight[k] <= 0 {
@@ -200,33 +200,33 @@ func (o *ownWrites) done(k writeKey) bool {
 		delete(o.deferred, k)
 	}
 	o.mu.Unlock()
-	news := false
+	missed := false
 	for _, v := range verdicts {
-		news = v() || news // every verdict runs: each consumes its expectation
+		missed = v() || missed // every verdict runs: each consumes its expectation
 	}
-	return news
+	return missed
 }
 
-// judge returns news() — whether an event of the object k shows its VM anything new — unless a
-// write of k is in flight: then the verdict is deferred to that write's done, and judge
+// shouldEnqueue returns changed() — whether an event of the object k shows its VM anything new — unless a
+// write of k is in flight: then the verdict is deferred to that write's writeFinished, and shouldEnqueue
 // returns false. An event that arrives when no write is in flight is not the echo of one that
 // is still to come, and one that arrives after the answer finds its expectation recorded.
-func (o *ownWrites) judge(k writeKey, news func() bool) bool {
+func (o *writeExpectations) shouldEnqueue(k writeKey, changed func() bool) bool {
 	o.mu.Lock()
 	if o.inflight[k] > 0 {
-		o.deferred[k] = append(o.deferred[k], news)
+		o.deferred[k] = append(o.deferred[k], changed)
 		o.mu.Unlock()
 		return false
 	}
 	o.mu.Unlock()
-	return news()
+	return changed()
 }
 
 // expectingReader reads from the cache, but what vmipam wrote and the cache does not show yet
 // from the expectations: the IPAddresses it created and the records it wrote.
 type expectingReader struct {
 	client.Reader
-	own *ownWrites
+	own *writeExpectations
 }
 
 // Get implements client.Reader.
@@ -247,7 +247,7 @@ func (r expectingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 		return err
 	case *sdnv1.IPAddress:
 		if err == nil {
-			r.own.observedIPAddress(o) // the cache shows it: the expectation is met
+			r.own.creationObserved(o) // the cache shows it: the expectation is met
 			return nil
 		}
 		if !apierrors.IsNotFound(err) {

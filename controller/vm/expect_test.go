@@ -27,7 +27,7 @@ func TestCreatedIPAddressIsReadUntilTheCacheShowsIt(t *testing.T) {
 	if err := r.Get(context.Background(), key, got); err != nil || got.UID != "ip-uid" {
 		t.Fatalf("before the cache shows it: got %v, %v; want the created IPAddress", got.UID, err)
 	}
-	if !own.observedIPAddress(created) {
+	if !own.creationObserved(created) {
 		t.Error("the creation event of the object as created is vmipam's own")
 	}
 	if err := r.Get(context.Background(), key, &sdnv1.IPAddress{}); !apierrors.IsNotFound(err) {
@@ -41,8 +41,8 @@ func TestCreatedIPAddressIsReadUntilTheCacheShowsIt(t *testing.T) {
 	allocated := created.DeepCopy()
 	allocated.ResourceVersion = "6"
 	own.expectCreated(created)
-	if own.observedIPAddress(allocated) {
-		t.Error("a later version (SDN's answer) is news to the VM")
+	if own.creationObserved(allocated) {
+		t.Error("a later version (SDN's answer) is missed to the VM")
 	}
 }
 
@@ -69,10 +69,10 @@ func TestTheRecordIsReadAsWrittenUntilTheCacheShowsIt(t *testing.T) {
 	if err := r.Get(context.Background(), key, got); err != nil || got.Spec.VMGeneration != 2 {
 		t.Errorf("while the cache shows the version written over: got generation %d (%v), want vmipam's write", got.Spec.VMGeneration, err)
 	}
-	if !own.ownRecordWrite(written) {
+	if !own.recordWriteObserved(written) {
 		t.Error("the event of vmipam's own write was not recognised")
 	}
-	if own.ownRecordWrite(written) {
+	if own.recordWriteObserved(written) {
 		t.Error("an own write's event was recognised twice")
 	}
 	own.wroteRecord(inCache, written)
@@ -100,20 +100,20 @@ func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
 	theirs := observed.DeepCopy()
 	theirs.ResourceVersion = "3"
 
-	k := own.begin(written)
-	if own.judge(k, func() bool { return !own.ownRecordWrite(written) }) {
+	k := own.writeStarted(written)
+	if own.shouldEnqueue(k, func() bool { return !own.recordWriteObserved(written) }) {
 		t.Fatal("an event during the write was judged before the write's answer")
 	}
 	own.wroteRecord(observed, written)
-	if own.done(k) {
-		t.Error("the echo of vmipam's own write was news")
+	if own.writeFinished(k) {
+		t.Error("the echo of vmipam's own write was missed")
 	}
-	k = own.begin(written)
-	own.judge(k, func() bool { return !own.ownRecordWrite(theirs) })
-	if !own.done(k) {
+	k = own.writeStarted(written)
+	own.shouldEnqueue(k, func() bool { return !own.recordWriteObserved(theirs) })
+	if !own.writeFinished(k) {
 		t.Error("another writer's change that arrived during vmipam's write was dropped")
 	}
-	if !own.judge(k, func() bool { return true }) {
+	if !own.shouldEnqueue(k, func() bool { return true }) {
 		t.Error("with no write in flight an event is judged at once")
 	}
 }

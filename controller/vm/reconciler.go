@@ -58,13 +58,13 @@ type Reconciler struct {
 
 	backoffOnce sync.Once
 	backoff     *retryBackoff
-	// late records the VMs whose last reconcile held back a decision that ran out of time
-	// (lateAgain).
-	lateOnce sync.Once
-	lateMu   sync.Mutex
-	late     map[reconcile.Request]bool
-	ownOnce  sync.Once
-	own      *ownWrites
+	// deadlineMissed records the VMs whose last reconcile held back a decision that ran out of time
+	// (firstDeadlineMiss).
+	deadlineMissOnce sync.Once
+	deadlineMissMu   sync.Mutex
+	deadlineMissed   map[reconcile.Request]bool
+	ownOnce          sync.Once
+	own              *writeExpectations
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	metrics.Controller.Evaluated(start)
-	if late := p.Late(); r.lateAgain(req, late) {
+	if late := p.Late(); r.firstDeadlineMiss(req, late) {
 		retry := r.retries().next(req, r.now())
 		ctrl.LoggerFrom(ctx).Info("policy evaluation ran out of wall-clock time; nothing written, retrying before a PolicyError is published",
 			"interfaces", late, "retryAfter", retry)
@@ -124,27 +124,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			metrics.Controller.Decided(it.Decision)
 		}
 	}
-	news, err := r.execute(ctx, vm, p)
+	missed, err := r.execute(ctx, vm, p)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer got in first (a record edited or recreated by someone else, a
 			// second replica); its watch event brings a fresh copy, and this retry covers a
 			// lost event.
 			ctrl.LoggerFrom(ctx).V(1).Info("conflict, retrying", "error", err.Error())
-			return withNews(news, reconcile.Result{RequeueAfter: conflictRetry}), nil
+			return requeueIfMissed(missed, reconcile.Result{RequeueAfter: conflictRetry}), nil
 		}
 		return reconcile.Result{}, err
 	}
 	if p.Deferred {
-		return withNews(news, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
+		return requeueIfMissed(missed, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
 	}
-	return withNews(news, untilRelease(p, r.retry(req, p))), nil
+	return requeueIfMissed(missed, untilRelease(p, r.retry(req, p))), nil
 }
 
 // forgetVM drops what the Reconciler keeps about req's VM: it is gone or being deleted.
 func (r *Reconciler) forgetVM(req reconcile.Request) {
 	metrics.Current.ForgetVM(req.NamespacedName)
-	r.forgetLate(req)
+	r.forgetDeadlineMiss(req)
 }
 
 // untilRelease brings the VM back when its next ReleaseGrace ends (p.ReleaseAfter: an
@@ -157,20 +157,20 @@ func untilRelease(p *plan.Plan, res reconcile.Result) reconcile.Result {
 	return res
 }
 
-// newsRequeue is how soon a VM is reconciled again when an event that arrived during one of
-// its reconcile's writes showed news (ownWrites.judge): at once, as the event would have
+// missedEventRequeue is how soon a VM is reconciled again when an event that arrived during one of
+// its reconcile's writes changed what vmipam reads (writeExpectations.shouldEnqueue): at once, as the event would have
 // enqueued it.
-const newsRequeue = time.Millisecond
+const missedEventRequeue = time.Millisecond
 
-// withNews brings the VM back at once when news, else returns res.
-func withNews(news bool, res reconcile.Result) reconcile.Result {
-	if news && (res.RequeueAfter == 0 || res.RequeueAfter > newsRequeue) {
-		res.RequeueAfter = newsRequeue
+// requeueIfMissed brings the VM back at once when missed, else returns res.
+func requeueIfMissed(missed bool, res reconcile.Result) reconcile.Result {
+	if missed && (res.RequeueAfter == 0 || res.RequeueAfter > missedEventRequeue) {
+		res.RequeueAfter = missedEventRequeue
 	}
 	return res
 }
 
-// lateAgain reports whether this reconcile of req, whose decisions of the interfaces late ran
+// firstDeadlineMiss reports whether this reconcile of req, whose decisions of the interfaces late ran
 // out of wall-clock time (outOfTime), should hold them back: yes when late is not empty and the
 // VM's previous reconcile had no such failure. A decision that fails only because its time ran
 // out says more about how busy the process was (a starved controller, a GC pause, a load
@@ -180,23 +180,23 @@ func withNews(news bool, res reconcile.Result) reconcile.Result {
 // the VM is retried with backoff. When the retry runs out of time again the PolicyError is
 // published (the policy may really be too slow, and the record must say so), and retry keeps
 // retrying it with backoff. A reconcile without such a failure resets it.
-func (r *Reconciler) lateAgain(req reconcile.Request, late []string) bool {
-	r.lateOnce.Do(func() { r.late = map[reconcile.Request]bool{} })
-	r.lateMu.Lock()
-	defer r.lateMu.Unlock()
+func (r *Reconciler) firstDeadlineMiss(req reconcile.Request, late []string) bool {
+	r.deadlineMissOnce.Do(func() { r.deadlineMissed = map[reconcile.Request]bool{} })
+	r.deadlineMissMu.Lock()
+	defer r.deadlineMissMu.Unlock()
 	if len(late) == 0 {
-		delete(r.late, req)
+		delete(r.deadlineMissed, req)
 		return false
 	}
-	if r.late[req] {
+	if r.deadlineMissed[req] {
 		return false // late twice in a row: publish
 	}
-	r.late[req] = true
+	r.deadlineMissed[req] = true
 	return true
 }
 
-// forgetLate drops req's record of a late decision (the VM is gone).
-func (r *Reconciler) forgetLate(req reconcile.Request) { r.lateAgain(req, nil) }
+// forgetDeadlineMiss drops req's record of a late decision (the VM is gone).
+func (r *Reconciler) forgetDeadlineMiss(req reconcile.Request) { r.firstDeadlineMiss(req, nil) }
 
 // retry schedules a re-reconcile with backoff while an interface waits for a pool to free up,
 // on top of the IPAddress watch, because SDN may not write an event when space frees; when the
@@ -220,9 +220,9 @@ func (r *Reconciler) retries() *retryBackoff {
 	return r.backoff
 }
 
-// expectations are the reconciler's ownWrites, made on first use (also without
+// expectations are the reconciler's writeExpectations, made on first use (also without
 // SetupWithManager).
-func (r *Reconciler) expectations() *ownWrites {
+func (r *Reconciler) expectations() *writeExpectations {
 	r.ownOnce.Do(func() { r.own = newOwnWrites(r.now) })
 	return r.own
 }

@@ -47,8 +47,8 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod), builder.WithPredicates(readChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfPod), builder.WithPredicates(readChanged())).
-		// A record edited or deleted by anyone else is rewritten; vmipam's own writes are not news.
-		Watches(&v1alpha1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(vmOfRecord), builder.WithPredicates(r.recordNews())).
+		// A record edited or deleted by anyone else is rewritten; vmipam's own writes enqueue nothing.
+		Watches(&v1alpha1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(vmOfRecord), builder.WithPredicates(r.recordChangedByOthers())).
 		// A record that attaches or lets go of a static IPAddress changes who holds it.
 		Watches(&v1alpha1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfRecord),
 			builder.WithPredicates(staticNamesChanged())).
@@ -201,7 +201,7 @@ type answeredFirst struct {
 	// namers enqueues only the VMs naming the IPAddress; own, when set, tells vmipam's own
 	// creations apart.
 	namers handler.EventHandler
-	own    *ownWrites
+	own    *writeExpectations
 }
 
 // newAnsweredFirst returns the answeredFirst handler of the reconciler's IPAddress watch.
@@ -213,9 +213,9 @@ func (r *Reconciler) newAnsweredFirst() answeredFirst {
 // Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
 // exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
 // only the VMs naming it hear of it. While the create is in flight the verdict waits for its
-// answer (ownWrites.judge).
+// answer (writeExpectations.shouldEnqueue).
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.own != nil && !h.own.judge(keyOf(e.Object), func() bool { return !h.own.observedIPAddress(e.Object) }) {
+	if h.own != nil && !h.own.shouldEnqueue(keyOf(e.Object), func() bool { return !h.own.creationObserved(e.Object) }) {
 		h.namers.Create(ctx, e, q)
 		return
 	}
@@ -225,7 +225,7 @@ func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqu
 // Update implements handler.EventHandler.
 func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.own != nil {
-		h.own.observedIPAddress(e.ObjectNew)
+		h.own.creationObserved(e.ObjectNew)
 	}
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	if !ok || !answered(e.ObjectOld, e.ObjectNew) {
@@ -247,7 +247,7 @@ const AnsweredLog = "IPAddress answered, VMs enqueued first"
 // Delete implements handler.EventHandler.
 func (h answeredFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.own != nil {
-		h.own.observedIPAddress(e.Object)
+		h.own.creationObserved(e.Object)
 	}
 	h.mapped.Delete(ctx, e, q)
 }
@@ -264,21 +264,21 @@ func answered(old, new client.Object) bool {
 	return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || o.Status.Address != n.Status.Address)
 }
 
-// recordNews lets through the events of a decision record that vmipam did not cause: a
+// recordChangedByOthers lets through the events of a decision record that vmipam did not cause: a
 // create, spec change, ownership change or deletion by anyone else — which the VM's reconcile
-// undoes by writing its record again. The echo of vmipam's own write (ownWrites) and the
+// undoes by writing its record again. The echo of vmipam's own write (writeExpectations) and the
 // consumer's status updates pass over.
-func (r *Reconciler) recordNews() predicate.Funcs {
+func (r *Reconciler) recordChangedByOthers() predicate.Funcs {
 	own := r.expectations()
 	theirs := func(o client.Object) bool {
-		return own.judge(keyOf(o), func() bool { return !own.ownRecordWrite(o) })
+		return own.shouldEnqueue(keyOf(o), func() bool { return !own.recordWriteObserved(o) })
 	}
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return theirs(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
 				equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences()) {
-				own.ownRecordWrite(e.ObjectNew) // a status update after vmipam's write: forget it
+				own.recordWriteObserved(e.ObjectNew) // a status update after vmipam's write: forget it
 				return false
 			}
 			return theirs(e.ObjectNew)
