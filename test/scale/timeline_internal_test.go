@@ -27,9 +27,9 @@ func TestHotplugTimelineStages(t *testing.T) {
 	writeLines(t, h.audit,
 		audit(standInUser, "patch", "ipaddresses", "status", hns, "ip-0", 409, at(-5), at(-4)), // a conflict: not the answer
 		audit(standInUser, "patch", "ipaddresses", "status", hns, "ip-0", 200, at(-1), at(0)),
-		audit(controllerUser, "patch", "virtualmachines", "", "elsewhere", "hp-0", 200, at(1), at(2)),
-		audit(controllerUser, "patch", "virtualmachines", "", hns, "hp-0", 200, at(30), at(35)),
-		audit(controllerUser, "patch", "pods", "", hns, "launcher-0", 200, at(40), at(50)),
+		audit(controllerUser, "patch", "virtualmachineipams", "", "elsewhere", "hp-0", 200, at(1), at(2)),
+		audit(controllerUser, "patch", "virtualmachineipams", "", hns, "hp-0", 200, at(30), at(35)),
+		audit(standInUser, "patch", "pods", "", hns, "launcher-0", 200, at(40), at(50)),
 	)
 	log := func(ms int, msg, extra string) string {
 		return fmt.Sprintf(`{"ts":%q,"msg":%q%s}`, at(ms).Format(zapISO8601), msg, extra)

@@ -27,12 +27,12 @@ const (
 	stageDelivery = "watch delivery"
 	// stageQueue: enqueued → the reconcile of the VM started (waiting behind other VMs).
 	stageQueue = "queue wait"
-	// stageDecide: reconcile start → the API server received the VM's networks-spec patch
-	// (observe, decide, the client's rate limiter).
-	stageDecide = "reconcile → VM patch"
-	// stagePod: the VM patch received → the pod's networks-spec patch answered (two writes
-	// and the rate limiter).
-	stagePod = "VM patch → pod patch done"
+	// stageDecide: reconcile start → the API server received the VM's record patch (observe,
+	// decide, the client's rate limiter).
+	stageDecide = "reconcile → record patch"
+	// stagePod: the record patch received → the virtualization controller's (the stand-in's)
+	// patch of the pod's networks-spec answered: its watch, queue and reconcile.
+	stagePod = "record patch → pod patch done"
 	// stageObserve: the pod patch answered → the suite's watch saw it.
 	stageObserve = "→ observed"
 )
@@ -116,7 +116,7 @@ func percentile(d []time.Duration, p int) time.Duration {
 type hotplugMarks struct {
 	ip, vm, pod                         string
 	answered, enqueued, started         time.Time
-	vmPatched, podPatched, observedTime time.Time
+	recordPatched, podPatched, observedTime time.Time
 }
 
 // controllerLogLine is the part of a controller log line the timeline reads.
@@ -176,9 +176,9 @@ func (h *harness) hotplugTimeline(hns string, marks []*hotplugMarks, auditMark, 
 		switch {
 		case e.User.Username == standInUser && e.resource() == "ipaddresses/status" && byIP[e.ObjectRef.Name] != nil:
 			setFirst(&byIP[e.ObjectRef.Name].answered, e.Done)
-		case e.User.Username == controllerUser && e.resource() == "virtualmachines" && byVM[e.ObjectRef.Name] != nil:
-			setFirst(&byVM[e.ObjectRef.Name].vmPatched, e.Received)
-		case e.User.Username == controllerUser && e.resource() == "pods" && byPod[e.ObjectRef.Name] != nil:
+		case e.User.Username == controllerUser && e.resource() == "virtualmachineipams" && byVM[e.ObjectRef.Name] != nil:
+			setFirst(&byVM[e.ObjectRef.Name].recordPatched, e.Received)
+		case e.User.Username == standInUser && e.resource() == "pods" && byPod[e.ObjectRef.Name] != nil:
 			setFirst(&byPod[e.ObjectRef.Name].podPatched, e.Done)
 			last = maxTime(last, e.Done)
 		}
@@ -204,7 +204,7 @@ func (h *harness) hotplugTimeline(hns string, marks []*hotplugMarks, auditMark, 
 		}
 	}
 	for _, m := range marks {
-		chain := []time.Time{m.answered, m.enqueued, m.started, m.vmPatched, m.podPatched, m.observedTime}
+		chain := []time.Time{m.answered, m.enqueued, m.started, m.recordPatched, m.podPatched, m.observedTime}
 		for i, s := range stages {
 			if chain[i].IsZero() || chain[i+1].IsZero() {
 				break
