@@ -114,8 +114,8 @@ func percentile(d []time.Duration, p int) time.Duration {
 // hotplugMarks are the marks of one hotplug: ip is the IPAddress, vm and pod its VM and
 // launcher pod.
 type hotplugMarks struct {
-	ip, vm, pod                         string
-	answered, enqueued, started         time.Time
+	ip, vm, pod                             string
+	answered, enqueued, started             time.Time
 	recordPatched, podPatched, observedTime time.Time
 }
 
