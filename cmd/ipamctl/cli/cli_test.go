@@ -115,7 +115,9 @@ func TestEvaluateTableShowsWhichPolicyDecidedEachPart(t *testing.T) {
 	}
 	for _, row := range []string{
 		`INTERFACE\s+ALLOCATION\s+ATTACHED\s+IPADDRESS\s+ADDRESS\s+REASON\s+HOTPLUG\s+ALLOCATED BY\s+SKIPPED BY\s+HOTPLUG BY\n`,
-		`ClusterNetwork/shared\s+Static\s+no\s+mine\s+-\s+StaticAddressNotAllowed\s+no\s+default\s+tenant-shared-network/static-not-allowed\s+prod-changes-at-restart\n`,
+		// Refused and not running: nothing changes for the guest (change None), so prod's hotplug
+		// has nothing to hold (issue #29, point 1: hotplug guards the outcome).
+		`ClusterNetwork/shared\s+Static\s+no\s+mine\s+-\s+StaticAddressNotAllowed\s+yes\s+default\s+tenant-shared-network/static-not-allowed\s+prod-changes-at-restart\n`,
 		// The running pod does not have corp and may not get it before a restart: not attached
 		// (vmipam issue 10: NetworkReady never says attached while the running pod lacks the NIC).
 		`ClusterNetwork/corp\s+Auto\s+no\s+web-cn-corp-kumpx7\s+-\s+AwaitingRestart\s+no\s+default\s+-\s+prod-changes-at-restart\n`,
