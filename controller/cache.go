@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -110,10 +112,11 @@ func slimVM(obj any) (any, error) {
 	return slim, nil
 }
 
-// slimIPAddress is the cache transform of IPAddresses: their Go type already holds only what
-// vmipam reads (spec, status address/phase/conditions); of the metadata it keeps the owner
-// references and, of the annotations, only the interface an Auto IPAddress serves
-// (vm.AnnotationInterface), and drops the labels. Nothing reads the rest: policies see no
+// slimIPAddress is the cache transform of IPAddresses: of the status it keeps what vmipam reads
+// (address, network, phase, the Allocated condition) and drops what SDN's node agent writes
+// once the address is in a pod (condition Attached, usedByPods) and the routes; of the metadata
+// it keeps the owner references and, of the annotations, only the interface an Auto IPAddress
+// serves (vm.AnnotationInterface), and drops the labels. Nothing reads the rest: policies see no
 // IPAddress labels or annotations (evaluator.IPAddress), and the VM-UID label vmipam puts on its
 // Auto IPAddresses is informational (ownership is the controller reference). The one
 // annotation left takes one value per network, so the map holding it is shared by every
@@ -124,6 +127,10 @@ func slimIPAddress(obj any) (any, error) {
 		ip.ManagedFields = nil
 		ip.Labels = nil
 		ip.Annotations = ipAddressAnnotations(ip.Annotations)
+		ip.Status.Routes, ip.Status.UsedByPods = nil, nil
+		ip.Status.Conditions = slices.DeleteFunc(ip.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type != sdnv1.ConditionAllocated
+		})
 		internIPAddress(ip)
 	}
 	return obj, nil

@@ -209,7 +209,7 @@ func addressOf(ip *sdnv1.IPAddress) string {
 func (r observer) network(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (*networkInfo, error) {
 	var (
 		obj    client.Object
-		netw   *sdnv1.NetworkSpec
+		netw   interface{ PoolRef() *sdnv1.PoolRef }
 		status *sdnv1.NetworkStatus
 	)
 	switch spec.Type {
