@@ -202,7 +202,8 @@ func TestFreshPendingWaitsForSDNsFirstAnswerOnANewStaticIPAddress(t *testing.T) 
 	if left, deferred := freshPending(s, &Plan{}); !deferred || left != FreshPendingGrace-time.Second {
 		t.Errorf("a static IPAddress SDN has not answered for 1 s: deferred %v for %s, want %s", deferred, left, FreshPendingGrace-time.Second)
 	}
-	it.static.Status.Conditions = []metav1.Condition{{Type: "Allocated", Status: "False", Reason: "OutOfRange"}}
+	// SDN documents no reason for refusing a static address: any reason is an answer.
+	it.static.Status.Conditions = []metav1.Condition{{Type: "Allocated", Status: "False", Reason: "AnyReasonSDNGives"}}
 	if _, deferred := freshPending(s, &Plan{}); deferred {
 		t.Error("a static IPAddress SDN answered (not allocated, with a reason) should be reported")
 	}

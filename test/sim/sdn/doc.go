@@ -39,9 +39,10 @@
 // StandInIPAddressLeased, StandInInvalidIPAddress, StandInNetworkNotFound, StandInNoIPAMPool,
 // StandInInvalidPool (Allocated=False), StandInConfiguredInPod and StandInNotConfiguredInPod
 // (Attached). Real SDN says something else, or nothing, in these cases: no vmipam code, default
-// policy, sample or user-facing document keys on them (grep -r StandIn outside test/sim/sdn
-// finds only tests of the stand-in). The lease annotations (AnnotationLeasePool, …) are the
-// stand-in's bookkeeping too: SDN does not document how a lease names its IPAddress.
+// policy, sample or document keys on them —
+// grep -rE 'StandIn(IP|Invalid|Network|NoIPAM|Configured|NotConfigured)' finds them in
+// test/sim/sdn only. The lease annotations (AnnotationLeasePool, …) are the stand-in's
+// bookkeeping too: SDN does not document how a lease names its IPAddress.
 //
 // # Concurrency and restarts
 //
