@@ -224,9 +224,9 @@ func (s *Simulator) holderExists(ctx context.Context, ref leaseRef) (bool, error
 	return ip.UID == ref.uid, nil
 }
 
-// onLeaseDeleted ends the lease's hold on its address in the ledger and enqueues the Pending
-// IPAddresses of its pool (they may take the address now), and its holder, which makes its
-// lease again if it still holds the address.
+// onLeaseDeleted ends the lease's hold on its address in the ledger and, when it kept the
+// address, enqueues the Pending IPAddresses of its pool (they may take the address now); it
+// enqueues the lease's holder, which makes its lease again if it still holds the address.
 func (s *Simulator) onLeaseDeleted(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	lease, ok := e.Object.(*sdnv1.IPAddressLease)
 	if !ok {
@@ -237,9 +237,12 @@ func (s *Simulator) onLeaseDeleted(ctx context.Context, e event.DeleteEvent, q w
 		return
 	}
 	s.mu.Lock()
-	s.ledger.unlease(ref.pool, ref.addr)
+	kept := s.ledger.unlease(ref.pool, ref.addr)
 	s.mu.Unlock()
 	q.Add(reconcile.Request{NamespacedName: ref.holder})
+	if !kept { // a lease without ttl: its IPAddress's deletion retried the pool already
+		return
+	}
 	for _, req := range s.pendingOfPool(ctx, ref.pool, true) {
 		q.Add(req)
 	}

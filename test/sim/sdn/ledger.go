@@ -120,9 +120,13 @@ func (l *ledger) lease(pool poolKey, addr netip.Addr, expires time.Time) {
 	l.leases[pool][addr] = expires
 }
 
-// unlease ends the lease of addr of pool: its lease object expired or was deleted.
-func (l *ledger) unlease(pool poolKey, addr netip.Addr) {
+// unlease ends the lease of addr of pool: its lease object expired or was deleted. It reports
+// whether the ledger kept the address for it (a lease without ttl, or of an address held again,
+// kept nothing).
+func (l *ledger) unlease(pool poolKey, addr netip.Addr) bool {
+	_, ok := l.leases[pool][addr]
 	delete(l.leases[pool], addr)
+	return ok
 }
 
 // holds reports whether the IPAddress key (uid) holds addr of pool.
