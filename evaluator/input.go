@@ -66,6 +66,11 @@ type Interface struct {
 	Name string `json:"name" maxSize:"253"`
 	// IPAddressName is spec.networks[].ipAddressName, "" when unset.
 	IPAddressName string `json:"ipAddressName" maxSize:"253"`
+	// MACAddress is the NIC's MAC: macAddress of the VM's status.networks entry matched to this
+	// spec entry (same type and name, repeated entries in order), as the virtualization
+	// controller writes it (a 48-bit MAC, "02:…" in colon notation); "" before it wrote one,
+	// and for a removed interface.
+	MACAddress string `json:"macAddress" maxSize:"17"`
 	// Spec is the whole spec entry.
 	Spec InterfaceSpec `json:"spec"`
 }
@@ -88,6 +93,9 @@ type InterfaceSpec struct {
 type Network struct {
 	// Exists is false when no such network is found; every other field is then zero.
 	Exists bool `json:"exists"`
+	// Type is a ClusterNetwork's spec.type, VLAN or Access; "" when unset and for a Network,
+	// which has none (its NetworkClass decides).
+	Type string `json:"type" maxSize:"16"`
 	// Ready is the network's Ready condition (SDN).
 	Ready bool `json:"ready"`
 	// IPAMEnabled is true when spec.ipam.ipAddressPoolRef.name is non-empty.

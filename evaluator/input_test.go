@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,31 @@ func TestInputMapsIterateInKeyOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A policy can pair the interface's MAC with its address and tell VLAN networks from Access
+// ones: interface.macAddress and network.type are inputs, "" when unknown, and held to their
+// declared bounds (17 characters, a colon-notation MAC; 16) like every other field.
+func TestNetworkTypeAndMACAreInputs(t *testing.T) {
+	set := setOf(t, newCompiler(t), newPolicy("p",
+		allocation("network.type == 'VLAN' && interface.macAddress.startsWith('02:') ? 'None' : 'Pass'")))
+	in := pooledAuto()
+	if d := decide(set, in); d.Allocation != evaluator.AllocationAuto {
+		t.Errorf("without a type or MAC: allocation %q, want the default's Auto", d.Allocation)
+	}
+	in.Network.Type, in.Interface.MACAddress = "VLAN", "02:5e:4c:11:22:33"
+	if d := decide(set, in); d.Allocation != evaluator.AllocationNone || d.Provenance.Allocation != "p" {
+		t.Errorf("on a VLAN network with a MAC: allocation %q by %q, want None by p", d.Allocation, d.Provenance.Allocation)
+	}
+	for field, edit := range map[string]func(*evaluator.Input){
+		"interface.macAddress: 18 characters": func(in *evaluator.Input) { in.Interface.MACAddress = "02:5e:4c:11:22:33:" },
+		"network.type: 17 characters":         func(in *evaluator.Input) { in.Network.Type = "VLANVLANVLANVLAN!" },
+	} {
+		beyond := in
+		edit(&beyond)
+		if d := decide(set, beyond); d.Reason != evaluator.ReasonPolicyError || !strings.Contains(d.Message, field) {
+			t.Errorf("decision = %q %q, want a PolicyError naming %q", d.Reason, d.Message, field)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eval
 	in := evaluator.Input{
 		VM: vmInput(vm),
 		Interface: evaluator.Interface{Index: int64(it.index), ID: deref(it.spec.ID), Type: string(it.spec.Type),
-			Name: it.spec.Name, IPAddressName: it.spec.IPAddressName,
+			Name: it.spec.Name, IPAddressName: it.spec.IPAddressName, MACAddress: statusMAC(vm, it.index),
 			Spec: evaluator.InterfaceSpec{ID: deref(it.spec.ID), Type: string(it.spec.Type), Name: it.spec.Name,
 				VirtualMachineMACAddressName: it.spec.VirtualMachineMACAddressName, IPAddressName: it.spec.IPAddressName}},
 		Network:   networkInput(it.network),
@@ -143,8 +143,32 @@ func input(s *scope, it *iface, applied map[string]sdnv1.NetworksSpecEntry) eval
 	return in
 }
 
+// statusMAC is the macAddress of the status.networks entry matched to spec.networks[index]:
+// the entry of the same type and name, the nth such for the nth such spec entry (the rule by
+// which status entries are matched to spec entries); "" when there is none.
+func statusMAC(vm *vmv1.VirtualMachine, index int) string {
+	if index < 0 || index >= len(vm.Spec.Networks) {
+		return ""
+	}
+	spec, nth := vm.Spec.Networks[index], 0
+	for _, n := range vm.Spec.Networks[:index] {
+		if n.Type == spec.Type && n.Name == spec.Name {
+			nth++
+		}
+	}
+	for _, st := range vm.Status.Networks {
+		if st.Type == spec.Type && st.Name == spec.Name {
+			if nth == 0 {
+				return st.MACAddress
+			}
+			nth--
+		}
+	}
+	return ""
+}
+
 func networkInput(n *networkInfo) evaluator.Network {
-	out := evaluator.Network{Exists: n.exists, Ready: n.ready, Labels: n.labels}
+	out := evaluator.Network{Exists: n.exists, Ready: n.ready, Type: n.typ, Labels: n.labels}
 	if n.pool != nil {
 		out.IPAMEnabled = true
 		out.Pool = evaluator.Ref{Kind: n.pool.Kind, Name: n.pool.Name}

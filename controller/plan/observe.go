@@ -83,6 +83,7 @@ type networkInfo struct {
 	exists bool
 	ready  bool
 	pool   *sdnv1.PoolRef
+	typ    string // ClusterNetwork spec.type: VLAN, Access, or "" (unset, or a Network)
 	labels map[string]string
 }
 
@@ -212,16 +213,17 @@ func addressOf(ip *sdnv1.IPAddress) string {
 func (r observer) network(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (*networkInfo, error) {
 	var (
 		obj    client.Object
-		netw   *sdnv1.NetworkSpec
+		netw   interface{ PoolRef() *sdnv1.PoolRef }
+		typ    *sdnv1.ClusterNetworkType // a Network has no type
 		status *sdnv1.NetworkStatus
 	)
 	switch spec.Type {
 	case vmv1.NetworkTypeNetwork:
 		n := &sdnv1.Network{}
-		obj, netw, status = n, &n.Spec, &n.Status
+		obj, netw, typ, status = n, &n.Spec, new(sdnv1.ClusterNetworkType), &n.Status
 	case vmv1.NetworkTypeClusterNetwork:
 		n := &sdnv1.ClusterNetwork{}
-		obj, netw, status = n, &n.Spec, &n.Status
+		obj, netw, typ, status = n, &n.Spec, &n.Spec.Type, &n.Status
 		namespace = ""
 	default:
 		return &networkInfo{}, nil
@@ -235,7 +237,7 @@ func (r observer) network(ctx context.Context, namespace string, spec vmv1.Netwo
 		}
 		return nil, fmt.Errorf("get %s %s: %w", spec.Type, spec.Name, err)
 	}
-	return &networkInfo{exists: true, pool: netw.PoolRef(), labels: obj.GetLabels(),
+	return &networkInfo{exists: true, pool: netw.PoolRef(), typ: string(*typ), labels: obj.GetLabels(),
 		ready: meta.IsStatusConditionTrue(status.Conditions, sdnv1.ConditionReady)}, nil
 }
 

@@ -102,10 +102,15 @@ func TestSlimNamespaceAndIPAddressKeepMetadata(t *testing.T) {
 	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sdn"}},
 		Labels: map[string]string{"virtualization.deckhouse.io/virtual-machine-uid": "u"}, Annotations: map[string]string{"ipam.virtualization.deckhouse.io/interface": "Network/corp"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "VirtualMachine", Name: "web", UID: "u"}}},
-		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto}, Status: sdnv1.IPAddressStatus{Address: "10.0.0.1"}}
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto}, Status: sdnv1.IPAddressStatus{Address: "10.0.0.1",
+			Routes:     []sdnv1.Route{{Destination: "10.20.0.0/16", Via: "10.0.0.254"}},
+			UsedByPods: []apiextensionsv1.JSON{{Raw: []byte(`{"name":"virt-launcher-web-x"}`)}},
+			Conditions: []metav1.Condition{{Type: sdnv1.ConditionAttached, Status: metav1.ConditionTrue},
+				{Type: sdnv1.ConditionAllocated, Status: metav1.ConditionTrue, Reason: sdnv1.ReasonIPAddressAllocated}}}}
 	out, _ = slimIPAddress(ip)
 	if s := out.(*sdnv1.IPAddress); len(s.ManagedFields) != 0 || len(s.Labels) != 0 || s.Spec.Type != sdnv1.IPAddressTypeAuto ||
-		s.Status.Address != "10.0.0.1" || len(s.OwnerReferences) != 1 || s.Annotations["ipam.virtualization.deckhouse.io/interface"] == "" {
+		s.Status.Address != "10.0.0.1" || len(s.OwnerReferences) != 1 || s.Annotations["ipam.virtualization.deckhouse.io/interface"] == "" ||
+		s.Status.Routes != nil || s.Status.UsedByPods != nil || len(s.Status.Conditions) != 1 || s.Status.Conditions[0].Type != sdnv1.ConditionAllocated {
 		t.Errorf("slim IPAddress: %+v", s)
 	}
 }

@@ -14,8 +14,9 @@
 //	launcher pod    name, namespace, UID, timestamps, the vm.kubevirt.io/name label, the
 //	                networks-spec and decided annotations (what is applied), status.phase.
 //	Namespace       metadata (policies read its labels).
-//	IPAddress       spec and status (the Go type holds no more), owner references, and of the
-//	                annotations only the interface an Auto IPAddress serves.
+//	IPAddress       spec; of the status the address, network, phase and Allocated condition;
+//	                owner references; of the annotations only the interface an Auto IPAddress
+//	                serves.
 //
 // Trimming is safe because vmipam writes none of the trimmed kinds: it reads VMs, pods and
 // Namespaces, and of IPAddresses it creates and deletes its own (a delete needs no more than

@@ -696,8 +696,8 @@ func floorRecord(namespace, name, a, b string) *v1alpha1.VirtualMachineIPAM {
 // sdnFloorWrites are SDN's answers to one VM's two IPAddresses.
 func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
 	for i, net := range []string{"a", "b"} {
-		status := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Ready","status":"True",`+
-			`"reason":"Allocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
+		status := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Allocated","status":"True",`+
+			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
 		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
 		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, status)); err != nil {
 			return err

@@ -5,21 +5,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vmipam/vmipam/controller/reads"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 )
 
 // CacheOptions are vmipam's cache options (reads.CacheOptions) for a manager the
 // stand-ins run in, alone or beside vmipam: launcher pods keep their whole metadata, not only
-// what vmipam reads. SDN reads a pod's networks-status to answer only what changed, the VM
-// virtualization-controller stand-in its controller reference, migration and decided
-// annotations; vmipam's own transform drops
-// them. vmipam running on this cache reads a superset of what it reads in production.
+// what vmipam reads, and IPAddresses their whole status. SDN reads a pod's networks-status to
+// answer only what changed, and an IPAddress's status to write only what changed (Attached,
+// usedByPods, routes); the virtualization-controller stand-in reads a pod's controller
+// reference, migration and decided annotations; vmipam's own transforms drop them. vmipam
+// running on this cache reads a superset of what it reads in production.
 func CacheOptions() cache.Options {
 	opts := reads.CacheOptions()
 	for obj, by := range opts.ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
+		switch obj.(type) {
+		case *corev1.Pod:
 			by.Transform = launcherPodMetadata
-			opts.ByObject[obj] = by
+		case *sdnv1.IPAddress:
+			by.Transform = cache.TransformStripManagedFields()
+		default:
+			continue
 		}
+		opts.ByObject[obj] = by
 	}
 	return opts
 }

@@ -158,6 +158,27 @@ func TestEvaluateYAMLCarriesProvenance(t *testing.T) {
 	}
 }
 
+// The input a policy sees, in -o yaml, carries the network's type and the interface's MAC
+// (status.networks[].macAddress of the VM file): a VLAN ClusterNetwork as SDN documents it
+// (type, vlan, parentNodeNetworkInterfaces) is read without complaint.
+func TestEvaluateShowsTheNetworkTypeAndTheMACInTheInput(t *testing.T) {
+	code, out, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vlan/vm.yaml", "-O", "testdata/vlan/world.yaml", "--assume-ready", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ev dryrunv1.Evaluation
+	if err := yaml.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Status.Interfaces) != 1 {
+		t.Fatalf("%d interfaces, want 1:\n%s", len(ev.Status.Interfaces), out)
+	}
+	in := ev.Status.Interfaces[0].Decision.Trace.Input
+	if in == nil || in.Network.Type != "VLAN" || in.Interface.MACAddress != "02:5e:4c:00:00:01" {
+		t.Errorf("trace.input = %+v, want network.type VLAN and interface.macAddress 02:5e:4c:00:00:01", in)
+	}
+}
+
 func TestEvaluateNamesTheFileOfAProblem(t *testing.T) {
 	code, _, errOut := run(t, "ipamctl", "evaluate", "-f", "testdata/vm.yaml", "-p", "testdata/broken.yaml")
 	if code != 1 || !strings.Contains(errOut, "testdata/broken.yaml: spec.skipRules[0].expression: Invalid value") ||

@@ -46,6 +46,15 @@ type NetworksStatusEntry struct {
 	IPAddressConfigs []IPAddressConfig `json:"ipAddressConfigs,omitempty"`
 }
 
+// Condition types of a NIC in networks-status, and the reasons SDN documents for them being
+// True. Failing reasons seen from SDN: ConfigurationError, NoCarrier.
+const (
+	NICConditionConfigured                   = "Configured"
+	NICReasonInterfaceConfiguredSuccessfully = "InterfaceConfiguredSuccessfully"
+	NICConditionNegotiated                   = "Negotiated"
+	NICReasonUp                              = "Up"
+)
+
 // NICCondition is a condition of one NIC (types Configured, Negotiated).
 type NICCondition struct {
 	Type    string `json:"type"`
@@ -56,9 +65,10 @@ type NICCondition struct {
 
 // IPAddressConfig is an address SDN configured on a NIC.
 type IPAddressConfig struct {
-	Name    string `json:"name"`
-	Address string `json:"address"`
-	Network string `json:"network"`
+	Name    string  `json:"name"`
+	Address string  `json:"address"`
+	Network string  `json:"network"`
+	Routes  []Route `json:"routes,omitempty"`
 }
 
 // ParseNetworksSpec decodes the value of a networks-spec annotation. An empty value is an

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // IPAddressType says who picks the address: SDN (Auto) or the user (Static).
 // +kubebuilder:validation:Enum=Auto;Static
@@ -21,12 +24,19 @@ const (
 	IPAddressPhaseAllocated IPAddressPhase = "Allocated"
 )
 
-// Condition type and reasons SDN sets on an IPAddress.
+// Condition types and reasons SDN sets on an IPAddress. These two reasons are the only ones
+// SDN documents (or the virtualization controller reads); any other reason of Allocated=False
+// is SDN's word for a refusal nobody has documented, and nothing may key on it.
 const (
 	// ConditionAllocated is True once the address is reserved in the pool.
 	ConditionAllocated = "Allocated"
+	// ReasonIPAddressAllocated is the Allocated=True reason.
+	ReasonIPAddressAllocated = "IPAddressAllocated"
 	// ReasonNoFreeIPAddress is the Allocated=False reason when the pool is exhausted.
 	ReasonNoFreeIPAddress = "NoFreeIPAddress"
+	// ConditionAttached is set by SDN's node agent once the address is configured in a pod
+	// (status.usedByPods names the pods). Its reasons are not documented.
+	ConditionAttached = "Attached"
 )
 
 // IPAddressNetworkRef names the network an IPAddress belongs to. A Network is looked up in
@@ -58,15 +68,33 @@ type IPAddressStatus struct {
 	// Address is the allocated address, e.g. 10.10.0.7.
 	// +optional
 	Address string `json:"address,omitempty"`
-	// Network is the subnet of Address in CIDR notation.
+	// Network is the subnet of Address in CIDR notation (the pool's pools[].network).
 	// +optional
 	Network string `json:"network,omitempty"`
+	// Routes are the routes of the address's pools[] entry.
+	// +optional
+	Routes []Route `json:"routes,omitempty"`
 	// +optional
 	Phase IPAddressPhase `json:"phase,omitempty"`
+	// Conditions include Allocated and Attached.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// UsedByPods are the pods the address is configured in, set by SDN's node agent with the
+	// Attached condition. SDN does not document an entry's shape, so the CRD accepts any; the
+	// SDN stand-in writes PodRef objects.
+	// +optional
+	UsedByPods []apiextensionsv1.JSON `json:"usedByPods,omitempty"`
+}
+
+// PodRef names a pod in status.usedByPods, as the SDN stand-in writes it. (Its fields are in
+// the order the API server serves them, so that an entry read back equals the one written.)
+type PodRef struct {
+	// Name is the pod's name.
+	Name string `json:"name"`
+	// Namespace is the pod's namespace.
+	Namespace string `json:"namespace"`
 }
 
 // IPAddress is a claim on one address of a network's pool (namespaced, also for

@@ -10,8 +10,8 @@ const (
 
 // IPAddressPoolSpec is the address space of a pool.
 type IPAddressPoolSpec struct {
-	// LeaseTTL is how long a released address stays reserved for its last holder before
-	// SDN hands it to someone else.
+	// LeaseTTL is how long a released address stays reserved (by its orphaned IPAddressLease)
+	// before SDN hands it out again, to any IPAddress.
 	// +optional
 	LeaseTTL *metav1.Duration `json:"leaseTTL,omitempty"`
 	// Pools are the subnets addresses come from.
@@ -24,8 +24,9 @@ type Subnet struct {
 	// Network is the subnet in CIDR notation, e.g. 10.10.0.0/24.
 	Network string `json:"network"`
 	// Ranges restrict allocation to inclusive "a.b.c.d-a.b.c.e" ranges inside Network; when
-	// empty, every host address of Network except the first is allocatable (SDN keeps the
-	// first for the gateway).
+	// empty, the whole of Network is allocatable except its network and broadcast addresses
+	// (a /31 gives both of its addresses, a /32 its one address, as in RFC 3021). No address
+	// is withheld as a gateway: a gateway inside Network must be left out of the ranges.
 	// +optional
 	Ranges []string `json:"ranges,omitempty"`
 	// Routes are handed to the guest by DHCP.
@@ -33,7 +34,7 @@ type Subnet struct {
 	Routes []Route `json:"routes,omitempty"`
 }
 
-// Route is a static route served by DHCP.
+// Route is a static route served by DHCP (pools[].routes, IPAddress status.routes).
 type Route struct {
 	Destination string `json:"destination"`
 	Via         string `json:"via"`

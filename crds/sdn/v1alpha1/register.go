@@ -18,5 +18,5 @@ var (
 func init() {
 	SchemeBuilder.Register(&Network{}, &NetworkList{}, &ClusterNetwork{}, &ClusterNetworkList{},
 		&IPAddressPool{}, &IPAddressPoolList{}, &ClusterIPAddressPool{}, &ClusterIPAddressPoolList{},
-		&IPAddress{}, &IPAddressList{})
+		&IPAddress{}, &IPAddressList{}, &IPAddressLease{}, &IPAddressLeaseList{})
 }

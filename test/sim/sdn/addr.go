@@ -51,26 +51,23 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return a
 }
 
-// hostRange is the allocatable part of p when a pool gives no ranges: every address except the
-// network address, the first host (SDN's gateway) and, for IPv4, the broadcast address. ok is
-// false when nothing is left (IPv4 /31 and /32).
-func hostRange(p netip.Prefix) (r addrRange, ok bool) {
+// hostRange is the allocatable part of the IPv4 subnet p when a pool gives no ranges, as SDN
+// documents it: the whole CIDR but its network and broadcast addresses; a /31 gives both of its
+// addresses and a /32 its one address (RFC 3021). No address is withheld as a gateway.
+func hostRange(p netip.Prefix) addrRange {
 	p = p.Masked()
-	first := p.Addr().Next().Next()
-	last := lastAddr(p)
-	if p.Addr().Is4() {
-		last = last.Prev()
+	first, last := p.Addr(), lastAddr(p)
+	if p.Bits() <= 30 {
+		first, last = first.Next(), last.Prev()
 	}
-	if !first.IsValid() || !p.Contains(first) || last.Less(first) {
-		return addrRange{}, false
-	}
-	return addrRange{first: first, last: last}, true
+	return addrRange{first: first, last: last}
 }
 
-// subnet is the allocatable space of one pools[] entry.
+// subnet is the allocatable space of one pools[] entry, and the routes it hands out.
 type subnet struct {
 	prefix netip.Prefix
 	ranges []addrRange
+	routes []sdnv1.Route
 }
 
 // addressSpace is the allocatable space of a pool, in allocation order: pools[] in order, each
@@ -96,11 +93,12 @@ func parseSubnet(p sdnv1.Subnet) (subnet, error) {
 	if err != nil {
 		return subnet{}, fmt.Errorf("network: %w", err)
 	}
-	sub := subnet{prefix: prefix.Masked()}
+	if !prefix.Addr().Is4() {
+		return subnet{}, fmt.Errorf("network %s: SDN is IPv4-only", prefix)
+	}
+	sub := subnet{prefix: prefix.Masked(), routes: p.Routes}
 	if len(p.Ranges) == 0 {
-		if r, ok := hostRange(sub.prefix); ok {
-			sub.ranges = []addrRange{r}
-		}
+		sub.ranges = []addrRange{hostRange(sub.prefix)}
 		return sub, nil
 	}
 	for j, s := range p.Ranges {
@@ -117,28 +115,28 @@ func parseSubnet(p sdnv1.Subnet) (subnet, error) {
 }
 
 // locate returns the subnet of the space whose ranges contain a.
-func (s addressSpace) locate(a netip.Addr) (netip.Prefix, bool) {
-	for _, sub := range s {
+func (s addressSpace) locate(a netip.Addr) (*subnet, bool) {
+	for i, sub := range s {
 		for _, r := range sub.ranges {
 			if r.contains(a) {
-				return sub.prefix, true
+				return &s[i], true
 			}
 		}
 	}
-	return netip.Prefix{}, false
+	return nil, false
 }
 
 // next returns the first address, in allocation order, that is not taken, and its subnet.
 // It steps over taken addresses one by one, so it costs at most one step per taken address.
-func (s addressSpace) next(taken func(netip.Addr) bool) (netip.Addr, netip.Prefix, bool) {
-	for _, sub := range s {
+func (s addressSpace) next(taken func(netip.Addr) bool) (netip.Addr, *subnet, bool) {
+	for i, sub := range s {
 		for _, r := range sub.ranges {
 			for a := r.first; a.IsValid() && a.Compare(r.last) <= 0; a = a.Next() {
 				if !taken(a) {
-					return a, sub.prefix, true
+					return a, &s[i], true
 				}
 			}
 		}
 	}
-	return netip.Addr{}, netip.Prefix{}, false
+	return netip.Addr{}, nil, false
 }

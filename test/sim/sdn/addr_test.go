@@ -42,23 +42,18 @@ func TestHostRange(t *testing.T) {
 	tests := []struct {
 		name, prefix string
 		first, last  string
-		empty        bool
 	}{
-		{name: "IPv4 /24 skips network, gateway and broadcast", prefix: "10.0.0.0/24", first: "10.0.0.2", last: "10.0.0.254"},
-		{name: "unmasked prefix is masked first", prefix: "10.0.0.77/24", first: "10.0.0.2", last: "10.0.0.254"},
-		{name: "IPv4 /29 leaves five", prefix: "192.168.1.8/29", first: "192.168.1.10", last: "192.168.1.14"},
-		{name: "IPv4 /30 leaves one", prefix: "10.0.0.0/30", first: "10.0.0.2", last: "10.0.0.2"},
-		{name: "IPv4 /31 leaves nothing", prefix: "10.0.0.0/31", empty: true},
-		{name: "IPv4 /32 leaves nothing", prefix: "10.0.0.1/32", empty: true},
-		{name: "IPv6 has no broadcast", prefix: "fd00::/126", first: "fd00::2", last: "fd00::3"},
+		{name: "IPv4 /24: all but the network and broadcast addresses, the first host included", prefix: "10.0.0.0/24", first: "10.0.0.1", last: "10.0.0.254"},
+		{name: "unmasked prefix is masked first", prefix: "10.0.0.77/24", first: "10.0.0.1", last: "10.0.0.254"},
+		{name: "IPv4 /29 leaves six", prefix: "192.168.1.8/29", first: "192.168.1.9", last: "192.168.1.14"},
+		{name: "IPv4 /30 leaves two", prefix: "10.0.0.0/30", first: "10.0.0.1", last: "10.0.0.2"},
+		{name: "IPv4 /31 gives both addresses (RFC 3021)", prefix: "10.0.0.0/31", first: "10.0.0.0", last: "10.0.0.1"},
+		{name: "IPv4 /32 gives its one address", prefix: "10.0.0.1/32", first: "10.0.0.1", last: "10.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, ok := hostRange(netip.MustParsePrefix(tt.prefix))
-			if ok == tt.empty {
-				t.Fatalf("hostRange(%s) ok = %v, want %v", tt.prefix, ok, !tt.empty)
-			}
-			if ok && (r.first.String() != tt.first || r.last.String() != tt.last) {
+			r := hostRange(netip.MustParsePrefix(tt.prefix))
+			if r.first.String() != tt.first || r.last.String() != tt.last {
 				t.Errorf("hostRange(%s) = %s-%s, want %s-%s", tt.prefix, r.first, r.last, tt.first, tt.last)
 			}
 		})
@@ -75,7 +70,7 @@ func TestParseSpace(t *testing.T) {
 		{
 			name:  "subnet without ranges allocates its host addresses",
 			pools: []sdnv1.Subnet{{Network: "10.0.0.0/24"}},
-			want:  []string{"10.0.0.0/24 10.0.0.2-10.0.0.254"},
+			want:  []string{"10.0.0.0/24 10.0.0.1-10.0.0.254"},
 		},
 		{
 			name: "ranges restrict allocation, in order, across subnets",
@@ -85,11 +80,12 @@ func TestParseSpace(t *testing.T) {
 			},
 			want: []string{
 				"10.0.0.0/24 10.0.0.50-10.0.0.51", "10.0.0.0/24 10.0.0.10-10.0.0.10",
-				"10.1.0.0/16 10.1.0.2-10.1.255.254",
+				"10.1.0.0/16 10.1.0.1-10.1.255.254",
 			},
 		},
 		{name: "range outside its subnet is an error", pools: []sdnv1.Subnet{{Network: "10.0.0.0/24", Ranges: []string{"10.0.1.1-10.0.1.2"}}}, wantErr: true},
 		{name: "bad CIDR is an error", pools: []sdnv1.Subnet{{Network: "10.0.0.0/33"}}, wantErr: true},
+		{name: "an IPv6 subnet is an error: SDN is IPv4-only", pools: []sdnv1.Subnet{{Network: "fd00::/64"}}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,8 +134,8 @@ func TestAddressSpaceNext(t *testing.T) {
 			if ok != (tt.want != "") {
 				t.Fatalf("next() ok = %v, want %v", ok, tt.want != "")
 			}
-			if ok && (a.String() != tt.want || p.String() != tt.cidr) {
-				t.Errorf("next() = %s in %s, want %s in %s", a, p, tt.want, tt.cidr)
+			if ok && (a.String() != tt.want || p.prefix.String() != tt.cidr) {
+				t.Errorf("next() = %s in %s, want %s in %s", a, p.prefix, tt.want, tt.cidr)
 			}
 		})
 	}

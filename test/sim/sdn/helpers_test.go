@@ -36,8 +36,10 @@ func newScheme(t testing.TB) *runtime.Scheme {
 func newSim(t testing.TB, funcs *interceptor.Funcs, objs ...client.Object) (*Simulator, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&sdnv1.IPAddress{}, &sdnv1.Network{}, &sdnv1.ClusterNetwork{}).
-		WithIndex(&corev1.Pod{}, indexIPAddressNames, ipAddressNamesOf)
+		WithStatusSubresource(&sdnv1.IPAddress{}, &sdnv1.Network{}, &sdnv1.ClusterNetwork{}, &sdnv1.IPAddressLease{}).
+		WithIndex(&corev1.Pod{}, indexIPAddressNames, ipAddressNamesOf).
+		WithIndex(&corev1.Pod{}, indexConfiguredIPAddresses, configuredIPAddressesOf).
+		WithIndex(&sdnv1.IPAddressLease{}, indexLeaseIPAddress, leaseIPAddressOf)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
@@ -72,6 +74,12 @@ func clusterPool(name string, ttl time.Duration, subnets ...sdnv1.Subnet) *sdnv1
 		p.Spec.LeaseTTL = &metav1.Duration{Duration: ttl}
 	}
 	return p
+}
+
+// withRoutes gives a pools[] entry routes.
+func withRoutes(sub sdnv1.Subnet, routes ...sdnv1.Route) sdnv1.Subnet {
+	sub.Routes = routes
+	return sub
 }
 
 // nsPool is an IPAddressPool in ns with the given subnets.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -18,86 +20,116 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 )
 
-// setupIPAddress registers sdn-sim-ipaddress: it reconciles IPAddresses and, when one is
-// deleted, releases its address and retries the Pending IPAddresses of its pool.
+// setupIPAddress registers sdn-sim-ipaddress: it reconciles IPAddresses; when one is deleted,
+// or a lease ends, it releases the address and retries the Pending IPAddresses of its pool;
+// when a launcher pod's networks-status changes, it updates the attachments of the IPAddresses
+// configured on it.
 func (s *Simulator) setupIPAddress(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexConfiguredIPAddresses, configuredIPAddressesOf); err != nil {
+		return fmt.Errorf("indexing launcher pods by configured IPAddress: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sdn-sim-ipaddress").
 		For(&sdnv1.IPAddress{}).
 		Watches(&sdnv1.IPAddress{}, handler.Funcs{DeleteFunc: s.onIPAddressDeleted}).
+		Watches(&sdnv1.IPAddressLease{}, handler.Funcs{DeleteFunc: s.onLeaseDeleted}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(configuredOn), builder.WithPredicates(networksStatusChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(reconcile.Func(s.ReconcileIPAddress))
 }
 
 // ReconcileIPAddress allocates an address to the IPAddress req names, or says in its status why
-// it cannot. An Allocated IPAddress keeps its address. Pending ones are retried after
-// RetryInterval; a status write that loses an optimistic-locking race is retried soon.
+// it cannot; an Allocated IPAddress keeps its address. It keeps the IPAddressLease of an
+// allocated address and its attachments (condition Attached, status.usedByPods). Pending
+// IPAddresses are retried after RetryInterval; a write that loses an optimistic-locking race is
+// retried soon.
 func (s *Simulator) ReconcileIPAddress(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	o, ip, pool, res, err := s.decide(ctx, req)
-	if o == nil || err != nil {
-		return res, err
+	d, err := s.decide(ctx, req)
+	if err != nil || d.ip == nil {
+		return ctrl.Result{}, err
 	}
-	return s.answer(ctx, ip, pool, *o)
+	if d.answer != nil {
+		res, err := s.answer(ctx, d.ip, *d.answer)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	if d.resolved {
+		if res, err := s.ensureLease(ctx, d.ip, d.pool); err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return s.attach(ctx, d.ip)
+}
+
+// decision is what decide found for one IPAddress.
+type decision struct {
+	// ip is the IPAddress; nil when there is nothing to do (gone, or being deleted).
+	ip *sdnv1.IPAddress
+	// pool is ip's pool, when resolved.
+	pool     poolInfo
+	resolved bool
+	// answer is the status to write; nil when ip is Allocated already.
+	answer *outcome
 }
 
 // decide chooses, under the simulator's lock, what to answer the IPAddress: a chosen address is
 // reserved in the ledger at once, so the status write can happen outside the lock (in
-// parallel with other allocations) without another IPAddress getting the same address. A nil
-// outcome means there is nothing to write.
-func (s *Simulator) decide(ctx context.Context, req ctrl.Request) (*outcome, *sdnv1.IPAddress, poolInfo, ctrl.Result, error) {
+// parallel with other allocations) without another IPAddress getting the same address.
+func (s *Simulator) decide(ctx context.Context, req ctrl.Request) (decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ip := &sdnv1.IPAddress{}
 	if err := s.Client.Get(ctx, req.NamespacedName, ip); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.ledger.release(req.NamespacedName, "", s.now())
-			return nil, nil, poolInfo{}, ctrl.Result{}, nil
+			return decision{}, nil
 		}
-		return nil, nil, poolInfo{}, ctrl.Result{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
+		return decision{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
 	}
 	if ip.DeletionTimestamp != nil {
-		return nil, nil, poolInfo{}, ctrl.Result{}, nil
+		return decision{}, nil
 	}
 	s.ledger.releaseOther(req.NamespacedName, ip.UID, s.now())
 	pool, fail, err := s.resolve(ctx, ip)
 	if err != nil {
-		return nil, nil, pool, ctrl.Result{}, err
+		return decision{}, err
 	}
+	d := decision{ip: ip, pool: pool, resolved: fail == nil}
 	if addr, ok := allocatedAddr(ip); ok {
-		if fail == nil { // remember it, so the ledger survives a restart of the simulator
+		if d.resolved { // remember it, so the ledger survives a restart of the simulator
 			s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: addr, ttl: pool.ttl})
 		}
-		return nil, nil, pool, ctrl.Result{}, nil
+		return d, nil
 	}
-	o := fail
-	if o == nil {
+	d.answer = fail
+	if d.answer == nil {
 		chosen, err := s.allocate(ctx, ip, pool)
 		if err != nil {
-			return nil, nil, pool, ctrl.Result{}, err
+			return decision{}, err
 		}
-		o = &chosen
+		d.answer = &chosen
 	}
-	if o.ok() {
-		s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: o.addr, ttl: pool.ttl})
+	if d.answer.ok() {
+		s.ledger.hold(req.NamespacedName, holding{uid: ip.UID, pool: pool.key, addr: d.answer.addr, ttl: pool.ttl})
 	}
-	return o, ip, pool, ctrl.Result{}, nil
+	return d, nil
 }
 
 // allocate chooses an address for ip from pool: not held by any other IPAddress of the pool,
-// nor leased to another name. The ledger answers; it is seeded from the cache first.
+// nor kept by an orphaned lease. The ledger answers; it is seeded from the cache first.
 func (s *Simulator) allocate(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo) (outcome, error) {
 	if err := s.seed(ctx); err != nil {
 		return outcome{}, err
 	}
-	key := client.ObjectKeyFromObject(ip)
-	leased, _ := s.ledger.leased(pool.key, key, s.now())
-	return choose(ip.Spec, pool.space, s.ledger.taken(pool.key, key, s.now()), leased), nil
+	return choose(ip.Spec, pool.space, s.ledger.usage(pool.key, client.ObjectKeyFromObject(ip), s.now())), nil
 }
 
-// seed records, once, every Allocated IPAddress the cache holds in the ledger: the addresses
-// handed out before this simulator started (or before it reconciled them). Afterwards the
-// ledger learns of every allocation from the simulator's own reservations and of allocations
-// it did not make when it reconciles the IPAddress.
+// seed records, once, every Allocated IPAddress and every lease the cache holds in the ledger:
+// the addresses handed out, and kept by orphaned leases, before this simulator started (or
+// before it reconciled them). Afterwards the ledger learns of every allocation from the
+// simulator's own reservations, of allocations it did not make when it reconciles the
+// IPAddress, and of leases from the lease controller.
 func (s *Simulator) seed(ctx context.Context) error {
 	if s.ledger.seeded {
 		return nil
@@ -118,17 +150,22 @@ func (s *Simulator) seed(ctx context.Context) error {
 			s.ledger.hold(key, holding{uid: ip.UID, pool: p, addr: a, ttl: ttlOf(p)})
 		}
 	}
+	if err := s.seedLeases(ctx); err != nil {
+		return err
+	}
 	s.ledger.seeded = true
 	return nil
 }
 
 // answer writes o into ip's status. When the write fails, the reservation decide made is
-// dropped (without a lease: the address was never handed out).
-func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, pool poolInfo, o outcome) (ctrl.Result, error) {
-	err := s.writeStatus(ctx, ip, o)
+// dropped (without a lease: the address was never handed out). A Pending answer is retried
+// after RetryInterval.
+func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, o outcome) (ctrl.Result, error) {
+	uid := ip.UID
+	err := s.writeStatus(ctx, ip, func(st *sdnv1.IPAddressStatus) { setStatus(st, o, ip.Generation) })
 	if err != nil && o.ok() {
 		s.mu.Lock()
-		s.ledger.drop(client.ObjectKeyFromObject(ip), ip.UID)
+		s.ledger.drop(client.ObjectKeyFromObject(ip), uid)
 		s.mu.Unlock()
 	}
 	switch {
@@ -142,10 +179,11 @@ func (s *Simulator) answer(ctx context.Context, ip *sdnv1.IPAddress, pool poolIn
 	return ctrl.Result{}, nil
 }
 
-// writeStatus patches ip's status to o, with optimistic locking, when it differs.
-func (s *Simulator) writeStatus(ctx context.Context, ip *sdnv1.IPAddress, o outcome) error {
+// writeStatus patches ip's status as change makes it, with optimistic locking, when it differs.
+// ip is updated to the server's answer.
+func (s *Simulator) writeStatus(ctx context.Context, ip *sdnv1.IPAddress, change func(*sdnv1.IPAddressStatus)) error {
 	base := ip.DeepCopy()
-	setStatus(&ip.Status, o, ip.Generation)
+	change(&ip.Status)
 	if equality.Semantic.DeepEqual(base.Status, ip.Status) {
 		return nil
 	}
@@ -157,7 +195,8 @@ func (s *Simulator) writeStatus(ctx context.Context, ip *sdnv1.IPAddress, o outc
 }
 
 // onIPAddressDeleted releases the address of a deleted IPAddress at once (so the retries it
-// triggers can use it) and enqueues the Pending IPAddresses of the same pool.
+// triggers can use it, unless its lease keeps it) and enqueues the Pending IPAddresses of the
+// same pool.
 func (s *Simulator) onIPAddressDeleted(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	ip, ok := e.Object.(*sdnv1.IPAddress)
 	if !ok {
@@ -166,21 +205,21 @@ func (s *Simulator) onIPAddressDeleted(ctx context.Context, e event.DeleteEvent,
 	s.mu.Lock()
 	s.ledger.release(client.ObjectKeyFromObject(ip), ip.UID, s.now())
 	s.mu.Unlock()
-	for _, req := range s.pendingOfPool(ctx, ip) {
+	pool, known := s.poolResolver(ctx)(networkOf(ip))
+	for _, req := range s.pendingOfPool(ctx, pool, known) {
 		q.Add(req)
 	}
 }
 
-// pendingOfPool lists the IPAddresses without an address on the pool of deleted's network;
-// all of them when that pool cannot be resolved any more.
-func (s *Simulator) pendingOfPool(ctx context.Context, deleted *sdnv1.IPAddress) []reconcile.Request {
+// pendingOfPool lists the IPAddresses without an address on pool; all of them when the pool is
+// not known.
+func (s *Simulator) pendingOfPool(ctx context.Context, pool poolKey, known bool) []reconcile.Request {
 	list := &sdnv1.IPAddressList{}
 	if err := s.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read-only: no copies
 		ctrl.LoggerFrom(ctx).Error(err, "listing IPAddresses to retry")
 		return nil
 	}
 	poolOf := s.poolResolver(ctx)
-	pool, known := poolOf(networkOf(deleted))
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		ip := &list.Items[i]

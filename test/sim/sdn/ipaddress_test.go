@@ -38,7 +38,7 @@ func (w want) check(t *testing.T, ip *sdnv1.IPAddress) {
 }
 
 func ok(address, network string) want {
-	return want{address: address, network: network, phase: sdnv1.IPAddressPhaseAllocated, status: metav1.ConditionTrue, reason: ReasonAllocated}
+	return want{address: address, network: network, phase: sdnv1.IPAddressPhaseAllocated, status: metav1.ConditionTrue, reason: sdnv1.ReasonIPAddressAllocated}
 }
 
 func pending(reason string) want {
@@ -63,17 +63,33 @@ func TestReconcileIPAddress(t *testing.T) {
 			want:  map[string]want{"a": ok("10.0.0.10", "10.0.0.0/24"), "b": ok("10.0.0.11", "10.0.0.0/24"), "c": ok("10.0.1.5", "10.0.1.0/24")},
 		},
 		{
-			name:    "without ranges the network, gateway and broadcast addresses are skipped",
-			objs:    []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/30")), ipAddr("a", "corp"), ipAddr("b", "corp")},
-			order:   []string{"a", "b"},
-			want:    map[string]want{"a": ok("10.0.0.2", "10.0.0.0/30"), "b": pending(sdnv1.ReasonNoFreeIPAddress)},
+			name: "without ranges only the network and broadcast addresses are skipped",
+			objs: []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/30")),
+				ipAddr("a", "corp"), ipAddr("b", "corp"), ipAddr("c", "corp")},
+			order:   []string{"a", "b", "c"},
+			want:    map[string]want{"a": ok("10.0.0.1", "10.0.0.0/30"), "b": ok("10.0.0.2", "10.0.0.0/30"), "c": pending(sdnv1.ReasonNoFreeIPAddress)},
 			requeue: DefaultRetryInterval,
 		},
 		{
-			name:  "without ranges the first address is the one after the gateway",
+			name:  "without ranges the first address is the first host: no gateway is withheld",
 			objs:  []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24")), ipAddr("a", "corp")},
 			order: []string{"a"},
-			want:  map[string]want{"a": ok("10.0.0.2", "10.0.0.0/24")},
+			want:  map[string]want{"a": ok("10.0.0.1", "10.0.0.0/24")},
+		},
+		{
+			name: "a /31 hands out both of its addresses (RFC 3021)",
+			objs: []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.4/31")),
+				ipAddr("a", "corp"), ipAddr("b", "corp"), ipAddr("c", "corp")},
+			order:   []string{"a", "b", "c"},
+			want:    map[string]want{"a": ok("10.0.0.4", "10.0.0.4/31"), "b": ok("10.0.0.5", "10.0.0.4/31"), "c": pending(sdnv1.ReasonNoFreeIPAddress)},
+			requeue: DefaultRetryInterval,
+		},
+		{
+			name:    "a /32 hands out its one address",
+			objs:    []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.9/32")), ipAddr("a", "corp"), ipAddr("s", "corp", static("10.0.0.9"))},
+			order:   []string{"s", "a"},
+			want:    map[string]want{"s": ok("10.0.0.9", "10.0.0.9/32"), "a": pending(sdnv1.ReasonNoFreeIPAddress)},
+			requeue: DefaultRetryInterval,
 		},
 		{
 			name:    "exhausted pool leaves the IPAddress Pending with NoFreeIPAddress and retries",
@@ -95,21 +111,21 @@ func TestReconcileIPAddress(t *testing.T) {
 			want:  map[string]want{"s": ok("10.0.0.15", "10.0.0.0/24")},
 		},
 		{
-			name:    "static out of range is refused with IPOutOfRange",
+			name:    "static out of range is refused with the stand-in's own reason",
 			objs:    []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24", "10.0.0.10-10.0.0.20")), ipAddr("s", "corp", static("10.0.0.21"))},
 			order:   []string{"s"},
 			want:    map[string]want{"s": pending(ReasonIPOutOfRange)},
 			requeue: DefaultRetryInterval,
 		},
 		{
-			name:    "static address held by another IPAddress is refused with IPAlreadyAllocated",
+			name:    "static address held by another IPAddress is refused with the stand-in's own reason",
 			objs:    []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24", "10.0.0.10-10.0.0.20")), ipAddr("a", "corp"), ipAddr("s", "corp", static("10.0.0.10"))},
 			order:   []string{"a", "s"},
-			want:    map[string]want{"a": ok("10.0.0.10", "10.0.0.0/24"), "s": pending(ReasonIPAlreadyAllocated)},
+			want:    map[string]want{"a": ok("10.0.0.10", "10.0.0.0/24"), "s": pending(ReasonIPInUse)},
 			requeue: DefaultRetryInterval,
 		},
 		{
-			name:    "static without an address is refused with InvalidIPAddress",
+			name:    "static without an address is refused with the stand-in's own reason",
 			objs:    []client.Object{corp, clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24")), ipAddr("s", "corp", static("not-an-ip"))},
 			order:   []string{"s"},
 			want:    map[string]want{"s": pending(ReasonInvalidIPAddress)},
@@ -123,21 +139,21 @@ func TestReconcileIPAddress(t *testing.T) {
 			want:  map[string]want{"b": ok("10.0.0.10", "10.0.0.0/24")},
 		},
 		{
-			name:    "missing network leaves the IPAddress Pending with NetworkNotFound",
+			name:    "missing network leaves the IPAddress Pending with the stand-in's own reason",
 			objs:    []client.Object{ipAddr("a", "nowhere")},
 			order:   []string{"a"},
 			want:    map[string]want{"a": pending(ReasonNetworkNotFound)},
 			requeue: DefaultRetryInterval,
 		},
 		{
-			name:    "network without pool leaves the IPAddress Pending with NoIPAMPool",
+			name:    "network without pool leaves the IPAddress Pending with the stand-in's own reason",
 			objs:    []client.Object{clusterNet("l2", ""), ipAddr("a", "l2")},
 			order:   []string{"a"},
 			want:    map[string]want{"a": pending(ReasonNoIPAMPool)},
 			requeue: DefaultRetryInterval,
 		},
 		{
-			name:    "missing pool leaves the IPAddress Pending with NoIPAMPool",
+			name:    "missing pool leaves the IPAddress Pending with the stand-in's own reason",
 			objs:    []client.Object{corp, ipAddr("a", "corp")},
 			order:   []string{"a"},
 			want:    map[string]want{"a": pending(ReasonNoIPAMPool)},
@@ -220,35 +236,23 @@ func TestReconcileIPAddressConflictRequeuesWithoutHolding(t *testing.T) {
 	}
 }
 
-func TestLeaseTTL(t *testing.T) {
-	s, clk := newSim(t, nil, clusterNet("corp", "corp-pool"),
-		clusterPool("corp-pool", time.Minute, subnetOf("10.0.0.0/24", "10.0.0.10-10.0.0.12")), ipAddr("a", "corp"))
-	reconcileIP(t, s, ns, "a")
-	deleteIP(t, s, "a")
-
-	create(t, s, ipAddr("b", "corp"))
-	_, b := reconcileIP(t, s, ns, "b")
-	ok("10.0.0.11", "10.0.0.0/24").check(t, b) // 10.0.0.10 is leased to "a"
-
-	create(t, s, ipAddr("a", "corp", func(ip *sdnv1.IPAddress) { ip.UID = "uid-a-again" }))
+func TestAllocationCarriesTheRoutesOfItsSubnet(t *testing.T) {
+	route := sdnv1.Route{Destination: "10.20.0.0/16", Via: "10.0.1.1"}
+	s, _ := newSim(t, nil, clusterNet("corp", "corp-pool"),
+		clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24", "10.0.0.10-10.0.0.10"), withRoutes(subnetOf("10.0.1.0/24", "10.0.1.10-10.0.1.10"), route)),
+		ipAddr("a", "corp"), ipAddr("b", "corp"))
 	_, a := reconcileIP(t, s, ns, "a")
-	ok("10.0.0.10", "10.0.0.0/24").check(t, a) // the same name gets its address back
-
-	deleteIP(t, s, "a")
-	clk.SetTime(clk.Now().Add(time.Minute))
-	create(t, s, ipAddr("c", "corp"))
-	_, c := reconcileIP(t, s, ns, "c")
-	ok("10.0.0.10", "10.0.0.0/24").check(t, c) // the lease expired
-	if _, leased := s.ledger.leased(poolKey{Kind: sdnv1.KindClusterIPAddressPool, Name: "corp-pool"}, types.NamespacedName{Namespace: ns, Name: "a"}, clk.Now()); leased {
-		t.Error("expired lease is still reported")
+	_, b := reconcileIP(t, s, ns, "b")
+	if len(a.Status.Routes) != 0 || len(b.Status.Routes) != 1 || b.Status.Routes[0] != route {
+		t.Errorf("routes = %v (first subnet, none) and %v (second subnet), want none and [%v]", a.Status.Routes, b.Status.Routes, route)
 	}
 }
 
 func TestPendingOfPool(t *testing.T) {
 	s, _ := newSim(t, nil, clusterNet("corp", "corp-pool"), clusterNet("lab", "lab-pool"),
 		clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24")), clusterPool("lab-pool", 0, subnetOf("10.1.0.0/24")),
-		ipAddr("waiting", "corp"), ipAddr("waiting-elsewhere", "lab"), ipAddr("done", "corp", allocatedTo("10.0.0.2", "10.0.0.0/24")))
-	got := s.pendingOfPool(context.Background(), ipAddr("gone", "corp"))
+		ipAddr("waiting", "corp"), ipAddr("waiting-elsewhere", "lab"), ipAddr("done", "corp", allocatedTo("10.0.0.1", "10.0.0.0/24")))
+	got := s.pendingOfPool(context.Background(), poolKey{Kind: sdnv1.KindClusterIPAddressPool, Name: "corp-pool"}, true)
 	if len(got) != 1 || got[0].Name != "waiting" {
 		t.Errorf("pendingOfPool() = %v, want only default/waiting", got)
 	}

@@ -20,28 +20,37 @@ type holding struct {
 	ttl  time.Duration // the pool's leaseTTL when the address was handed out
 }
 
-// lease keeps a released address for a new IPAddress of the same name and namespace.
-type lease struct {
-	pool    poolKey
-	addr    netip.Addr
-	expires time.Time
-}
+// usage says whether an address of a pool may be handed out, and if not, why.
+type usage int
+
+// Usages of an address.
+const (
+	free   usage = iota
+	held         // an IPAddress holds it
+	leased       // an orphaned IPAddressLease keeps it until it expires
+)
 
 // ledger is the simulator's memory of handed-out and leased addresses: the allocation state
 // SDN keeps, so choosing an address costs a lookup per address tried instead of a scan of every
-// IPAddress in the cluster. It is filled from the cache once (seeded) and then kept by the
-// simulator's own reservations and releases; the cache can lag behind the simulator's status
-// writes, the ledger cannot. Its zero value is ready to use; callers serialize access.
+// IPAddress in the cluster. It mirrors the IPAddresses' statuses and the IPAddressLease objects:
+// it is filled from the cache once (seeded) and then kept by the simulator's own reservations,
+// releases and lease changes; the cache can lag behind the simulator's writes, the ledger
+// cannot. Its zero value is ready to use; callers serialize access.
 type ledger struct {
 	holdings map[types.NamespacedName]holding
 	// byPool indexes holdings by pool and address: which IPAddress holds an address.
 	byPool map[poolKey]map[netip.Addr]types.NamespacedName
-	leases map[types.NamespacedName]lease
-	// seeded is true once every Allocated IPAddress of the cache has been recorded.
+	// leases are the addresses orphaned leases keep, by pool, until the time given: from
+	// everyone, the IPAddress that last held the address included (SDN keeps the address, not
+	// a name).
+	leases map[poolKey]map[netip.Addr]time.Time
+	// seeded is true once every Allocated IPAddress and every lease of the cache has been
+	// recorded.
 	seeded bool
 }
 
-// hold records that key holds h.addr; a lease of key ends, as the address is now held.
+// hold records that key holds h.addr. An orphaned lease of the address ends: the address is
+// held again (only the simulator hands it out, after the lease expired or was deleted).
 func (l *ledger) hold(key types.NamespacedName, h holding) {
 	l.forget(key)
 	if l.holdings == nil {
@@ -53,7 +62,7 @@ func (l *ledger) hold(key types.NamespacedName, h holding) {
 		l.byPool[h.pool] = map[netip.Addr]types.NamespacedName{}
 	}
 	l.byPool[h.pool][h.addr] = key
-	delete(l.leases, key)
+	delete(l.leases[h.pool], h.addr)
 }
 
 // forget removes key's holding, if any, from holdings and the pool index.
@@ -75,21 +84,18 @@ func (l *ledger) drop(key types.NamespacedName, uid types.UID) {
 	}
 }
 
-// release forgets key's holding when it belongs to uid (any uid when empty) and, when the pool
-// has a leaseTTL, keeps the address for key until now+ttl.
+// release forgets key's holding when it belongs to uid (any uid when empty): its IPAddress is
+// gone. When the pool has a leaseTTL, the address stays leased until now+ttl (the lease object
+// is orphaned by the lease controller, which may correct the time to its orphaningTimestamp).
 func (l *ledger) release(key types.NamespacedName, uid types.UID, now time.Time) {
 	h, ok := l.holdings[key]
 	if !ok || (uid != "" && h.uid != uid) {
 		return
 	}
 	l.forget(key)
-	if h.ttl <= 0 {
-		return
+	if h.ttl > 0 {
+		l.lease(h.pool, h.addr, now.Add(h.ttl))
 	}
-	if l.leases == nil {
-		l.leases = map[types.NamespacedName]lease{}
-	}
-	l.leases[key] = lease{pool: h.pool, addr: h.addr, expires: now.Add(h.ttl)}
 }
 
 // releaseOther releases key's holding if it belongs to an object other than uid: the IPAddress
@@ -100,33 +106,47 @@ func (l *ledger) releaseOther(key types.NamespacedName, uid types.UID, now time.
 	}
 }
 
-// taken returns a test for the addresses of pool that the ledger keeps from anyone but key: held
-// ones and unexpired leases. Expired leases are dropped. The test is valid until the ledger
-// changes.
-func (l *ledger) taken(pool poolKey, key types.NamespacedName, now time.Time) func(netip.Addr) bool {
-	leased := map[netip.Addr]bool{}
-	for k, ls := range l.leases {
-		switch {
-		case !now.Before(ls.expires):
-			delete(l.leases, k)
-		case k != key && ls.pool == pool:
-			leased[ls.addr] = true
-		}
+// lease keeps addr of pool from everyone until expires, unless an IPAddress holds it.
+func (l *ledger) lease(pool poolKey, addr netip.Addr, expires time.Time) {
+	if _, ok := l.byPool[pool][addr]; ok {
+		return
 	}
-	held := l.byPool[pool]
-	return func(a netip.Addr) bool {
-		if k, ok := held[a]; ok && k != key {
-			return true
-		}
-		return leased[a]
+	if l.leases == nil {
+		l.leases = map[poolKey]map[netip.Addr]time.Time{}
 	}
+	if l.leases[pool] == nil {
+		l.leases[pool] = map[netip.Addr]time.Time{}
+	}
+	l.leases[pool][addr] = expires
 }
 
-// leased returns the address of pool reserved for key by an unexpired lease.
-func (l *ledger) leased(pool poolKey, key types.NamespacedName, now time.Time) (netip.Addr, bool) {
-	ls, ok := l.leases[key]
-	if !ok || ls.pool != pool || !now.Before(ls.expires) {
-		return netip.Addr{}, false
+// unlease ends the lease of addr of pool: its lease object expired or was deleted. It reports
+// whether the ledger kept the address for it (a lease without ttl, or of an address held again,
+// kept nothing).
+func (l *ledger) unlease(pool poolKey, addr netip.Addr) bool {
+	_, ok := l.leases[pool][addr]
+	delete(l.leases[pool], addr)
+	return ok
+}
+
+// holds reports whether the IPAddress key (uid) holds addr of pool.
+func (l *ledger) holds(pool poolKey, addr netip.Addr, key types.NamespacedName, uid types.UID) bool {
+	h, ok := l.holdings[key]
+	return ok && h.uid == uid && h.pool == pool && h.addr == addr
+}
+
+// usage returns a test of the addresses of pool for the IPAddress key: held by another
+// IPAddress, leased, or free (free too when key holds it itself). A lease past its time is
+// free (the lease controller deletes its object). The test is valid until the ledger changes.
+func (l *ledger) usage(pool poolKey, key types.NamespacedName, now time.Time) func(netip.Addr) usage {
+	holders, leases := l.byPool[pool], l.leases[pool]
+	return func(a netip.Addr) usage {
+		if k, ok := holders[a]; ok && k != key {
+			return held
+		}
+		if until, ok := leases[a]; ok && now.Before(until) {
+			return leased
+		}
+		return free
 	}
-	return ls.addr, true
 }

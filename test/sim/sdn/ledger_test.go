@@ -15,22 +15,55 @@ func TestLedgerHoldMovesAddress(t *testing.T) {
 	pool := poolKey{Kind: "ClusterIPAddressPool", Name: "p"}
 	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	k, other := types.NamespacedName{Namespace: ns, Name: "k"}, types.NamespacedName{Namespace: ns, Name: "other"}
+	now := time.Now()
 	l.hold(k, holding{uid: "u", pool: pool, addr: a})
 	l.hold(k, holding{uid: "u", pool: pool, addr: b})
-	taken := l.taken(pool, other, time.Now())
-	if taken(a) || !taken(b) {
-		t.Errorf("after moving k from %s to %s: taken(%s)=%v taken(%s)=%v, want false, true", a, b, a, taken(a), b, taken(b))
+	use := l.usage(pool, other, now)
+	if use(a) != free || use(b) != held {
+		t.Errorf("after moving k from %s to %s: usage(%s)=%v usage(%s)=%v, want free, held", a, b, a, use(a), b, use(b))
 	}
-	if l.taken(pool, k, time.Now())(b) {
-		t.Errorf("k's own address is reported taken for k")
+	if l.usage(pool, k, now)(b) != free {
+		t.Errorf("k's own address is reported in use for k")
 	}
 	l.drop(k, "someone-else")
-	if !l.taken(pool, other, time.Now())(b) {
+	if l.usage(pool, other, now)(b) != held {
 		t.Errorf("drop with another uid released k's address")
 	}
-	l.release(k, "u", time.Now())
-	if l.taken(pool, other, time.Now())(b) || len(l.byPool[pool]) != 0 {
-		t.Errorf("release left %v in the pool index", l.byPool[pool])
+	l.release(k, "u", now)
+	if l.usage(pool, other, now)(b) != free || len(l.byPool[pool]) != 0 {
+		t.Errorf("release without ttl left %v in the pool index, or a lease", l.byPool[pool])
+	}
+}
+
+// TestLedgerLeaseKeepsTheAddressFromEveryone pins down that a released address of a pool with
+// a leaseTTL is kept from every IPAddress, the one that held it included, until the lease's
+// time, and that a lease never covers an address an IPAddress holds.
+func TestLedgerLeaseKeepsTheAddressFromEveryone(t *testing.T) {
+	var l ledger
+	pool := poolKey{Kind: "ClusterIPAddressPool", Name: "p"}
+	a := netip.MustParseAddr("10.0.0.1")
+	k, other := types.NamespacedName{Namespace: ns, Name: "k"}, types.NamespacedName{Namespace: ns, Name: "other"}
+	now := time.Now()
+	l.hold(k, holding{uid: "u", pool: pool, addr: a, ttl: time.Minute})
+	l.release(k, "u", now)
+	for _, key := range []types.NamespacedName{k, other} {
+		if got := l.usage(pool, key, now)(a); got != leased {
+			t.Errorf("usage(%s) for %s right after the release = %v, want leased", a, key.Name, got)
+		}
+	}
+	if got := l.usage(pool, other, now.Add(time.Minute))(a); got != free {
+		t.Errorf("usage(%s) once the ttl has passed = %v, want free", a, got)
+	}
+	l.hold(other, holding{uid: "o", pool: pool, addr: a})
+	l.lease(pool, a, now.Add(time.Hour))
+	if got := l.usage(pool, other, now)(a); got != free {
+		t.Errorf("a lease was laid over an address other holds: usage = %v for its holder", got)
+	}
+	l.forget(other)
+	l.lease(pool, a, now.Add(time.Hour))
+	l.unlease(pool, a)
+	if got := l.usage(pool, k, now)(a); got != free {
+		t.Errorf("usage after unlease = %v, want free", got)
 	}
 }
 
@@ -47,8 +80,9 @@ func TestSeedRecordsAllocationsMadeBeforeStart(t *testing.T) {
 	ok("10.0.0.12", "10.0.0.0/24").check(t, got)
 
 	deleteIP(t, s, "old")
-	if a, leased := s.ledger.leased(poolKey{Kind: "ClusterIPAddressPool", Name: "corp-pool"}, types.NamespacedName{Namespace: ns, Name: "old"}, clk.Now()); !leased || a.String() != "10.0.0.10" {
-		t.Errorf("deleting a seeded IPAddress leased %v (%v), want 10.0.0.10 for the pool's leaseTTL", a, leased)
+	pool := poolKey{Kind: "ClusterIPAddressPool", Name: "corp-pool"}
+	if got := s.ledger.usage(pool, types.NamespacedName{Namespace: ns, Name: "new-comer"}, clk.Now())(netip.MustParseAddr("10.0.0.10")); got != leased {
+		t.Errorf("10.0.0.10 of a deleted seeded IPAddress is %v, want leased for the pool's leaseTTL", got)
 	}
 }
 
@@ -56,7 +90,7 @@ func TestSeedRecordsAllocationsMadeBeforeStart(t *testing.T) {
 // addresses: it walks the pool from its start (one map lookup per address) and no longer lists
 // the IPAddresses of the cluster.
 func BenchmarkAllocate(b *testing.B) {
-	const held = 10000
+	const holdings = 10000
 	s, _ := newSim(b, nil, clusterNet("corp", "corp-pool"), clusterPool("corp-pool", 0, subnetOf("10.0.0.0/8")))
 	pool := poolKey{Kind: "ClusterIPAddressPool", Name: "corp-pool"}
 	info, fail, err := s.resolve(context.Background(), ipAddr("x", "corp"))
@@ -64,8 +98,8 @@ func BenchmarkAllocate(b *testing.B) {
 		b.Fatal(fail, err)
 	}
 	s.ledger.seeded = true
-	a := netip.MustParseAddr("10.0.0.2")
-	for i := range held {
+	a := netip.MustParseAddr("10.0.0.1")
+	for i := range holdings {
 		s.ledger.hold(types.NamespacedName{Namespace: ns, Name: fmt.Sprint("held-", i)}, holding{uid: types.UID(fmt.Sprint(i)), pool: pool, addr: a})
 		a = a.Next()
 	}

@@ -56,7 +56,7 @@ func (s *Simulator) markReady(ctx context.Context, obj client.Object, conds *[]m
 	}
 	base := obj.DeepCopyObject().(client.Object)
 	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady,
+		Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue, Reason: sdnv1.ReasonNetworkReady,
 		Message: "ready (SDN stand-in)", ObservedGeneration: obj.GetGeneration(),
 	})
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})

@@ -48,11 +48,15 @@ func TestReconcileNetworkReady(t *testing.T) {
 			}
 			for kind, conds := range map[string][]metav1.Condition{"Network": gotNw.Status.Conditions, "ClusterNetwork": gotCn.Status.Conditions} {
 				var got metav1.ConditionStatus
-				if c := meta.FindStatusCondition(conds, sdnv1.ConditionReady); c != nil {
+				c := meta.FindStatusCondition(conds, sdnv1.ConditionReady)
+				if c != nil {
 					got = c.Status
 				}
 				if got != tt.want {
 					t.Errorf("%s Ready = %q, want %q", kind, got, tt.want)
+				}
+				if got == metav1.ConditionTrue && tt.conditions == nil && c.Reason != "NetworkReady" {
+					t.Errorf("%s Ready reason = %q, want SDN's NetworkReady", kind, c.Reason)
 				}
 			}
 		})

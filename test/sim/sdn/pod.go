@@ -22,12 +22,6 @@ import (
 	"github.com/vmipam/vmipam/test/sim/internal/mac"
 )
 
-// NIC condition types and reasons the simulator reports in networks-status.
-const (
-	ConditionConfigured = "Configured"
-	ConditionNegotiated = "Negotiated"
-)
-
 // indexIPAddressNames is the cache index of launcher pods by the IPAddress names their
 // networks-spec annotation carries (SDN's own bookkeeping of which pod uses which address).
 const indexIPAddressNames = "sdn.vmipam.test/ipAddressNames"
@@ -147,7 +141,8 @@ func (s *Simulator) addressConfigs(ctx context.Context, namespace string, spec [
 				return nil, fmt.Errorf("getting IPAddress %s/%s: %w", namespace, name, err)
 			}
 			if _, ok := allocatedAddr(ip); ok {
-				configs[name] = sdnv1.IPAddressConfig{Name: name, Address: ip.Status.Address, Network: ip.Status.Network}
+				configs[name] = sdnv1.IPAddressConfig{Name: name, Address: ip.Status.Address, Network: ip.Status.Network,
+					Routes: ip.Status.Routes}
 			}
 		}
 	}
@@ -165,8 +160,8 @@ func networksStatus(namespace, vm string, spec []sdnv1.NetworksSpecEntry, config
 			Type: e.Type, Name: e.Name, IfName: e.IfName,
 			MAC: mac.NIC(namespace, vm, e.Type, e.Name, nth[k]),
 			Conditions: []sdnv1.NICCondition{
-				{Type: ConditionConfigured, Status: string(metav1.ConditionTrue), Reason: ConditionConfigured},
-				{Type: ConditionNegotiated, Status: string(metav1.ConditionTrue), Reason: ConditionNegotiated},
+				{Type: sdnv1.NICConditionConfigured, Status: string(metav1.ConditionTrue), Reason: sdnv1.NICReasonInterfaceConfiguredSuccessfully},
+				{Type: sdnv1.NICConditionNegotiated, Status: string(metav1.ConditionTrue), Reason: sdnv1.NICReasonUp},
 			},
 		}
 		nth[k]++

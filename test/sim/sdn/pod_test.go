@@ -70,9 +70,9 @@ func TestReconcilePodNetworksStatus(t *testing.T) {
 	if !ok {
 		t.Fatal("no networks-status written")
 	}
-	up := []sdnv1.NICCondition{
-		{Type: ConditionConfigured, Status: "True", Reason: ConditionConfigured},
-		{Type: ConditionNegotiated, Status: "True", Reason: ConditionNegotiated},
+	up := []sdnv1.NICCondition{ // the reasons SDN documents
+		{Type: "Configured", Status: "True", Reason: "InterfaceConfiguredSuccessfully"},
+		{Type: "Negotiated", Status: "True", Reason: "Up"},
 	}
 	want := []sdnv1.NetworksStatusEntry{
 		{Type: "ClusterNetwork", Name: "corp", IfName: "veth_a", MAC: mac.NIC(ns, "vm", "ClusterNetwork", "corp", 0), Conditions: up,

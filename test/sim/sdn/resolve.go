@@ -46,30 +46,29 @@ func (s *Simulator) resolve(ctx context.Context, ip *sdnv1.IPAddress) (poolInfo,
 
 // poolOf reads network n and returns the key of its pool.
 func (s *Simulator) poolOf(ctx context.Context, n netKey) (poolKey, *outcome, error) {
-	spec, err := s.networkSpec(ctx, n)
+	ref, err := s.networkPool(ctx, n)
 	if apierrors.IsNotFound(err) {
 		return poolKey{}, failed(ReasonNetworkNotFound, "%s %s not found", n.Kind, n.Name), nil
 	}
 	if err != nil {
 		return poolKey{}, nil, fmt.Errorf("getting %s %s: %w", n.Kind, n.Name, err)
 	}
-	ref := spec.PoolRef()
 	if ref == nil {
 		return poolKey{}, failed(ReasonNoIPAMPool, "%s %s has no IPAM pool", n.Kind, n.Name), nil
 	}
 	return poolKeyFor(n, ref), nil, nil
 }
 
-// networkSpec reads the spec of network n.
-func (s *Simulator) networkSpec(ctx context.Context, n netKey) (sdnv1.NetworkSpec, error) {
+// networkPool reads network n and returns its pool, nil when it has none.
+func (s *Simulator) networkPool(ctx context.Context, n netKey) (*sdnv1.PoolRef, error) {
 	if n.Kind == sdnv1.KindClusterNetwork {
 		cn := &sdnv1.ClusterNetwork{}
 		err := s.Client.Get(ctx, client.ObjectKey{Name: n.Name}, cn)
-		return cn.Spec, err
+		return cn.Spec.PoolRef(), err
 	}
 	nw := &sdnv1.Network{}
 	err := s.Client.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Name}, nw)
-	return nw.Spec, err
+	return nw.Spec.PoolRef(), err
 }
 
 // poolKeyFor is the pool ref of network n as a key: an IPAddressPool lives in the network's

@@ -10,26 +10,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Reasons of the Allocated condition, besides sdnv1.ReasonNoFreeIPAddress.
+// The stand-in's own reasons. SDN documents two reasons of an IPAddress's Allocated condition,
+// sdnv1.ReasonIPAddressAllocated and sdnv1.ReasonNoFreeIPAddress, and none of Attached; these
+// are what the stand-in says where it must refuse an IPAddress for another cause, or give
+// Attached a reason. Each begins with "StandIn", so that a status showing one is known for the
+// stand-in's word, and nothing outside the stand-in and its tests keys on them (doc.go).
 const (
-	// ReasonAllocated: the address is reserved (Allocated=True).
-	ReasonAllocated = "Allocated"
 	// ReasonIPOutOfRange: a Static IPAddress asks for an address outside its pool's ranges.
-	ReasonIPOutOfRange = "IPOutOfRange"
-	// ReasonIPAlreadyAllocated: a Static IPAddress asks for an address someone else holds.
-	ReasonIPAlreadyAllocated = "IPAlreadyAllocated"
+	ReasonIPOutOfRange = "StandInIPOutOfRange"
+	// ReasonIPInUse: a Static IPAddress asks for an address another IPAddress holds.
+	ReasonIPInUse = "StandInIPAddressInUse"
+	// ReasonIPLeased: a Static IPAddress asks for an address an orphaned IPAddressLease keeps;
+	// it is allocated once the lease expires (or is deleted).
+	ReasonIPLeased = "StandInIPAddressLeased"
 	// ReasonInvalidIPAddress: a Static IPAddress has no or an unparsable spec.static.ip.
-	ReasonInvalidIPAddress = "InvalidIPAddress"
+	ReasonInvalidIPAddress = "StandInInvalidIPAddress"
 	// ReasonNetworkNotFound: spec.networkRef names no existing network.
-	ReasonNetworkNotFound = "NetworkNotFound"
+	ReasonNetworkNotFound = "StandInNetworkNotFound"
 	// ReasonNoIPAMPool: the network has no pool, or its pool does not exist.
-	ReasonNoIPAMPool = "NoIPAMPool"
-	// ReasonInvalidPool: the pool's pools[] cannot be parsed.
-	ReasonInvalidPool = "InvalidPool"
+	ReasonNoIPAMPool = "StandInNoIPAMPool"
+	// ReasonInvalidPool: the pool's pools[] cannot be parsed (or is not IPv4).
+	ReasonInvalidPool = "StandInInvalidPool"
+	// ReasonConfiguredInPod: Attached=True, a launcher pod has the address configured.
+	ReasonConfiguredInPod = "StandInConfiguredInPod"
+	// ReasonNotConfiguredInPod: Attached=False, no launcher pod has the address configured any
+	// more.
+	ReasonNotConfiguredInPod = "StandInNotConfiguredInPod"
 )
-
-// ReasonReady is the reason of the Ready=True condition the simulator puts on networks.
-const ReasonReady = "Ready"
 
 // AnnotationHoldNotReady, set to "true" on a Network or ClusterNetwork, keeps the simulator from
 // marking it Ready; tests remove it to let the network become Ready.
@@ -61,15 +68,16 @@ func New(c client.Client) *Simulator {
 	return &Simulator{Client: c, Clock: clock.RealClock{}, RetryInterval: DefaultRetryInterval}
 }
 
-// SetupWithManager registers the simulator's controllers (sdn-sim-ipaddress, sdn-sim-pod,
-// sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's scheme must know core/v1
-// and network.deckhouse.io/v1alpha1; its cache may be restricted to launcher pods.
+// SetupWithManager registers the simulator's controllers (sdn-sim-ipaddress, sdn-sim-lease,
+// sdn-sim-pod, sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's scheme must know
+// core/v1 and network.deckhouse.io/v1alpha1; its cache may be restricted to launcher pods, and
+// must keep their annotations and the IPAddresses' status whole (test/sim.CacheOptions).
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	if s.Client == nil {
 		s.Client = mgr.GetClient()
 	}
 	for _, setup := range []func(ctrl.Manager) error{
-		s.setupIPAddress, s.setupPod, s.setupNetwork, s.setupClusterNetwork,
+		s.setupIPAddress, s.setupLease, s.setupPod, s.setupNetwork, s.setupClusterNetwork,
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("setting up the SDN stand-in: %w", err)
