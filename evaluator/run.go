@@ -31,9 +31,8 @@ type run struct {
 	// that what a trial policy spends can never make an enforced one exceed the budget and
 	// be blamed for it; the work on one interface stays bounded by the two budgets together.
 	enforced, trial account
-	// refills counts the retries that started from the accounts of the failed attempt's
-	// start (run.refill); refilled is what those attempts had spent.
-	refills  int
+	// refilled is what the attempts a retry started over from (run.restore) had spent: it
+	// stays in Decision.Cost.
 	refilled int64
 	// auditing is the Audit policy whose record run.audit is evaluating (nil otherwise):
 	// everything evaluated then is charged to trial, and crossing its budget is that
@@ -435,28 +434,21 @@ func enforced(p *Policy) bool {
 	return p.Mode != v1alpha1.PolicyModeAudit && p.FailurePolicy != v1alpha1.FailurePolicyIgnore
 }
 
-// cost is what the evaluation spent on both accounts, and what a refill took off them
+// cost is what the evaluation spent on both accounts, and what restore took off them
 // (Decision.Cost).
 func (r *run) cost() int64 { return r.enforced.spent + r.trial.spent + r.refilled }
 
-// accounts is a copy of both accounts, for refill to restore.
+// accounts is a copy of both accounts, for restore.
 func (r *run) accounts() [2]account {
 	e, t := r.enforced, r.trial
 	e.spenders, t.spenders = slices.Clone(e.spenders), slices.Clone(t.spenders)
 	return [2]account{e, t}
 }
 
-// maxRefills is how many retries of one evaluation start from the accounts of the failed
-// attempt's start (layered): each may spend both budgets once more.
-const maxRefills = 1
-
-// refill restores the accounts to start (taken when the failed attempt began), at most
-// maxRefills times per evaluation; what the failed attempt spent stays in Decision.Cost.
-func (r *run) refill(start [2]account) {
-	if r.refills == maxRefills {
-		return
-	}
-	r.refills++
+// restore sets the accounts back to start (taken before the first attempt of a layered
+// evaluation), so that a retry without a passed-over policy is charged only what it spends
+// itself; what the abandoned attempts spent stays in Decision.Cost.
+func (r *run) restore(start [2]account) {
 	r.refilled += r.enforced.spent - start[0].spent + r.trial.spent - start[1].spent
 	r.enforced, r.trial = start[0], start[1]
 }

@@ -405,16 +405,22 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 // passed over are returned. With record, errors and passed-over policies go into the run's
 // trace (not for audit runs).
 //
-// The first retry of an evaluation starts from the accounts as they were when the failed
-// attempt started (run.refill): the policies evaluated again are not charged twice, so that
-// one passed over for crossing a budget does not take down those before it, which fit alone.
-// Later retries inherit what was spent. The work on one interface so stays within twice the
-// two budgets (2 × (InterfaceCostBudget + TrialCostBudget), each crossed by at most one
-// expression's cost per attempt), whatever the number of policies passed over.
+// Every retry starts from the accounts as they were before the first attempt (run.restore):
+// the policies evaluated again are charged once, so that no failing trial policy — however
+// many fail, and whatever they spent — makes an enforced one cross its budget. At most
+// maxIgnoreRetries retries pass one policy over each; the attempt after them passes over every
+// Ignore policy left, unevaluated, so that the work on one interface stays within
+// (maxIgnoreRetries + 2) attempts of both budgets.
 func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision, []*policyError) {
 	var ignored []*policyError
-	for {
-		start := r.accounts()
+	start := r.accounts()
+	for retry := 0; ; retry++ {
+		if retry > 0 {
+			r.restore(start)
+		}
+		if retry > maxIgnoreRetries {
+			enforce = r.passOverIgnored(enforce, record, &ignored)
+		}
 		a := r.attempt(enforce, safety)
 		if a.err == nil {
 			if record {
@@ -434,8 +440,29 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 			r.trace.Ignored = append(r.trace.Ignored, a.err.p.Name)
 		}
 		enforce = slices.DeleteFunc(slices.Clone(enforce), failed)
-		r.refill(start)
 	}
+}
+
+// maxIgnoreRetries bounds the failurePolicy Ignore policies one layered evaluation passes over
+// one at a time, each with a retry; past it, the rest are passed over unevaluated.
+const maxIgnoreRetries = 8
+
+// passOverIgnored removes the Ignore policies from enforce, recording each as passed over
+// without being evaluated.
+func (r *run) passOverIgnored(enforce []*Policy, record bool, ignored *[]*policyError) []*Policy {
+	return slices.DeleteFunc(slices.Clone(enforce), func(p *Policy) bool {
+		if p.FailurePolicy != v1alpha1.FailurePolicyIgnore {
+			return false
+		}
+		err := &policyError{p, "spec", fmt.Errorf("passed over without being evaluated: %d failurePolicy Ignore policies "+
+			"failed before it on this interface, the most one evaluation retries", maxIgnoreRetries+1)}
+		*ignored = append(*ignored, err)
+		if record {
+			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+		}
+		return true
+	})
 }
 
 // audit is what the decision would be were the Audit policy p (one of matched) an Enforce
