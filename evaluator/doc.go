@@ -18,6 +18,6 @@
 // decided each part (Provenance) and explains itself in a Trace (trace.go). Lint (lint.go)
 // warns about what compiles but is probably not meant.
 //
-// Policy test suites (cases.go, expect.go) pair inputs with expected decisions in YAML; the
-// golden tests run the ones in samples/cases, and `ipamctl test` runs admins' own.
+// Policy test suites, which pair inputs with expected decisions in YAML, are the sub-package
+// policytest.
 package evaluator

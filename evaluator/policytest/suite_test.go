@@ -1,4 +1,4 @@
-package evaluator_test
+package policytest_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/evaluator/policytest"
 )
 
 const suiteHeader = "apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1\nkind: PolicyTest\n"
@@ -53,16 +54,16 @@ func TestParseSuiteRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := evaluator.ParseSuite([]byte(tc.suite))
+			_, err := policytest.Parse([]byte(tc.suite))
 			if err == nil || !strings.Contains(err.Error(), tc.detail) {
-				t.Errorf("ParseSuite error = %v, want one containing %q", err, tc.detail)
+				t.Errorf("Parse error = %v, want one containing %q", err, tc.detail)
 			}
 		})
 	}
 }
 
 func TestCaseInputAppliesOverDefaults(t *testing.T) {
-	s, err := evaluator.ParseSuite([]byte(suiteHeader + `
+	s, err := policytest.Parse([]byte(suiteHeader + `
 defaults:
   vm: {name: a, labels: {app: web, tier: front}}
   holders: {vms: [vm-x, vm-y]}
@@ -107,14 +108,14 @@ cases:
   expect: {allocation: Auto, skip: false, reason: Other, policy: default, messageContains: third, audit: {watcher: {skip: true}}}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml", nil)
+	suite, err := policytest.Load(fsys, "cases/web.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(suite.Loaded) != 1 || suite.Loaded[0].File != "policies/web.yaml" {
 		t.Fatalf("Loaded = %+v, want only-web from policies/web.yaml", suite.Loaded)
 	}
-	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	results, err := policytest.Run(context.Background(), newCompiler(t), suite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +149,11 @@ cases:
   expect: {audit: {watcher: {skip: false}}}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "suite.yaml", nil)
+	suite, err := policytest.Load(fsys, "suite.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	results, err := policytest.Run(context.Background(), newCompiler(t), suite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,20 +171,20 @@ func TestRunSuiteNamesPoliciesThatDoNotCompile(t *testing.T) {
 		"p.yaml":     {Data: []byte(broken)},
 		"suite.yaml": {Data: []byte(suiteHeader + "policies: [p.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "suite.yaml", nil)
+	suite, err := policytest.Load(fsys, "suite.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	_, err = policytest.Run(context.Background(), newCompiler(t), suite)
 	if err == nil || !strings.Contains(err.Error(), "p.yaml: policy only-web: spec.skipRules[0].expression") {
-		t.Errorf("RunSuite error = %v, want it to name the file, the policy and the field path", err)
+		t.Errorf("Run error = %v, want it to name the file, the policy and the field path", err)
 	}
 }
 
 func TestLoadSuiteRejectsMissingPolicyFiles(t *testing.T) {
 	fsys := fstest.MapFS{"suite.yaml": {Data: []byte(suiteHeader + "policies: [none/*.yaml]\ncases:\n- {name: a, expect: {skip: false}}\n")}}
-	if _, err := evaluator.LoadSuite(fsys, "suite.yaml", nil); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
-		t.Errorf("LoadSuite error = %v, want the missing pattern named", err)
+	if _, err := policytest.Load(fsys, "suite.yaml", nil); err == nil || !strings.Contains(err.Error(), "none/*.yaml: no such file") {
+		t.Errorf("Load error = %v, want the missing pattern named", err)
 	}
 }
 
@@ -207,11 +208,11 @@ cases:
   expect: {noPolicyMatched: true}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/web.yaml", nil)
+	suite, err := policytest.Load(fsys, "cases/web.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	results, err := policytest.Run(context.Background(), newCompiler(t), suite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +252,11 @@ cases:
   expect: {allocation: None}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/labels.yaml", nil)
+	suite, err := policytest.Load(fsys, "cases/labels.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := evaluator.RunSuite(context.Background(), newCompiler(t), suite)
+	results, err := policytest.Run(context.Background(), newCompiler(t), suite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ cases:
   expect: {skip: false}
 `)},
 	}
-	suite, err := evaluator.LoadSuite(fsys, "cases/slow.yaml", nil)
+	suite, err := policytest.Load(fsys, "cases/slow.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ cases:
 		t.Run(tc.name, func(t *testing.T) {
 			c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, CheckFrequency: tc.frequency, ComprehensionRange: 1e12,
 				StaticCostLimit: 1e12, PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12, TrialCostBudget: 1e12})
-			results, err := evaluator.RunSuite(context.Background(), c, suite)
+			results, err := policytest.Run(context.Background(), c, suite)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package evaluator
+package policytest
 
 import (
 	"cmp"
@@ -16,68 +16,47 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/internal/manifest"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// Policy test suites: YAML files of interface inputs and the decisions expected for them,
-// run by the golden tests of samples/cases and by `ipamctl test` in admins' CI. A suite:
-//
-//	apiVersion: cli.ipam.virtualization.deckhouse.io/v1alpha1
-//	kind: PolicyTest
-//	policies: [../policies/*.yaml]       # relative to the suite file; globs allowed
-//	defaults:                            # an Input (JSON names of input.go) every case starts from
-//	  network: {exists: true, ready: true, ipamEnabled: true}
-//	cases:
-//	- name: static address on the shared network is refused
-//	  input:                             # a JSON merge patch over defaults (null removes)
-//	    interface: {type: ClusterNetwork, name: shared, ipAddressName: web}
-//	  expect: {skip: true, reason: StaticAddressNotAllowed, policy: tenant-networks,
-//	           provenance: {allocation: default, skip: tenant-networks, hotplug: default}}
-//
-// A case no policy of the suite matches (only the built-in default decides) fails unless it
-// expects `noPolicyMatched: true`; a passing case names the policy that decided.
-//
-// A case's input is applied over the defaults field by field: objects and maps merge, lists
-// and scalars replace, null clears a map or list. Only the expectations given are checked.
-// The shipped default policy is the built-in fallback, as in the controller.
-
 // Suite file identification.
 const (
-	SuiteAPIVersion = "cli.ipam.virtualization.deckhouse.io/v1alpha1"
-	SuiteKind       = "PolicyTest"
+	APIVersion = "cli.ipam.virtualization.deckhouse.io/v1alpha1"
+	Kind       = "PolicyTest"
 )
 
-// TestSuite is one policy test file.
-type TestSuite struct {
-	// APIVersion must be SuiteAPIVersion.
+// Suite is one policy test file.
+type Suite struct {
+	// APIVersion must be APIVersion.
 	APIVersion string `json:"apiVersion"`
-	// Kind must be SuiteKind.
+	// Kind must be Kind.
 	Kind string `json:"kind"`
 	// Policies are files of ClusterIPAMPolicy documents, relative to the suite file, glob
-	// patterns allowed. LoadSuite reads them into Loaded.
+	// patterns allowed. Load reads them into Loaded.
 	Policies []string `json:"policies,omitempty"`
-	// Defaults is the Input every case starts from.
+	// Defaults is the evaluator.Input every case starts from.
 	Defaults json.RawMessage `json:"defaults,omitempty"`
 	// Cases are evaluated in order, each on its own.
-	Cases []TestCase `json:"cases"`
+	Cases []Case `json:"cases"`
 
-	// Loaded are the policies the suite runs with; LoadSuite fills it from Policies, callers
-	// of ParseSuite may fill it themselves.
-	Loaded []SuitePolicy `json:"-"`
+	// Loaded are the policies the suite runs with; Load fills it from Policies, callers
+	// of Parse may fill it themselves.
+	Loaded []Policy `json:"-"`
 }
 
-// SuitePolicy is a policy of a suite and the file it came from.
-type SuitePolicy struct {
+// Policy is a policy of a suite and the file it came from.
+type Policy struct {
 	// File is the policy's file, as a path in the suite's fs.FS.
 	File string
 	// Policy is the decoded policy.
 	Policy v1alpha1.ClusterIPAMPolicy
 }
 
-// TestCase is one interface input and what its decision must be.
-type TestCase struct {
+// Case is one interface input and what its decision must be.
+type Case struct {
 	// Name identifies the case in results; required.
 	Name string `json:"name"`
 	// Input is applied over the suite's defaults.
@@ -88,20 +67,20 @@ type TestCase struct {
 
 // Expectation is what a decision must be; absent fields are not checked.
 type Expectation struct {
-	Allocation *Allocation `json:"allocation,omitempty"` // Decision.Allocation
-	Skip       *bool       `json:"skip,omitempty"`       // Decision.Skip
-	Reason     *Reason     `json:"reason,omitempty"`     // Decision.Reason ("" for none)
-	Rule       *string     `json:"rule,omitempty"`       // Decision.Rule
-	// Policy is the deciding policy's name (BuiltinPolicy for the built-in default).
+	Allocation *evaluator.Allocation `json:"allocation,omitempty"` // evaluator.Decision.Allocation
+	Skip       *bool                 `json:"skip,omitempty"`       // evaluator.Decision.Skip
+	Reason     *evaluator.Reason     `json:"reason,omitempty"`     // evaluator.Decision.Reason ("" for none)
+	Rule       *string               `json:"rule,omitempty"`       // evaluator.Decision.Rule
+	// Policy is the deciding policy's name (evaluator.BuiltinPolicy for the built-in default).
 	Policy *string `json:"policy,omitempty"`
-	// Hotplug is Decision.Hotplug.
+	// Hotplug is evaluator.Decision.Hotplug.
 	Hotplug *bool `json:"hotplug,omitempty"`
-	// Provenance is which policy decided each part (Decision.Provenance); "" for none.
+	// Provenance is which policy decided each part (evaluator.Decision.Provenance); "" for none.
 	Provenance *ProvenanceExpectation `json:"provenance,omitempty"`
 	// MessageContains must be a substring of the decision's message.
 	MessageContains string `json:"messageContains,omitempty"`
 	// Audit maps an Audit-mode policy's name to what it must have recorded (an evaluation
-	// error reads as a PolicyError skip with AllocationUnknown).
+	// error reads as a PolicyError skip with evaluator.AllocationUnknown).
 	Audit map[string]Expectation `json:"audit,omitempty"`
 	// NoPolicyMatched: true when no policy of the suite may match the input (only the
 	// built-in default decides), false when one must. When a suite has policies and none of
@@ -110,29 +89,29 @@ type Expectation struct {
 	NoPolicyMatched *bool `json:"noPolicyMatched,omitempty"`
 }
 
-// ProvenanceExpectation is what Decision.Provenance must be; absent fields are not checked.
+// ProvenanceExpectation is what evaluator.Decision.Provenance must be; absent fields are not checked.
 type ProvenanceExpectation struct {
 	Allocation *string `json:"allocation,omitempty"` // Provenance.Allocation
 	Skip       *string `json:"skip,omitempty"`       // Provenance.Skip
 	Hotplug    *string `json:"hotplug,omitempty"`    // Provenance.Hotplug
 }
 
-// CaseResult is the outcome of one case.
-type CaseResult struct {
+// Result is the outcome of one case.
+type Result struct {
 	// Name is the case's name.
 	Name string
 	// Decision is what the evaluator decided.
-	Decision Decision
+	Decision evaluator.Decision
 	// Diffs lists every expectation that did not hold, as "field: got X, want Y".
 	Diffs []string
 }
 
 // Passed says whether every expectation held.
-func (r CaseResult) Passed() bool { return len(r.Diffs) == 0 }
+func (r Result) Passed() bool { return len(r.Diffs) == 0 }
 
 // String renders the result as "PASS name (decided by <policy>)" or "FAIL name" followed
 // by one indented line per diff.
-func (r CaseResult) String() string {
+func (r Result) String() string {
 	if r.Passed() {
 		return fmt.Sprintf("PASS %s (decided by %s)", r.Name, cmp.Or(r.Decision.Policy, "no policy"))
 	}
@@ -140,24 +119,24 @@ func (r CaseResult) String() string {
 }
 
 // suiteMatched reports whether a policy other than the built-in default matched: d.Trace.Matched
-// lists the matching policies, the built-in one as BuiltinPolicy.
+// lists the matching policies, the built-in one as evaluator.BuiltinPolicy.
 //
 // A failed evaluation's trace is cut short (an abandoned one has none): its failing policy,
 // when it is the suite's, matched as well. Before, a case that hit the deadline under load was
 // reported as "no policy of the suite matched (the built-in default decided)".
-func suiteMatched(d Decision) bool {
-	if d.Reason == ReasonPolicyError && d.Policy != "" && d.Policy != BuiltinPolicy {
+func suiteMatched(d evaluator.Decision) bool {
+	if d.Reason == evaluator.ReasonPolicyError && d.Policy != "" && d.Policy != evaluator.BuiltinPolicy {
 		return true
 	}
-	return slices.ContainsFunc(d.Trace.Matched, func(p string) bool { return p != BuiltinPolicy })
+	return slices.ContainsFunc(d.Trace.Matched, func(p string) bool { return p != evaluator.BuiltinPolicy })
 }
 
-// ParseSuite decodes a suite file strictly (an unknown field is an error) and checks that
+// Parse decodes a suite file strictly (an unknown field is an error) and checks that
 // every case has a name, at least one expectation, allocations among Auto, Static and None,
 // and an input that decodes over the defaults. A problem of a case names it, by index and
 // name: cases[1] "static refused": unknown field "expect.skp". It does not read the policy
 // files.
-func ParseSuite(data []byte) (*TestSuite, error) {
+func Parse(data []byte) (*Suite, error) {
 	docs, err := manifest.Split(data) // a key given twice is an error, as in a policy
 	if err != nil {
 		return nil, err
@@ -171,14 +150,14 @@ func ParseSuite(data []byte) (*TestSuite, error) {
 	if err := unmarshalStrict(js, &file); err != nil {
 		return nil, err
 	}
-	if file.APIVersion != SuiteAPIVersion || file.Kind != SuiteKind {
-		return nil, fmt.Errorf("apiVersion %q kind %q, want %s %s", file.APIVersion, file.Kind, SuiteAPIVersion, SuiteKind)
+	if file.APIVersion != APIVersion || file.Kind != Kind {
+		return nil, fmt.Errorf("apiVersion %q kind %q, want %s %s", file.APIVersion, file.Kind, APIVersion, Kind)
 	}
 	if len(file.Cases) == 0 {
 		return nil, errors.New("no cases")
 	}
-	s := &TestSuite{APIVersion: file.APIVersion, Kind: file.Kind, Policies: file.Policies, Defaults: file.Defaults,
-		Cases: make([]TestCase, len(file.Cases))}
+	s := &Suite{APIVersion: file.APIVersion, Kind: file.Kind, Policies: file.Policies, Defaults: file.Defaults,
+		Cases: make([]Case, len(file.Cases))}
 	for i, raw := range file.Cases {
 		if err := unmarshalStrict(raw, &s.Cases[i]); err != nil {
 			return nil, fmt.Errorf("%s: %w", caseName(i, raw), err)
@@ -190,7 +169,7 @@ func ParseSuite(data []byte) (*TestSuite, error) {
 	return s, nil
 }
 
-// suiteFile is a TestSuite as written, its cases still to be decoded one by one.
+// suiteFile is a Suite as written, its cases still to be decoded one by one.
 type suiteFile struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
@@ -241,7 +220,7 @@ func kindName(t reflect.Type) string {
 	return "a number"
 }
 
-func (s *TestSuite) checkCase(i int, c TestCase) error {
+func (s *Suite) checkCase(i int, c Case) error {
 	switch {
 	case c.Name == "":
 		return fmt.Errorf("cases[%d]: a name is required", i)
@@ -258,14 +237,14 @@ func (s *TestSuite) checkCase(i int, c TestCase) error {
 }
 
 // checkAllocations reports an expected allocation other than Auto, Static and None ("" is
-// AllocationUnknown, the allocation of a failed evaluation), at path.
+// evaluator.AllocationUnknown, the allocation of a failed evaluation), at path.
 func (e Expectation) checkAllocations(path string) error {
 	if e.Allocation != nil {
 		switch *e.Allocation {
-		case AllocationAuto, AllocationStatic, AllocationNone, AllocationUnknown:
+		case evaluator.AllocationAuto, evaluator.AllocationStatic, evaluator.AllocationNone, evaluator.AllocationUnknown:
 		default:
 			return fmt.Errorf("%s.allocation: Unsupported value %q: supported values: %q, %q, %q (\"\" for a failed evaluation)",
-				path, *e.Allocation, AllocationAuto, AllocationStatic, AllocationNone)
+				path, *e.Allocation, evaluator.AllocationAuto, evaluator.AllocationStatic, evaluator.AllocationNone)
 		}
 	}
 	for _, policy := range slices.Sorted(maps.Keys(e.Audit)) {
@@ -281,13 +260,13 @@ func (e Expectation) empty() bool {
 		e.Hotplug == nil && e.Provenance == nil && e.MessageContains == "" && len(e.Audit) == 0 && e.NoPolicyMatched == nil
 }
 
-// CaseInput is the Input of case i: the suite's defaults with the case's input applied as a
+// CaseInput is the evaluator.Input of case i: the suite's defaults with the case's input applied as a
 // JSON merge patch (RFC 7386: objects and maps merge, lists and scalars are replaced, null
 // removes), decoded case-sensitively with unknown and duplicate fields refused. Before, the
 // input was decoded over the defaults by encoding/json, which matched field names in any case
 // (`VM: {Labels: …}` was read as vm.labels) and left a string or number the defaults set
 // when the case said null (issue #15, tester atk18).
-func (s *TestSuite) CaseInput(i int) (Input, error) {
+func (s *Suite) CaseInput(i int) (evaluator.Input, error) {
 	merged := []byte("{}")
 	for _, raw := range []json.RawMessage{s.Defaults, s.Cases[i].Input} {
 		if len(raw) == 0 || string(raw) == "null" {
@@ -295,25 +274,25 @@ func (s *TestSuite) CaseInput(i int) (Input, error) {
 		}
 		var err error
 		if merged, err = jsonpatch.MergePatch(merged, raw); err != nil {
-			return Input{}, fmt.Errorf("input: %w", err)
+			return evaluator.Input{}, fmt.Errorf("input: %w", err)
 		}
 	}
-	var in Input
+	var in evaluator.Input
 	if err := unmarshalStrict(merged, &in); err != nil {
-		return Input{}, fmt.Errorf("input: %w", err)
+		return evaluator.Input{}, fmt.Errorf("input: %w", err)
 	}
 	return in, nil
 }
 
-// PolicyDecoder reads the ClusterIPAMPolicy documents of one file (YAML or JSON, documents
+// Decoder reads the ClusterIPAMPolicy documents of one file (YAML or JSON, documents
 // separated by "---"), as policies.Decode does; an error names the document and field.
-type PolicyDecoder func(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error)
+type Decoder func(data []byte) ([]v1alpha1.ClusterIPAMPolicy, error)
 
-// LoadSuite reads the suite file name from fsys, parses it and loads the policy files it
+// Load reads the suite file name from fsys, parses it and loads the policy files it
 // names, resolved against the suite file's directory within fsys, with decode (nil:
 // policies.Decode). `ipamctl test` passes the dry-run engine's decoder, which `ipamctl lint`
 // and `ipamctl evaluate` use too, so that a file is read alike by every front end.
-func LoadSuite(fsys fs.FS, name string, decode PolicyDecoder) (*TestSuite, error) {
+func Load(fsys fs.FS, name string, decode Decoder) (*Suite, error) {
 	if decode == nil {
 		decode = policies.Decode
 	}
@@ -321,7 +300,7 @@ func LoadSuite(fsys fs.FS, name string, decode PolicyDecoder) (*TestSuite, error
 	if err != nil {
 		return nil, err
 	}
-	s, err := ParseSuite(data)
+	s, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -335,7 +314,7 @@ func LoadSuite(fsys fs.FS, name string, decode PolicyDecoder) (*TestSuite, error
 	return s, nil
 }
 
-func loadPolicies(fsys fs.FS, pattern string, decode PolicyDecoder) ([]SuitePolicy, error) {
+func loadPolicies(fsys fs.FS, pattern string, decode Decoder) ([]Policy, error) {
 	files, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
@@ -343,7 +322,7 @@ func loadPolicies(fsys fs.FS, pattern string, decode PolicyDecoder) ([]SuitePoli
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no such file", pattern)
 	}
-	var out []SuitePolicy
+	var out []Policy
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
@@ -354,22 +333,22 @@ func loadPolicies(fsys fs.FS, pattern string, decode PolicyDecoder) ([]SuitePoli
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		for _, p := range docs {
-			out = append(out, SuitePolicy{File: f, Policy: p})
+			out = append(out, Policy{File: f, Policy: p})
 		}
 	}
 	return out, nil
 }
 
-// RunSuite compiles the suite's loaded policies as new ones (as the admission webhook
+// Run compiles the suite's loaded policies as new ones (as the admission webhook
 // would), with the shipped default as the built-in fallback, and decides every case with
-// Options.Explain. It fails, naming file, policy and field paths, when a policy does not
+// evaluator.Options.Explain. It fails, naming file, policy and field paths, when a policy does not
 // compile; failed expectations are in the results.
-func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, error) {
+func Run(ctx context.Context, c *evaluator.Compiler, s *Suite) ([]Result, error) {
 	set, err := suiteSet(c, s.Loaded)
 	if err != nil {
 		return nil, err
 	}
-	results := make([]CaseResult, len(s.Cases))
+	results := make([]Result, len(s.Cases))
 	for i, tc := range s.Cases {
 		results[i].Name = tc.Name
 		in, err := s.CaseInput(i)
@@ -377,15 +356,15 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 			results[i].Diffs = []string{err.Error()}
 			continue
 		}
-		d := set.Decide(ctx, in, Options{Explain: true})
+		d := set.Decide(ctx, in, evaluator.Options{Explain: true})
 		results[i].Decision, results[i].Diffs = d, tc.Expect.diff(d)
 		if inputRefused(d) {
 			results[i].Diffs = append(results[i].Diffs, "the case's input is beyond the bounds policies are evaluated with: "+d.Message)
 			continue
 		}
-		if d.Reason == ReasonPolicyError && len(results[i].Diffs) > 0 {
+		if d.Reason == evaluator.ReasonPolicyError && len(results[i].Diffs) > 0 {
 			// Say why the decision differs: the evaluation failed, under load maybe by the deadline.
-			results[i].Diffs = append([]string{"the evaluation failed (" + string(ReasonPolicyError) + "): " + d.Message}, results[i].Diffs...)
+			results[i].Diffs = append([]string{"the evaluation failed (" + string(evaluator.ReasonPolicyError) + "): " + d.Message}, results[i].Diffs...)
 		}
 		switch matched := suiteMatched(d); {
 		case tc.Expect.NoPolicyMatched != nil && *tc.Expect.NoPolicyMatched == matched:
@@ -400,15 +379,19 @@ func RunSuite(ctx context.Context, c *Compiler, s *TestSuite) ([]CaseResult, err
 }
 
 // inputRefused: a policy of d's evaluation refused the input as beyond the bounds of a field
-// it reads (run.activation), whether that failed the interface or was passed over.
-func inputRefused(d Decision) bool {
+// it reads, whether that failed the interface or was passed over.
+// inputBeyond is how the evaluator's error of an input beyond the bounds reads, after the
+// policy's name: "policy <name>: input: beyond the bounds …".
+const inputBeyond = ": input: beyond the bounds"
+
+func inputRefused(d evaluator.Decision) bool {
 	return slices.ContainsFunc(append([]string{d.Message}, d.Trace.Errors...), func(e string) bool {
-		return strings.HasPrefix(e, "policy ") && strings.Contains(e, ": "+inputPath+": beyond the bounds")
+		return strings.HasPrefix(e, "policy ") && strings.Contains(e, inputBeyond)
 	})
 }
 
-func suiteSet(c *Compiler, loaded []SuitePolicy) (*Set, error) {
-	var compiled []*Policy
+func suiteSet(c *evaluator.Compiler, loaded []Policy) (*evaluator.Set, error) {
+	var compiled []*evaluator.Policy
 	var errs []error
 	for _, sp := range loaded {
 		p, fieldErrs := c.Compile(&sp.Policy, nil)
@@ -429,5 +412,5 @@ func suiteSet(c *Compiler, loaded []SuitePolicy) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return NewSet(compiled, fallback), nil
+	return evaluator.NewSet(compiled, fallback), nil
 }

@@ -1,14 +1,16 @@
-package evaluator
+package policytest
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // diff lists the expectations d does not meet, in a fixed order.
-func (e Expectation) diff(d Decision) []string {
+func (e Expectation) diff(d evaluator.Decision) []string {
 	var out []string
 	check := func(field string, got, want any, given bool) {
 		if given && got != want {
@@ -32,15 +34,15 @@ func (e Expectation) diff(d Decision) []string {
 	return append(out, e.auditDiff(d.Trace.Audit)...)
 }
 
-func (e Expectation) auditDiff(records []AuditRecord) []string {
+func (e Expectation) auditDiff(records []evaluator.AuditRecord) []string {
 	var out []string
 	for _, policy := range slices.Sorted(maps.Keys(e.Audit)) {
-		i := slices.IndexFunc(records, func(r AuditRecord) bool { return r.Policy == policy })
+		i := slices.IndexFunc(records, func(r evaluator.AuditRecord) bool { return r.Policy == policy })
 		if i < 0 {
 			out = append(out, fmt.Sprintf("audit[%s]: no record, want one", policy))
 			continue
 		}
-		for _, line := range e.Audit[policy].diff(records[i].decision()) {
+		for _, line := range e.Audit[policy].diff(recordDecision(records[i])) {
 			out = append(out, fmt.Sprintf("audit[%s].%s", policy, line))
 		}
 	}
@@ -48,12 +50,12 @@ func (e Expectation) auditDiff(records []AuditRecord) []string {
 }
 
 // decision reads an audit record as the decision its policy would have made.
-func (r AuditRecord) decision() Decision {
+func recordDecision(r evaluator.AuditRecord) evaluator.Decision {
 	if r.Error != "" {
-		return Decision{Allocation: AllocationUnknown, Skip: true, Reason: ReasonPolicyError,
+		return evaluator.Decision{Allocation: evaluator.AllocationUnknown, Skip: true, Reason: evaluator.ReasonPolicyError,
 			Message: r.Error, Policy: r.Policy}
 	}
-	return Decision{Allocation: r.Allocation, Skip: r.Skip, Reason: r.Reason, Message: r.Message,
+	return evaluator.Decision{Allocation: r.Allocation, Skip: r.Skip, Reason: r.Reason, Message: r.Message,
 		Hotplug: r.Hotplug, Rule: r.Rule, Policy: r.Policy, Provenance: r.Provenance}
 }
 
