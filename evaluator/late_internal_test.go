@@ -41,7 +41,6 @@ func lateSet(t *testing.T, ps ...*v1alpha1.ClusterIPAMPolicy) *Set {
 		compiled = append(compiled, cp)
 	}
 	compiled[0].matchConditions[0].prog = lateProgram{compiled[0].matchConditions[0].prog}
-	compiled[0].matchConditions[0].folds = true
 	b, err := policies.Builtin()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -96,7 +97,7 @@ func (l *linter) warnings(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 	}
 	var messages []Warning
 	for i, r := range p.Spec.SkipRules {
-		if looksLikeCEL(l.ruleEnv, r.Message, &l.cc.checkWork) {
+		if looksLikeCEL(l.cc.c.cost, l.ruleEnv, r.Message, &l.cc.checkWork) {
 			messages = append(messages, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
 				"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
 		}
@@ -109,7 +110,7 @@ func (l *linter) warnings(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 // MaxPolicyCheckWork is not checked and gets no warning: a message that costly to check is
 // no CEL an author meant to write, and guessing from the parse alone would warn about every
 // one-word message (`Attached` parses as an identifier).
-func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
+func looksLikeCEL(cfg cost.Config, envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if msg == "" {
 		return false
 	}
@@ -117,7 +118,7 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if err != nil {
 		return false
 	}
-	checked, spent, err := guardedCompile(env, msg, policyAllowance(*work))
+	checked, spent, err := parseAndCheck(cfg, env, msg, cost.PolicyAllowance(*work))
 	*work = addSaturating(*work, spent)
 	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }

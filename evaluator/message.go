@@ -216,3 +216,19 @@ func plainName(s string) bool {
 	}
 	return true
 }
+
+// truncate is s cut to 64 bytes (see cut), for quoting an input value in an error.
+func truncate(s string) string { return cut(s, 64) }
+
+// cut is s cut to at most max bytes followed by "…" when longer, on a UTF-8 character boundary
+// (a cut character would be invalid UTF-8 in a message, an event or the JSON of a trace).
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

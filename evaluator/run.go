@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -41,11 +41,11 @@ type run struct {
 	trace    Trace
 	// bounded are the input fields each policy reads (Set.bounded), checked against their
 	// bounds when the policy is first evaluated; fields memoizes those checks.
-	bounded map[string][]boundedField
+	bounded map[string][]cost.Field
 	// messageBounded are the fields only each policy's messageExpressions read
 	// (Set.messageBounded).
-	messageBounded map[string][]boundedField
-	fields         fieldChecks
+	messageBounded map[string][]cost.Field
+	fields         cost.Checks
 	// acts are the activations of the policies evaluated, a policy's found by its name.
 	acts []*activation
 	// auditErrors are the records of Audit policies whose matchConditions failed, by name
@@ -331,20 +331,12 @@ func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64
 	}
 	prev := r.at.enter(p, prog.path)
 	defer r.at.leave(prev)
-	var v ref.Val
-	var det *cel.EvalDetails
-	var err error
-	if prog.folds {
-		v, det, err = prog.prog.ContextEval(r.ctx, act)
-	} else {
-		// cel-go checks the context only between the iterations of a comprehension: for an
-		// expression without one, ContextEval would only add a cancellable context to every
-		// call. The deadline was checked above.
-		v, det, err = prog.prog.Eval(act)
-	}
+	// The context is checked between comprehension iterations and before calls
+	// (cost.Config.ProgramOptions).
+	v, det, err := prog.prog.ContextEval(r.ctx, act)
 	var cost int64
 	if det != nil && det.ActualCost() != nil {
-		cost = int64(min(addSaturating(*det.ActualCost(), prog.uncharged), math.MaxInt64/2))
+		cost = int64(min(*det.ActualCost(), math.MaxInt64/2))
 		acct.charge(p.Name, cost)
 		r.at.spent.Store(r.cost())
 	} else if err == nil {
@@ -496,10 +488,10 @@ func (r *run) activation(p *Policy) *activation {
 		}
 	}
 	a := &activation{r: r, p: p}
-	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
+	if err := r.fields.Check(r.in, r.bounded[p.Name]); err != nil {
 		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
-	if err := r.fields.check(r.in, r.messageBounded[p.Name]); err != nil {
+	if err := r.fields.Check(r.in, r.messageBounded[p.Name]); err != nil {
 		a.messageBeyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
 	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables)), visible: len(p.variables)}

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -29,10 +30,10 @@ type Set struct {
 	limits Limits
 	// bounded are, by policy name (the safety policy's included), the input fields whose
 	// bounds Decide enforces before it evaluates the policy: those its expressions read.
-	bounded map[string][]boundedField
+	bounded map[string][]cost.Field
 	// messageBounded are, by policy name, the bounded input fields only its
 	// messageExpressions read: beyond them, those messages fall back to the static ones.
-	messageBounded map[string][]boundedField
+	messageBounded map[string][]cost.Field
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -43,12 +44,12 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	bounded, messageBounded := map[string][]boundedField{}, map[string][]boundedField{}
+	bounded, messageBounded := map[string][]cost.Field{}, map[string][]cost.Field{}
 	for _, p := range append(slices.Clone(layers), builtin.safety) {
 		if p != nil {
-			bounded[p.Name] = boundedFieldsRead(p.reads)
-			messageBounded[p.Name] = slices.DeleteFunc(boundedFieldsRead(p.messageReads), func(f boundedField) bool {
-				return slices.ContainsFunc(bounded[p.Name], func(g boundedField) bool { return g.id == f.id })
+			bounded[p.Name] = p.bounds.Read(p.reads)
+			messageBounded[p.Name] = slices.DeleteFunc(p.bounds.Read(p.messageReads), func(f cost.Field) bool {
+				return slices.ContainsFunc(bounded[p.Name], f.Is)
 			})
 		}
 	}

@@ -138,9 +138,10 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// formattingPolicy is the tester's pair (issue #15): variable a and a rule formatting it.
-func formattingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
-	p := policy("'%s'.format([variables.a]) == ''")
+// sortingPolicy is variable a and a rule sorting it: refused when new once a holds values of
+// no known order.
+func sortingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
+	p := policy("variables.a.sort().size() == 0")
 	p.Spec.Variables = []v1alpha1.NamedExpression{{Name: "a", Expression: a}}
 	return p
 }
@@ -151,7 +152,7 @@ func formattingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
 // refused at the rule.
 func TestUpdateOfAVariableRechecksTheRulesReadingIt(t *testing.T) {
 	v := newValidator(t)
-	old, updated := formattingPolicy("[vm.name]"), formattingPolicy("vm.labels.map(k, vm.labels)")
+	old, updated := sortingPolicy("[vm.name]"), sortingPolicy("[dyn(vm.name)]")
 	if _, err := v.ValidateCreate(context.Background(), old); err != nil {
 		t.Fatalf("the stored policy: %v", err)
 	}

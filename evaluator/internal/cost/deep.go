@@ -1,8 +1,9 @@
-package evaluator
+package cost
 
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/functions"
@@ -13,34 +14,23 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 )
 
-// Operations that walk a value deeply — equality, `in`, distinct(), flatten(), includes(),
-// indexOf(), lastIndexOf(), sets.contains/equivalent/intersects — do work that grows with
-// the value's deep size: every element of every nested list and map. A value can reuse one
-// inner list ([x, x]), so k map(x, [x, x]) steps build 2^k elements for a cost of ~k, and
-// CEL charges these operations by the top-level size only: `z == z` on such a value ran for
-// seconds at a cost of a few hundred. Each of them is therefore
-//
-//   - checked before it runs: the deep size of every argument is counted by a walk that stops
-//     past the per-call cost limit, and past it the call fails closed with an error naming
-//     it (the walk is bounded by the limit, the operation never starts); so does a call whose
-//     charge (below) would exceed the limit;
-//   - charged by the work it does (deepCostTrackers). Equality, `in`, flatten(), includes(),
-//     indexOf() and lastIndexOf() compare each node of their operands at most once: the
-//     sum of their arguments' deep sizes, when one nests lists or maps (flat values are
-//     charged by the library already). The pairwise ones compare elements with elements:
-//     sets.contains(a, b) and sets.intersects(a, b) compare each element of one with the
-//     elements of the other, at most min(|b| × deep(a), |a| × deep(b)) node comparisons,
-//     sets.equivalent both ways, distinct() each element with those kept so far, at most
-//     n × deep(list); they are charged that plus the walk, deep(a) + deep(b), when one
-//     nests, and the library's |a| × |b| (n² for distinct) when both are flat — the
-//     library's own tracker, which these replace (one tracker per overload).
-//
-// So an operation's work is at most its charge plus bounded walks, and a call whose charge
-// exceeds the per-call limit does not run. The static side, which charges the same at
-// compile time, is deep_bounds.go.
+// Comparing operations — equality, `in`, distinct(), flatten(), includes(), indexOf(),
+// lastIndexOf() of lists, sets.contains/equivalent/intersects — do work that grows with the
+// value's deep size (every element of every nested list and map) and, on strings, with the
+// characters compared; cel-go charges them by the top-level size, after they ran. A value can
+// reuse one inner list ([x, x]), so k map(x, [x, x]) steps build 2^k elements for a cost of
+// ~k. Each of them is therefore checked before it runs: the deep size of the arguments it
+// walks, counted by a walk that stops past the per-call limit; its charge (below), which must
+// be within the per-call limit; and the characters of the strings it compares
+// (MaxCompareChars). Past any of them the call fails closed, naming the function. A call on
+// nested values is charged its deep size (the pairwise ones their node comparisons), a call
+// on flat ones the library's charge.
+
+// MaxCompareChars bounds the characters of strings one comparing call compares (memequal at
+// tens of GB/s: a few tens of milliseconds).
+const MaxCompareChars = 1 << 28
 
 // deepCall is one overload whose work grows with its arguments' deep size.
 type deepCall struct {
@@ -53,6 +43,8 @@ type deepCall struct {
 	// comparison stopping at the list element's end (a size differs), so the guard walks the
 	// list only, not the element (which a deep charge pays for: searchCharge).
 	searched bool
+	// chars bounds the characters of strings the call compares.
+	chars func(args []ref.Val) uint64
 }
 
 // deepChargeFunc is the run-time charge of a deep call on args, whose deep sizes are within
@@ -62,18 +54,25 @@ type deepChargeFunc func(args []ref.Val, limit uint64) *uint64
 
 // deepCalls are the deep overloads with a binding per overload (equality, which the
 // interpreter plans itself, and `in`, bound once for all its overloads, are checked by
-// deepOperatorDecorator).
+// checkedOperator).
 var deepCalls = []deepCall{
-	{"distinct", "list_distinct", distinctCharge, false},
-	{"flatten", "list_flatten", linearCharge, false},
-	{"flatten", "list_flatten_int", linearCharge, false},
-	{"includes", "list_includes_dyn_dyn", searchCharge, true},
-	{"indexOf", "list_a_index_of_int", searchCharge, true},
-	{"lastIndexOf", "list_a_last_index_of_int", searchCharge, true},
-	{"sets.contains", "list_sets_contains_list", setsCharge(1), false},
-	{"sets.equivalent", "list_sets_equivalent_list", setsCharge(2), false},
-	{"sets.intersects", "list_sets_intersects_list", setsCharge(1), false},
+	{"distinct", "list_distinct", distinctCharge, false, func(a []ref.Val) uint64 { return saturatingMul(listSize(a[0]), elementChars(a[0])) }},
+	{"flatten", "list_flatten", linearCharge, false, noChars},
+	{"flatten", "list_flatten_int", linearCharge, false, noChars},
+	{"includes", "list_includes_dyn_dyn", searchCharge, true, searched},
+	{"indexOf", "list_a_index_of_int", searchCharge, true, searched},
+	{"lastIndexOf", "list_a_last_index_of_int", searchCharge, true, searched},
+	{"sets.contains", "list_sets_contains_list", setsCharge(1), false, pairChars(1)},
+	{"sets.equivalent", "list_sets_equivalent_list", setsCharge(2), false, pairChars(2)},
+	{"sets.intersects", "list_sets_intersects_list", setsCharge(1), false, pairChars(1)},
 }
+
+// noChars: the call compares no strings.
+func noChars([]ref.Val) uint64 { return 0 }
+
+// searched bounds the characters a list search (args[0] the list, args[1] the element)
+// compares.
+func searched(args []ref.Val) uint64 { return searchChars(args[0], args[1]) }
 
 // deepSize counts the nodes of v — itself, and every element, key and value of the lists
 // and maps it nests, and the value an optional holds (types.Optional.Equal compares it in
@@ -116,8 +115,7 @@ func deepSize(v ref.Val, limit uint64) uint64 {
 // goParts counts the parts of the Go value r that reflect.DeepEqual compares — each exported
 // field of a struct, element of a slice, key and value of a map, at any depth — not r
 // itself; it stops counting past limit. An input object (a *VM) or one a policy builds
-// (`evaluator.Holders{vms: l}`) holds lists and maps: before, it counted one node whatever
-// it held.
+// (`evaluator.Holders{vms: l}`) holds lists and maps.
 func goParts(r reflect.Value, limit uint64) uint64 {
 	n := uint64(0)
 	var walk func(reflect.Value)
@@ -159,8 +157,7 @@ func goParts(r reflect.Value, limit uint64) uint64 {
 // length, byteLen). Lists, maps, objects and optionals of them are not: their Equal walks what
 // they hold. Nor are a Semver (its equality compares every pre-release identifier) and a URL
 // (re-serialized to compare): in a collection they count their Go parts (goParts), as an
-// object does — counted as scalars, `[s] == [s]` on a semver of 120,000 identifiers ran at
-// ~31 µs a unit (issue #15, tester atk8). Compared directly, parsed_charges.go charges them.
+// object does.
 func leafValue(v ref.Val) bool {
 	switch v.(type) {
 	case types.Bool, types.Int, types.Uint, types.Double, types.String, types.Bytes, types.Null,
@@ -189,10 +186,8 @@ func unwrapped(v ref.Val) (ref.Val, bool) {
 
 // nested reports whether v, seen through the optionals around it, is a list or map holding
 // a value that is not a leafValue (a list, a map, an optional of a value, an object), or is
-// an optional of an object. Such a value is charged its deep size; a flat
-// one (a list or map of scalars, or an optional of one) is charged by its elements and
-// characters (compare_charges.go). Before, an optional counted as a scalar, so a list of
-// optionals of huge nested lists was charged as a flat list of one element (issue #15).
+// an optional of an object. Such a value is charged its deep size; a flat one (a list or map
+// of scalars, or an optional of one) the library's charge.
 func nested(v ref.Val) bool {
 	u, wrapped := unwrapped(v)
 	switch c := u.(type) {
@@ -237,16 +232,6 @@ func anyNested(args []ref.Val) bool {
 	return false
 }
 
-// listSize is the number of entries of v, 0 for a value without.
-func listSize(v ref.Val) uint64 {
-	if s, ok := v.(traits.Sizer); ok {
-		if n, ok := s.Size().(types.Int); ok && n > 0 {
-			return uint64(n)
-		}
-	}
-	return 0
-}
-
 // linearCharge charges a call that compares each node of its arguments at most once: the
 // sum of their deep sizes when one nests lists or maps, nil (the library's charge) otherwise.
 func linearCharge(args []ref.Val, limit uint64) *uint64 {
@@ -263,10 +248,7 @@ func linearCharge(args []ref.Val, limit uint64) *uint64 {
 // searchCharge charges a search of a list (args[0]) for an element (args[1]), `in` a list
 // and includes(), indexOf(), lastIndexOf(): the list's deep size plus one when the list nests
 // lists or maps, nil (the flat charge) otherwise. Each comparison stops at the list element's
-// end, so the comparisons together walk at most the list, whatever the element holds: a flat
-// list of 99,000 ints searched for in [1, i] was scanned whole, uncharged, on every call (the
-// flat charges count the list), and a Semver of 30,000 identifiers searched for in a list of
-// two short ones was charged its own parts on top, beyond the estimate (issue #15, atk9).
+// end, so the comparisons together walk at most the list, whatever the element holds.
 func searchCharge(args []ref.Val, limit uint64) *uint64 {
 	if len(args) != 2 || !nested(args[0]) {
 		return nil
@@ -298,7 +280,7 @@ func comparable(a, b ref.Val) bool {
 // db: one direction compares each element of b with the elements of a (or the reverse, for
 // intersects), each comparison walking at most the smaller of the two elements, so at most
 // min(nb × da, na × db) node comparisons; plus the walk of both, da + db. Saturating; the
-// static estimate (deep_bounds.go) computes it from the operands' bounds.
+// estimate does not see it.
 func pairsCharge(directions, na, da, nb, db uint64) uint64 {
 	pairs := min(saturatingMul(nb, da), saturatingMul(na, db))
 	return addSaturating(saturatingMul(directions, pairs), addSaturating(da, db))
@@ -349,7 +331,8 @@ func distinctCharge(args []ref.Val, limit uint64) *uint64 {
 }
 
 // deepCallError is why the deep call d must not run on args: an argument deeper than limit
-// (deepArgsError), or a charge beyond it — the call would be stopped after doing the work.
+// (deepArgsError), a charge beyond it — the call would be stopped after doing the work — or
+// more characters compared than MaxCompareChars.
 func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 	walked := args
 	if d.searched {
@@ -362,37 +345,126 @@ func deepCallError(d deepCall, args []ref.Val, limit uint64) ref.Val {
 		return types.WrapErr(fmt.Errorf("%s: comparing its arguments' elements would cost %d, beyond the per-call "+
 			"cost limit %d", d.function, *cost, limit))
 	}
-	return nil
+	return charsError(d.function, d.chars(args))
 }
 
-// equalCharge is the run-time charge of `==` or `!=`: cel-go's own when the operands compare
-// no elements (comparable), linearCharge when an operand nests, flatEqualCharge otherwise.
+// charsError is the error of a call comparing chars characters of strings, beyond
+// MaxCompareChars; nil within.
+func charsError(function string, chars uint64) ref.Val {
+	if chars <= MaxCompareChars {
+		return nil
+	}
+	return types.WrapErr(fmt.Errorf("%s: it would compare up to %d characters of strings, at most %d",
+		strings.Trim(function, "_@"), chars, MaxCompareChars))
+}
+
+// byteLen is the length of a string or bytes value, or of one behind optionals (which
+// compare what they hold); 0 for other values.
+func byteLen(v ref.Val) uint64 {
+	v, _ = unwrapped(v)
+	switch s := v.(type) {
+	case types.String:
+		return uint64(len(s))
+	case types.Bytes:
+		return uint64(len(s))
+	}
+	return 0
+}
+
+// elementChars is the characters of the strings and bytes a list or map (keys and values)
+// holds at its top level.
+func elementChars(v ref.Val) uint64 {
+	chars := uint64(0)
+	switch c := v.(type) {
+	case traits.Lister:
+		for it := c.Iterator(); it.HasNext() == types.True; {
+			chars = addSaturating(chars, byteLen(it.Next()))
+		}
+	case traits.Mapper:
+		for it := c.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			chars = addSaturating(chars, addSaturating(byteLen(k), byteLen(c.Get(k))))
+		}
+	}
+	return chars
+}
+
+// searchChars bounds the characters a search of list l for x compares: each element's
+// comparison stops at the shorter of the two.
+func searchChars(l, x ref.Val) uint64 {
+	lister, ok := l.(traits.Lister)
+	nx := byteLen(x)
+	if !ok || nx == 0 {
+		return 0
+	}
+	chars := uint64(0)
+	for it := lister.Iterator(); it.HasNext() == types.True; {
+		chars = addSaturating(chars, min(nx, byteLen(it.Next())))
+	}
+	return chars
+}
+
+// pairChars bounds the characters comparing every element of a with every element of b may
+// compare, directions times.
+func pairChars(directions uint64) func(args []ref.Val) uint64 {
+	return func(args []ref.Val) uint64 {
+		a, b := args[0], args[1]
+		one := min(saturatingMul(listSize(a), elementChars(b)), saturatingMul(listSize(b), elementChars(a)))
+		return saturatingMul(directions, one)
+	}
+}
+
+// equalChars bounds the characters `a == b` compares: the elements at common indexes of two
+// lists, the smaller map's keys and values.
+func equalChars(a, b ref.Val) uint64 {
+	a, _ = unwrapped(a)
+	b, _ = unwrapped(b)
+	la, okA := a.(traits.Lister)
+	lb, okB := b.(traits.Lister)
+	if okA && okB {
+		chars := uint64(0)
+		for i := types.Int(0); i < types.Int(min(listSize(a), listSize(b))); i++ {
+			chars = addSaturating(chars, min(byteLen(la.Get(i)), byteLen(lb.Get(i))))
+		}
+		return chars
+	}
+	return min(elementChars(a), elementChars(b))
+}
+
+// equalCharge is the run-time charge of `==` or `!=`: linearCharge when an operand nests,
+// the library's otherwise.
 func equalCharge(args []ref.Val, limit uint64) *uint64 {
 	if len(args) == 2 && !comparable(args[0], args[1]) {
-		cost := (min(listSize(args[0]), listSize(args[1])) + 9) / 10 // cel-go's own charge
-		return &cost
+		return nil
 	}
-	if cost := linearCharge(args, limit); cost != nil {
-		return cost
-	}
-	return flatEqualCharge(args)
+	return linearCharge(args, limit)
 }
 
-// deepCostTrackers charges every deep overload: equality by linearCharge (flat:
-// flatEqualCharge), `in` a list by inListCharge (compare_charges.go), the others by their deepCall's charge.
-func deepCostTrackers(limits Limits) cel.ProgramOption {
-	limit := limits.PerCallCostLimit
+// inListCharge is the run-time charge of `x in l`: searchCharge when l nests, the library's
+// otherwise.
+func inListCharge(args []ref.Val, limit uint64) *uint64 {
+	if len(args) != 2 {
+		return nil
+	}
+	if _, ok := args[1].(traits.Lister); ok {
+		return searchCharge([]ref.Val{args[1], args[0]}, limit)
+	}
+	return linearCharge(args, limit)
+}
+
+// deepCharges charges the comparing calls on nested values: equality and `in` by the nodes
+// they walk, the others by their deepCall's charge.
+func (c Config) deepCharges() cel.ProgramOption {
+	limit := c.PerCallLimit
 	var opts []interpreter.CostTrackerOption
 	for _, id := range []string{overloads.Equals, overloads.NotEquals} {
 		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
 			return equalCharge(args, limit)
 		}))
 	}
-	for _, id := range []string{overloads.InList, checkedInList} {
-		opts = append(opts, interpreter.OverloadCostTracker(id, func(args []ref.Val, _ ref.Val) *uint64 {
-			return inListCharge(args, limit)
-		}))
-	}
+	opts = append(opts, interpreter.OverloadCostTracker(overloads.InList, func(args []ref.Val, _ ref.Val) *uint64 {
+		return inListCharge(args, limit)
+	}))
 	for _, d := range deepCalls {
 		opts = append(opts, interpreter.OverloadCostTracker(d.overload, func(args []ref.Val, _ ref.Val) *uint64 {
 			return d.charge(args, limit)
@@ -401,86 +473,35 @@ func deepCostTrackers(limits Limits) cel.ProgramOption {
 	return cel.CostTrackerOptions(opts...)
 }
 
-// deepOverloads re-declares each deep overload with the deep-size check before the
-// library's own binding, as guardedOverloads does.
-func deepOverloads(limits Limits) ([]cel.EnvOption, error) {
-	base, err := environment.MustBaseEnvSet(LanguageVersion).Env(environment.NewExpressions)
-	if err != nil {
-		return nil, err
-	}
+// deepOverloads rebinds each deep overload with deepCallError in front, as guardedOverloads
+// does.
+func (c Config) deepOverloads(base *cel.Env) ([]cel.EnvOption, error) {
 	var opts []cel.EnvOption
-	var missing []string
 	for _, d := range deepCalls {
-		found, err := rebind(base, d.function, d.overload, func(orig *functions.Overload) cel.OverloadOpt {
-			return deepBinding(d, orig, limits.PerCallCostLimit)
+		found, err := rebind(base, d.function, []string{d.overload}, func(orig *functions.Overload) cel.OverloadOpt {
+			return c.guarded(orig, func(args []ref.Val) ref.Val { return deepCallError(d, args, c.PerCallLimit) })
 		})
 		if err != nil {
 			return nil, err
 		}
 		if len(found) == 0 {
-			missing = append(missing, d.overload)
+			return nil, fmt.Errorf("deep overload %s is not in the environment", d.overload)
 		}
 		opts = append(opts, found...)
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("deep overloads %v are not in the environment", missing)
 	}
 	return opts, nil
 }
 
-// deepBinding is orig's implementation behind deepCallError.
-func deepBinding(d deepCall, orig *functions.Overload, limit uint64) cel.OverloadOpt {
-	switch {
-	case orig.Unary != nil:
-		return cel.UnaryBinding(func(a ref.Val) ref.Val {
-			if err := deepCallError(d, []ref.Val{a}, limit); err != nil {
-				return err
-			}
-			return orig.Unary(a)
-		})
-	case orig.Binary != nil:
-		return cel.BinaryBinding(func(a, b ref.Val) ref.Val {
-			if err := deepCallError(d, []ref.Val{a, b}, limit); err != nil {
-				return err
-			}
-			return orig.Binary(a, b)
-		})
-	}
-	return cel.FunctionBinding(func(args ...ref.Val) ref.Val {
-		if err := deepCallError(d, args, limit); err != nil {
-			return err
-		}
-		return orig.Function(args...)
-	})
-}
-
-// deepOperatorDecorator puts the deep-size check before `==`, `!=` (which the interpreter
-// plans itself rather than through a binding) and `in` (one binding for all overloads).
-func deepOperatorDecorator(limits Limits) cel.ProgramOption {
-	return cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-		call, ok := i.(interpreter.InterpretableCall)
-		if !ok || len(call.Args()) != 2 {
-			return i, nil
-		}
-		switch call.Function() {
-		case operators.Equals, operators.NotEquals, operators.In:
-			return &checkedOperator{InterpretableCall: call, limit: limits.PerCallCostLimit}, nil
-		case operators.Add:
-			return &flatAdd{InterpretableCall: call}, nil // concat.go
-		}
-		return i, nil
-	})
-}
-
 // checkedOperator is `==`, `!=` or `in` (the interpreter's own call, whose Args, Function
-// and OverloadID the cost tracker reads) evaluated with the deep-size check first.
+// and OverloadID the cost tracker reads) evaluated with the deep-size and characters checks
+// first: the interpreter plans equality itself, and `in` has one binding for all overloads.
 type checkedOperator struct {
 	interpreter.InterpretableCall
 	limit uint64
 }
 
-// Exec evaluates both operands, as the interpreter does, checks their deep size and
-// applies the operator.
+// Exec evaluates both operands, as the interpreter does, checks what comparing them walks
+// and applies the operator.
 func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	args := c.Args()
 	l := args[0].Exec(frame)
@@ -497,26 +518,8 @@ func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if unk != nil {
 		return unk
 	}
-	// `in` a map looks one key up: only `in` a list walks its elements, and only them (each
-	// comparison with l stops at the element's end: searchCharge); == and != of collections
-	// whose sizes differ compare nothing (comparable).
-	_, isMap := r.(traits.Mapper)
-	walked := []ref.Val{l, r}
-	switch {
-	case c.Function() == operators.In && isMap:
-		walked = nil
-	case c.Function() == operators.In:
-		walked = walked[1:]
-	case !comparable(l, r):
-		walked = nil
-	}
-	if len(walked) > 0 {
-		if err := deepArgsError(c.Function(), walked, c.limit); err != nil {
-			return err
-		}
-		if err := flatCompareError(c.Function(), l, r, c.limit); err != nil {
-			return err
-		}
+	if err := c.check(l, r); err != nil {
+		return err
 	}
 	switch c.Function() {
 	case operators.In:
@@ -530,24 +533,29 @@ func (c *checkedOperator) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	return types.Equal(l, r)
 }
 
+// check is why applying the operator to l and r must not run, or nil. `in` a map looks one
+// key up: only `in` a list walks its elements, and only them (each comparison with l stops at
+// the element's end); == and != of collections whose sizes differ compare nothing.
+func (c *checkedOperator) check(l, r ref.Val) ref.Val {
+	_, isMap := r.(traits.Mapper)
+	switch {
+	case c.Function() == operators.In && isMap:
+		return nil
+	case c.Function() == operators.In:
+		if err := deepArgsError(c.Function(), []ref.Val{r}, c.limit); err != nil {
+			return err
+		}
+		return charsError(c.Function(), searchChars(r, l))
+	case !comparable(l, r):
+		return nil
+	}
+	if err := deepArgsError(c.Function(), []ref.Val{l, r}, c.limit); err != nil {
+		return err
+	}
+	return charsError(c.Function(), equalChars(l, r))
+}
+
 // Eval implements interpreter.Interpretable.
 func (c *checkedOperator) Eval(ctx interpreter.Activation) ref.Val {
 	return c.Exec(interpreter.AsFrame(ctx))
-}
-
-// checkedInList is the overload ID a checkedOperator `in` on a list reports, in place of
-// cel-go's overloads.InList: with it, cel-go's optimizer (interpreter.Optimize, which
-// Kubernetes' environment enables) plans `x in [constants]` as a set lookup
-// (evalSetMembership), a node that is no call, so no cost tracker saw it: it was charged
-// nothing and hashed x (a 250,000-character annotation tested 6,000 times spent ~1.6 µs a
-// unit, issue #15). Under this ID the call stays ours, charged by inListCharge as `in` any
-// flat list, which the estimate already charged (flatInCompare).
-const checkedInList = "vmipam_in_list"
-
-// OverloadID implements interpreter.InterpretableCall: checkedInList for `in` a list.
-func (c *checkedOperator) OverloadID() string {
-	if id := c.InterpretableCall.OverloadID(); id != overloads.InList {
-		return id
-	}
-	return checkedInList
 }

@@ -1,4 +1,4 @@
-package evaluator
+package cost
 
 import (
 	"fmt"
@@ -16,15 +16,11 @@ import (
 )
 
 // Time-zone names. cel-go's timestamp accessors given a zone (ts.getHours('Europe/Berlin'))
-// call time.LoadLocation on every call (common/types/timestamp.go, timeZone), charged
-// tzLoadCost: what a real zone (~12 µs) or an absent name (~40 µs) costs. A name that is a
-// file of the zone directory but not a zone — Debian's tzdata.zi, 114 KB of text — is read
-// whole and parsed before it is refused: ~230–290 µs and ~0.5 MB a call for 181 units, 7–9×
-// the calibration, and three admitted rules of 500 such calls each ran into the 1 s deadline
-// on an ordinary input (issue #15, tester atk17). So a name is loaded once per process:
-// zoneChecks keeps what loading it gave (a zone or an error) and a name that did not load
-// fails before cel-go loads it again. A name longer than maxZoneName is no zone and is
-// refused unread.
+// call time.LoadLocation on every call (common/types/timestamp.go, timeZone), which reads a
+// file: one that is not a zone (Debian's 114 KB tzdata.zi) is read whole and parsed before it
+// is refused. So what loading a name gave (a zone or an error) is kept once per process, and
+// a name that did not load fails before cel-go loads it again; a name longer than maxZoneName
+// is no zone and is refused unread.
 
 // maxZoneName bounds the bytes of a time-zone name: the longest IANA name with its
 // "right/" or "posix/" directory is 38 ("right/America/Argentina/ComodRivadavia").
@@ -87,14 +83,14 @@ var zoneOverloads = map[string]string{
 func zoneGuards() []callGuard {
 	var out []callGuard
 	for _, function := range slices.Sorted(maps.Keys(zoneOverloads)) {
-		out = append(out, callGuard{function: function, overload: zoneOverloads[function], check: noCheck, checkArgs: zoneArg})
+		out = append(out, callGuard{function: function, overloads: []string{zoneOverloads[function]}, check: zoneArg})
 	}
 	return out
 }
 
 // zoneArg checks the time zone an accessor is given (args[1]): a name (cel-go reads one
 // without ':' as a name; with one, as an offset it parses) must load as a zone.
-func zoneArg(args []ref.Val, _ uint64) error {
+func zoneArg(_ Config, args []ref.Val) error {
 	if len(args) < 2 {
 		return nil
 	}
