@@ -106,7 +106,16 @@ type program struct {
 	// message: a messageExpression, whose failure falls back to the static message; it is
 	// checked against the bounds of the fields only messages read (activation.messageBeyond).
 	message bool
+	// interruptible: the expression has a comprehension or more than maxUncheckedCalls calls,
+	// and runs under ContextEval, which checks the deadline between iterations and before
+	// calls; one without runs under Eval, which sets no context up.
+	interruptible bool
 }
+
+// maxUncheckedCalls is how many calls an expression may make without the deadline checked
+// between them. An expensive call (a long string's traversal, a regex) is charged by its
+// input, so the per-call limit stops a few; cheap ones are microseconds.
+const maxUncheckedCalls = 16
 
 type namedProgram struct {
 	name string

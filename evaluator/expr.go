@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/cel/environment"
 
@@ -52,7 +53,8 @@ func (cc *compilation) exprType(envSet *environment.EnvSet, path *field.Path, sr
 		out.size, err = cc.estimate(env, path, checked, stored)
 	}
 	if err == nil {
-		out.prog, err = cc.plan(env, checked)
+		out.interruptible = needsContext(checked.NativeRep().Expr())
+		out.prog, err = cc.plan(env, checked, out.interruptible)
 	}
 	if err != nil {
 		cc.errs = append(cc.errs, refusal(path, src, err))
@@ -170,10 +172,15 @@ func (cc *compilation) estimate(env *cel.Env, path *field.Path, checked *cel.Ast
 }
 
 // plan builds the expression's program, its comprehension ranges bounded and maps iterated in
-// key order (orderedRanges). A stored expression whose program cannot be planned because a
-// constant call fails (cel-go folds constants when it plans) is refused naming that call.
-func (cc *compilation) plan(env *cel.Env, checked *cel.Ast) (cel.Program, error) {
-	prog, err := env.Program(checked, orderedRanges(checked, cc.c.cost))
+// key order (orderedRanges), its calls checking the deadline when interruptible. A stored
+// expression whose program cannot be planned because a constant call fails (cel-go folds
+// constants when it plans) is refused naming that call.
+func (cc *compilation) plan(env *cel.Env, checked *cel.Ast, interruptible bool) (cel.Program, error) {
+	opts := []cel.ProgramOption{orderedRanges(checked, cc.c.cost)}
+	if interruptible {
+		opts = append(opts, cost.Interruptible)
+	}
+	prog, err := env.Program(checked, opts...)
 	if err == nil {
 		return prog, nil
 	}
@@ -181,6 +188,20 @@ func (cc *compilation) plan(env *cel.Env, checked *cel.Ast) (cel.Program, error)
 		return nil, fmt.Errorf("%s", msg)
 	}
 	return nil, err
+}
+
+// needsContext: e has a comprehension or more than maxUncheckedCalls calls (program.interruptible).
+func needsContext(e ast.Expr) bool {
+	calls, folds := 0, false
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.CallKind:
+			calls++
+		case ast.ComprehensionKind:
+			folds = true
+		}
+	}))
+	return folds || calls > maxUncheckedCalls
 }
 
 // addSaturating is a+b, or MaxUint64 when it overflows.

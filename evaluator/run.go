@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -331,9 +332,16 @@ func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64
 	}
 	prev := r.at.enter(p, prog.path)
 	defer r.at.leave(prev)
-	// The context is checked between comprehension iterations and before calls
-	// (cost.Config.ProgramOptions).
-	v, det, err := prog.prog.ContextEval(r.ctx, act)
+	var v ref.Val
+	var det *cel.EvalDetails
+	var err error
+	if prog.interruptible {
+		// The context is checked between comprehension iterations and before calls.
+		v, det, err = prog.prog.ContextEval(r.ctx, act)
+	} else {
+		// Its few calls are all there is: the deadline was checked above.
+		v, det, err = prog.prog.Eval(act)
+	}
 	var cost int64
 	if det != nil && det.ActualCost() != nil {
 		cost = int64(min(*det.ActualCost(), math.MaxInt64/2))

@@ -3,17 +3,17 @@ package cost
 import (
 	"fmt"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
-// decorate wraps every call the interpreter plans: `==`, `!=` and `in` in checkedOperator
-// (deep.go), list `+` in flatAdd (concat.go), a guarded singleton-bound function's in
-// singletonCall (guards.go), and each in interruptible, so that the evaluation's context is
-// checked before calls as cel-go checks it between comprehension iterations. Every wrapper
-// keeps the node a call: cel-go's cost tracker charges a node by its kind.
+// decorate wraps the calls the interpreter plans that need a check first: `==`, `!=` and `in`
+// in checkedOperator (deep.go), list `+` in flatAdd (concat.go), a guarded singleton-bound
+// function's in singletonCall (guards.go). Every wrapper keeps the node a call: cel-go's cost
+// tracker charges a node by its kind.
 func (c Config) decorate(i interpreter.InterpretableV2, singletons map[string]singleton) (interpreter.InterpretableV2, error) {
 	call, ok := i.(interpreter.InterpretableCall)
 	if !ok {
@@ -30,8 +30,19 @@ func (c Config) decorate(i interpreter.InterpretableV2, singletons map[string]si
 			call = &flatAdd{InterpretableCall: call}
 		}
 	}
-	return &interruptible{call}, nil
+	return call, nil
 }
+
+// Interruptible is the program option that checks the evaluation's context before every call,
+// every CheckFrequency checks, as cel-go checks it between comprehension iterations: an
+// expression of many calls stops within one call of its deadline. It takes effect under
+// ContextEval, which sets the context up (an expression of a few calls runs without).
+var Interruptible = cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	if call, ok := i.(interpreter.InterpretableCall); ok {
+		return &interruptible{call}, nil
+	}
+	return i, nil
+})
 
 // interruptible is a call that is not made once the evaluation was interrupted: the frame's
 // context is checked, every CheckFrequency checks, before it runs. cel-go checks it only
