@@ -49,7 +49,7 @@ func TestRegexPatternsAreBoundedBeforeCompiling(t *testing.T) {
 }
 
 // A regex call runs only when its input's length times its program's size is within
-// cost.MaxRegexSteps (2^24): Go's regexp may do that much work in the worst case and cel-go
+// cost.MaxRegexSteps (2^22): Go's regexp may do that much work in the worst case and cel-go
 // cannot interrupt a call. `a{100}x` is 6 characters but ~100 instructions: on a 256 KiB
 // annotation the call fails closed before it runs, naming the function; the same pattern on a
 // name, or a small pattern on the annotation, runs.
@@ -70,7 +70,7 @@ func TestRegexWorkIsBoundedBeforeItRuns(t *testing.T) {
 	} {
 		d := decide(setOf(t, c, newPolicy("p", matchCondition("m", tc.expr))), in)
 		refused := d.Reason == evaluator.ReasonPolicyError && strings.Contains(d.Message, "against a program of") &&
-			strings.Contains(d.Message, "at most 16777216")
+			strings.Contains(d.Message, "at most 4194304")
 		if refused != tc.refused || (!tc.refused && d.Reason == evaluator.ReasonPolicyError) {
 			t.Errorf("%s: decision %s %q, want refused before running = %v", tc.expr, d.Reason, d.Message, tc.refused)
 		}

@@ -38,13 +38,15 @@ const (
 	// through a locale-aware printer.
 	MaxFormatPrecision, MaxFloatClauses = 100, 100
 	// MaxSearchSteps bounds the rune comparisons of one indexOf()/lastIndexOf() of a string
-	// (cel-go's is a naive search: receiver × needle).
+	// (cel-go's is a naive search: receiver × needle; ~40 ms at the bound).
 	MaxSearchSteps = 1 << 26
 	// MaxRegexSteps bounds the input characters × program instructions of one regex match,
-	// what Go's regexp may do in the worst case; a format validator counts its regex's size.
-	MaxRegexSteps = 1 << 24
-	// MaxSortElements bounds the list one sort() or sortBy() orders.
-	MaxSortElements = 1 << 16
+	// what Go's regexp may do in the worst case (~10 ns a step: ~40 ms at the bound); a format
+	// validator counts its regex's size.
+	MaxRegexSteps = 1 << 22
+	// MaxSortElements bounds the list one sort() or sortBy() orders (n log n comparisons of
+	// CEL values, ~25 ms at the bound).
+	MaxSortElements = 1 << 13
 )
 
 // callGuard is the check of one library function's overloads.
