@@ -98,7 +98,12 @@ type Policy struct {
 // run time stops it on inputs near the declared bounds), and a policy whose estimates sum
 // beyond the interface budget. The admission webhook, ipamctl lint and the policy's status
 // show them.
-func (p *Policy) Warnings() []Warning { return p.warnings }
+func (p *Policy) Warnings() []Warning {
+	if p == nil {
+		return nil
+	}
+	return p.warnings
+}
 
 type program struct {
 	path string // field path, e.g. spec.skipRules[2].expression

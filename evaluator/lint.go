@@ -30,9 +30,10 @@ type Warning struct {
 func (w Warning) String() string { return w.Field + ": " + w.Message }
 
 // Lint compiles p as a new policy and returns what is suspicious in it alone: a skip rule's
-// static message that looks like a CEL expression (it is shown as typed), and, under
-// failurePolicy Ignore, expressions that fail on an absent map key (the policy is then
-// silently passed over). Compile errors are Compile's business; Lint returns none.
+// static message that looks like a CEL expression (it is shown as typed), under failurePolicy
+// Ignore expressions that fail on an absent map key (the policy is then silently passed
+// over), and what compiling found (Policy.Warnings: an estimate beyond the per-call limit).
+// Compile errors are Compile's business; Lint returns none.
 //
 // Every type check Lint does (the policy's expressions and the messages) draws on one
 // MaxPolicyCheckWork account, so Lint costs the webhook no more than Compile's bound.
@@ -46,8 +47,8 @@ func (c *Compiler) lint(p *v1alpha1.ClusterIPAMPolicy) ([]Warning, uint64) {
 	cc := &compilation{c: c, stored: map[string]string{}, storedDuplicateSkipRules: map[string]bool{},
 		storedRuleNames: map[string]bool{}}
 	l := newLinter(cc, p)
-	c.compileWith(cc, p)
-	return l.warnings(p), cc.checkWork
+	compiled, _ := c.compileWith(cc, p)
+	return append(l.warnings(p), compiled.Warnings()...), cc.checkWork
 }
 
 // CompileAndLint is Compile(p, old) and, when p compiles, Lint(p), in one pass: every
@@ -62,7 +63,7 @@ func (c *Compiler) CompileAndLint(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, 
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	return compiled, nil, l.warnings(p)
+	return compiled, nil, append(l.warnings(p), compiled.Warnings()...)
 }
 
 // linter collects a policy's warnings from the expressions a compilation checks.

@@ -63,6 +63,20 @@ func TestLintWarnsAboutAbsentKeysUnderIgnoreOnly(t *testing.T) {
 	}
 }
 
+// Lint shows what compiling warned about: an expression estimated beyond the per-call limit
+// it runs under (admitted: the run time stops it on inputs near the declared bounds).
+func TestLintWarnsAboutAnEstimateBeyondThePerCallLimit(t *testing.T) {
+	c := newCompiler(t)
+	expr := "vm.annotations['a'].lowerAscii().upperAscii().lowerAscii().upperAscii() == 'x'"
+	w := c.Lint(newPolicy("p", matchCondition("m", expr)))
+	if len(w) != 1 || w[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(w[0].Message, "exceeds the per-call limit 100000") {
+		t.Errorf("warnings = %v, want one naming the per-call limit at the expression", w)
+	}
+	if w := c.Lint(newPolicy("p", matchCondition("m", "vm.annotations['a'].lowerAscii() == 'x'"))); len(w) > 0 {
+		t.Errorf("warnings = %v for an expression within the limit, want none", w)
+	}
+}
+
 func TestShippedPoliciesLintClean(t *testing.T) {
 	c := newCompiler(t)
 	all, err := policies.Defaults()

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,5 +163,25 @@ func TestUpdateOfAVariableRechecksTheRulesReadingIt(t *testing.T) {
 		if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[0].expression" {
 			t.Errorf("%s: causes = %v, want the rule", name, got)
 		}
+	}
+}
+
+// An expression estimated beyond the per-call limit it runs under is admitted with a warning
+// naming it (the run time stops it on inputs near the declared bounds); one estimated past
+// ten times the limit is refused.
+func TestAnEstimateBeyondThePerCallLimitIsAWarning(t *testing.T) {
+	v := newValidator(t)
+	p := policy("vm.annotations['a'].lowerAscii().upperAscii().lowerAscii().upperAscii() == 'x'")
+	warnings, err := v.ValidateCreate(context.Background(), p)
+	if err != nil {
+		t.Fatalf("ValidateCreate: %v, want it admitted", err)
+	}
+	if !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.HasPrefix(w, "spec.skipRules[0].expression: estimated worst-case cost") && strings.Contains(w, "exceeds the per-call limit 100000")
+	}) {
+		t.Errorf("warnings = %q, want one naming the expression and the per-call limit", warnings)
+	}
+	if _, err := v.ValidateCreate(context.Background(), policy("holders.vms.all(a, holders.vms.exists(b, a == b))")); err == nil {
+		t.Error("an estimate past ten times the per-call limit was admitted, want it refused")
 	}
 }

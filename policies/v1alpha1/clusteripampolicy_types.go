@@ -38,6 +38,16 @@ const (
 	// ReasonCompilationFailed: the current generation did not compile; the message lists
 	// every error with its field path and which generation, if any, still serves.
 	ReasonCompilationFailed = "CompilationFailed"
+	// ConditionWithinCostLimits is True when every expression of the last generation that
+	// compiled is estimated within the per-call cost limit it runs under, and False when one
+	// is not: the message names them; on inputs near the declared bounds the run time stops
+	// them with a PolicyError.
+	ConditionWithinCostLimits = "WithinCostLimits"
+	// ReasonEstimatesWithinLimits: every expression is estimated within the limits.
+	ReasonEstimatesWithinLimits = "EstimatesWithinLimits"
+	// ReasonEstimateExceedsLimit: an expression, or the policy's expressions together, are
+	// estimated beyond a limit they run under.
+	ReasonEstimateExceedsLimit = "EstimateExceedsLimit"
 )
 
 // NetworkSelector matches interfaces by network type and, optionally, name.
