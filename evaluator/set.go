@@ -114,7 +114,7 @@ type Options struct {
 // never decides and an Ignore policy is passed over, so neither may take the interface down
 // by being slow. The policy is recorded as an Audit record with the error, or in Ignored.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
-	var passed []Decision // the attempts a trial or Ignore policy ran out of time in
+	var passed []*policyError // the errors of the trial or Ignore policies that ran out of time
 	set := s
 	for {
 		d, late := set.decideOnce(ctx, in, opts)
@@ -122,8 +122,7 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		if p == nil || len(passed) == maxPassedOver || ctx.Err() != nil {
 			return stableWhenLate(ctx, withPassedOver(d, passed), s.limits.Deadline)
 		}
-		passed = append(passed, Decision{Policy: p.Name, Message: lateError(d, late, s.limits.Deadline),
-			Provenance: Provenance{Skip: string(p.Mode)}})
+		passed = append(passed, &policyError{p, late.path, lateError(d, late, s.limits.Deadline)})
 		set = set.without(p.Name)
 	}
 }
@@ -152,14 +151,14 @@ func stableWhenLate(ctx context.Context, d Decision, deadline time.Duration) Dec
 }
 
 // lateError is the error of late's expression in d's trace, or one naming the deadline.
-func lateError(d Decision, late where, deadline time.Duration) string {
+func lateError(d Decision, late where, deadline time.Duration) error {
 	prefix := "policy " + late.p.Name + ": " + late.path + ": "
 	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
-		if strings.HasPrefix(e, prefix) {
-			return e
+		if rest, ok := strings.CutPrefix(e, prefix); ok {
+			return errors.New(rest)
 		}
 	}
-	return fmt.Sprintf("%sthe deadline (%v) passed while it was evaluated: %v", prefix, deadline, context.DeadlineExceeded)
+	return fmt.Errorf("the deadline (%v) passed while it was evaluated: %w", deadline, context.DeadlineExceeded)
 }
 
 // maxPassedOver bounds how many Audit or Ignore policies one Decide passes over for running out
@@ -192,14 +191,16 @@ func (s *Set) without(name string) *Set {
 }
 
 // withPassedOver records in d the policies passed over for running out of time: an Audit
-// policy as an Audit record with the error, an Ignore policy in Ignored; both in Errors.
-func withPassedOver(d Decision, passed []Decision) Decision {
-	for _, p := range passed {
-		d.Trace.Errors = append(d.Trace.Errors, p.Message)
-		if p.Provenance.Skip == string(v1alpha1.PolicyModeAudit) {
-			d.Trace.Audit = append(d.Trace.Audit, AuditRecord{Policy: p.Policy, Error: p.Message})
+// policy as an Audit record with the error, an Ignore policy in Ignored; both in Errors and
+// Failures.
+func withPassedOver(d Decision, passed []*policyError) Decision {
+	for _, e := range passed {
+		d.Trace.Errors = append(d.Trace.Errors, e.Error())
+		d.Trace.Failures = append(d.Trace.Failures, e.failure())
+		if e.p.Mode == v1alpha1.PolicyModeAudit {
+			d.Trace.Audit = append(d.Trace.Audit, AuditRecord{Policy: e.p.Name, Error: e.Error()})
 		} else {
-			d.Trace.Ignored = append(d.Trace.Ignored, p.Policy)
+			d.Trace.Ignored = append(d.Trace.Ignored, e.p.Name)
 		}
 	}
 	return d
@@ -336,7 +337,7 @@ func (s *Set) decide(r *run) Decision {
 	if failure != nil {
 		d = failure.decision()
 	} else {
-		d, _ = r.layered(enforcing(matched, nil), s.safety, true)
+		d, _, _ = r.layered(enforcing(matched, nil), s.safety, true)
 	}
 	for _, p := range s.layers {
 		if p.Mode != v1alpha1.PolicyModeAudit {
@@ -349,6 +350,8 @@ func (s *Set) decide(r *run) Decision {
 		}
 	}
 	d.Trace.Matched, d.Trace.Ignored, d.Trace.Errors = r.trace.Matched, r.trace.Ignored, r.trace.Errors
+	d.Trace.Failures = r.trace.Failures
+	markDiffering(&d)
 	return d
 }
 
@@ -382,6 +385,7 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		switch {
 		case err != nil && p.Mode == v1alpha1.PolicyModeAudit:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.failed(err)
 			if r.auditErrors == nil {
 				r.auditErrors = map[string]AuditRecord{}
 			}
@@ -389,6 +393,7 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		case err != nil && p.FailurePolicy == v1alpha1.FailurePolicyIgnore:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
 			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+			r.failed(err)
 		case err != nil:
 			r.trace.Matched = append(r.trace.Matched, p.Name)
 			r.trace.Errors = append(r.trace.Errors, err.Error())
@@ -412,8 +417,7 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 // maxIgnoreRetries retries pass one policy over each; the attempt after them passes over every
 // Ignore policy left, unevaluated, so that the work on one interface stays within
 // (maxIgnoreRetries + 2) attempts of both budgets.
-func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision, []*policyError) {
-	var ignored []*policyError
+func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (d Decision, ignored []*policyError, failed *policyError) {
 	start := r.accounts()
 	for retry := 0; ; retry++ {
 		if retry > 0 {
@@ -427,20 +431,21 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 			if record {
 				r.trace.Errors = append(r.trace.Errors, a.errors...)
 			}
-			return a.d, ignored
+			return a.d, ignored, nil
 		}
 		if record {
 			r.trace.Errors = append(r.trace.Errors, a.err.Error())
 		}
-		failed := func(p *Policy) bool { return p.Name == a.err.p.Name }
-		if a.err.p.FailurePolicy != v1alpha1.FailurePolicyIgnore || !slices.ContainsFunc(enforce, failed) {
-			return a.err.decision(), ignored
+		isFailed := func(p *Policy) bool { return p.Name == a.err.p.Name }
+		if a.err.p.FailurePolicy != v1alpha1.FailurePolicyIgnore || !slices.ContainsFunc(enforce, isFailed) {
+			return a.err.decision(), ignored, a.err
 		}
 		ignored = append(ignored, a.err)
 		if record {
 			r.trace.Ignored = append(r.trace.Ignored, a.err.p.Name)
+			r.failed(a.err)
 		}
-		enforce = slices.DeleteFunc(slices.Clone(enforce), failed)
+		enforce = slices.DeleteFunc(slices.Clone(enforce), isFailed)
 	}
 }
 
@@ -461,6 +466,7 @@ func (r *run) passOverIgnored(enforce []*Policy, record bool, ignored *[]*policy
 		if record {
 			r.trace.Errors = append(r.trace.Errors, err.Error())
 			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+			r.failed(err)
 		}
 		return true
 	})
@@ -471,26 +477,47 @@ func (r *run) passOverIgnored(enforce []*Policy, record bool, ignored *[]*policy
 func (r *run) audit(matched []*Policy, p *Policy, safety *Policy) AuditRecord {
 	r.auditing = p
 	defer func() { r.auditing = nil }()
-	d, ignored := r.layered(enforcing(matched, p), safety, false)
+	d, ignored, failed := r.layered(enforcing(matched, p), safety, false)
 	for _, e := range ignored {
 		if e.p.Name == p.Name {
 			return r.auditError(p, e)
 		}
 	}
-	if d.Reason == ReasonPolicyError && d.Provenance.Skip == p.Name {
-		return r.auditError(p, errors.New(d.Message))
+	if failed != nil && d.Provenance.Skip == p.Name {
+		return r.auditError(p, failed)
 	}
 	return d.audit(p.Name)
 }
 
-func (r *run) auditError(p *Policy, err error) AuditRecord {
+func (r *run) auditError(p *Policy, err *policyError) AuditRecord {
 	r.trace.Errors = append(r.trace.Errors, err.Error())
+	r.failed(&policyError{p, err.path, err.err})
 	return AuditRecord{Policy: p.Name, Error: err.Error()}
 }
 
 func (d Decision) audit(policy string) AuditRecord {
 	return AuditRecord{Policy: policy, Allocation: d.Allocation, Skip: d.Skip, Reason: d.Reason,
 		Message: d.Message, Hotplug: d.Hotplug, Rule: d.Rule, Provenance: d.Provenance}
+}
+
+// failed records err, of a policy whose mode or failurePolicy keeps it from deciding, in the
+// trace's Failures.
+func (r *run) failed(err *policyError) {
+	r.trace.Failures = append(r.trace.Failures, err.failure())
+}
+
+// failure is e as a PolicyFailure.
+func (e *policyError) failure() PolicyFailure {
+	return PolicyFailure{Policy: e.p.Name, Mode: e.p.Mode, FailurePolicy: e.p.FailurePolicy, Field: e.path,
+		Error: cut(fmt.Sprint(e.err), maxFailureSample)}
+}
+
+// markDiffering sets Differs on each of d's Audit records that decides otherwise than d.
+func markDiffering(d *Decision) {
+	for i, rec := range d.Trace.Audit {
+		d.Trace.Audit[i].Differs = rec.Error == "" && (rec.Allocation != d.Allocation || rec.Skip != d.Skip ||
+			rec.Reason != d.Reason || rec.Hotplug != d.Hotplug)
+	}
 }
 
 // policyError is an evaluation error of one expression of one policy.
