@@ -55,7 +55,7 @@ func TestAnAbandonedEvaluationReportsTheCostSpent(t *testing.T) {
 // A stuck call inside a variable is blamed on the variable, the expression that did not
 // finish, not on the expression that read it.
 func TestAnAbandonedVariableIsNamed(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+	c := compilerWith(t, evaluator.Limits{Deadline: 200 * time.Millisecond, StaticCostLimit: 1e12,
 		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
 	// url() of it: a variable that can hold a formatted string of gigabytes is refused, one
 	// whose size the analysis cannot derive (and that reads no input) is not.
@@ -82,28 +82,4 @@ func TestAnAbandonedAuditPolicyDoesNotDecide(t *testing.T) {
 	if len(d.Trace.Audit) != 1 || !strings.Contains(d.Trace.Audit[0].Error, "did not finish within the deadline") {
 		t.Errorf("audit records = %+v, want trial's abandoned evaluation", d.Trace.Audit)
 	}
-}
-
-// The deadline is checked before calls, not only between comprehension iterations: an
-// expression of hundreds of calls without a comprehension stops within one call of its
-// deadline and is not abandoned. Here 400 conversions of a 256 KiB annotation to runes (each
-// charged 1 by cel-go, ~0.3 ms) outrun a 20 ms deadline and its 10 ms grace several times
-// over; before, the expression ran to its end and Decide abandoned it every time. A run
-// starved past the grace by the machine's load may be abandoned too: one of three must not.
-func TestAnExpressionOfManyCallsStopsAtTheDeadline(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 20 * time.Millisecond, CheckFrequency: 1})
-	expr := strings.TrimSuffix(strings.Repeat("variables.a.charAt(1).contains('x') || ", 400), " || ")
-	set := setOf(t, c, newPolicy("p", variable("a", "vm.annotations['a']"), matchCondition("m", expr)))
-	in := withAnnotation(strings.Repeat("é", 128*1024))
-	for range 3 {
-		before := evaluator.Abandoned()
-		d := decide(set, in)
-		if d.Reason != evaluator.ReasonPolicyError || !d.DeadlineExceeded {
-			t.Fatalf("decision = %s %q, want a PolicyError for the deadline", d.Reason, d.Message)
-		}
-		if evaluator.Abandoned() == before {
-			return
-		}
-	}
-	t.Error("abandoned three times out of three, want the expression stopped at its next call")
 }
