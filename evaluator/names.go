@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -26,12 +27,18 @@ func (cc *compilation) uniqueSkipRuleName(path *field.Path, name string, seen ma
 	seen[name] = true
 }
 
-// conditionName checks a matchCondition's name as the CRD does (a CEL identifier): ipamctl
-// compiles files the API server never saw, and must not accept what it would refuse.
+// conditionName checks a matchCondition's name: a qualified name, as ValidatingAdmissionPolicy
+// accepts (`my-check`, `example.com/my-check`), or a CEL identifier (which earlier versions
+// required, and `_check` is no qualified name). ipamctl compiles files the API server never
+// saw, and must not accept what it would refuse.
 func (cc *compilation) conditionName(path *field.Path, name string) {
-	if name == "" || !identifierPattern.MatchString(name) || len(name) > 63 {
-		cc.errs = append(cc.errs, field.Invalid(path, name,
-			"must be a CEL identifier of at most 63 characters: a letter or _, then letters, digits or _"))
+	if identifierPattern.MatchString(name) && len(name) <= 63 {
+		return
+	}
+	if msgs := content.IsLabelKey(name); len(msgs) > 0 {
+		cc.errs = append(cc.errs, field.Invalid(path, name, "must be a qualified name (as in ValidatingAdmissionPolicy: "+
+			"an optional DNS subdomain prefix and '/', then at most 63 alphanumeric characters, '-', '_' or '.', "+
+			"starting and ending with an alphanumeric) or a CEL identifier: "+strings.Join(msgs, "; ")))
 	}
 }
 
