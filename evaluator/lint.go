@@ -3,6 +3,7 @@ package evaluator
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/google/cel-go/cel"
@@ -84,6 +85,7 @@ func newLinter(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) *linter {
 		if ignore {
 			l.expressions = append(l.expressions, absentKeyWarnings(path, checked)...)
 		}
+		l.expressions = append(l.expressions, hostBitsWarnings(path, checked.NativeRep().Expr())...)
 	}
 	cc.visitRuleEnv = func(env *environment.EnvSet) { l.ruleEnv = env }
 	return l
@@ -156,6 +158,39 @@ func absentKeyWarnings(path *field.Path, checked *cel.Ast) []Warning {
 	}
 	return []Warning{{path.String(), "indexes a map without testing for the key: it fails on an object without it, " +
 		"and under failurePolicy Ignore the whole policy is then passed over; use has(m.k), 'k' in m, m[?'k'].orValue(…) or m.?k"}}
+}
+
+// hostBitsWarnings warns about every CIDR literal of e with host bits set (cidr('10.10.0.1/16'),
+// x.containsCIDR('10.10.0.1/16')): the library keeps them, so it is not the network its author
+// almost certainly meant — cidr('10.10.0.1/16') == cidr('10.10.0.0/16') is false. Each warning
+// names the canonical form.
+func hostBitsWarnings(path *field.Path, e ast.Expr) []Warning {
+	var out []Warning
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if x.Kind() != ast.CallKind || len(x.AsCall().Args()) != 1 {
+			return
+		}
+		call := x.AsCall()
+		if call.FunctionName() != "cidr" && (call.FunctionName() != "containsCIDR" || !call.IsMemberFunction()) {
+			return
+		}
+		lit := call.Args()[0]
+		if lit.Kind() != ast.LiteralKind {
+			return
+		}
+		s, ok := lit.AsLiteral().(types.String)
+		if !ok {
+			return
+		}
+		prefix, err := netip.ParsePrefix(string(s))
+		if err != nil || prefix == prefix.Masked() {
+			return
+		}
+		out = append(out, Warning{path.String(), fmt.Sprintf("the CIDR %q has host bits set: it is not the network %s "+
+			"(cidr(%q) == cidr(%q) is false): write %q", string(s), prefix.Masked(), string(s), prefix.Masked().String(),
+			prefix.Masked().String())})
+	}))
+	return out
 }
 
 // isMap: e is of a map type (an input's labels or annotations, a map a variable holds).

@@ -175,3 +175,26 @@ func TestCompileAndLintAgreesWithCompileAndLint(t *testing.T) {
 		t.Errorf("warnings = %v, want the message's and the absent key's", w)
 	}
 }
+
+// A CIDR literal with host bits set is almost always a typo: the library keeps the host bits,
+// so cidr('10.10.0.1/16') is not the network 10.10.0.0/16. Lint warns, naming the canonical
+// form (issue #29).
+func TestLintWarnsAboutACIDRWithHostBits(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, want string }{
+		{"cidr('10.10.0.1/16').containsIP(ip(ipAddress.address))", `"10.10.0.1/16" has host bits set: it is not the network 10.10.0.0/16`},
+		{"cidr('10.0.0.0/8').containsCIDR('10.1.2.3/16')", `write "10.1.0.0/16"`},
+		{"cidr('fd00::1/64') == cidr('fd00::/64')", `write "fd00::/64"`},
+	} {
+		w := c.Lint(newPolicy("p", matchCondition("m", tc.expr)))
+		if len(w) != 1 || w[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(w[0].Message, tc.want) {
+			t.Errorf("%s: warnings = %v, want one containing %q", tc.expr, w, tc.want)
+		}
+	}
+	for _, ok := range []string{"cidr('10.0.0.0/8').containsIP(ip(ipAddress.address))", "cidr('10.10.0.1/32').ip() == ip('10.10.0.1')",
+		"cidr(ipAddress.address + '/24').prefixLength() == 24"} {
+		if w := c.Lint(newPolicy("p", matchCondition("m", ok))); len(w) > 0 {
+			t.Errorf("%s: warnings = %v, want none", ok, w)
+		}
+	}
+}
