@@ -243,9 +243,9 @@ func (cc *compilation) skipRule(env *environment.EnvSet, path *field.Path, r v1a
 	rule := skipRule{name: r.Name, reason: r.Reason, message: r.Message,
 		program: cc.expr(env, path.Child("expression"), r.Expression, cel.BoolType)}
 	if r.MessageExpression != "" {
-		cc.reads = out.messageReads
+		cc.reads, cc.message = out.messageReads, true
 		mp := cc.expr(env, path.Child("messageExpression"), r.MessageExpression, cel.StringType)
-		cc.reads = out.reads
+		cc.reads, cc.message = out.reads, false
 		mp.message = true
 		rule.messageProgram = &mp
 	}
@@ -279,6 +279,8 @@ type compilation struct {
 	warnings     []Warning
 	// reads collects the input paths the compiled expressions read (Policy.reads).
 	reads map[string]bool
+	// message: the expression compiled is a messageExpression.
+	message bool
 	// estimated sums the estimated worst-case costs of the expressions compiled (saturating).
 	estimated uint64
 	// varSizes are the sizes of the variables compiled so far, for the estimate.

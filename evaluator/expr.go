@@ -143,6 +143,11 @@ func (cc *compilation) accept(env *cel.Env, path *field.Path, checked *cel.Ast, 
 	if stored {
 		return nil
 	}
+	if cc.message {
+		if why := alwaysFallsBack(e); why != "" {
+			return fmt.Errorf("%s", why)
+		}
+	}
 	errs := append(cc.c.cost.LiteralErrors(e), unorderedSortErrors(checked.NativeRep())...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

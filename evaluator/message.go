@@ -9,6 +9,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -231,4 +234,42 @@ func cut(s string, max int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// alwaysFallsBack says why every result of the messageExpression e is a message a rule may not
+// hold, so that it always falls back to the static message, or returns "": e is a string
+// literal the message check refuses, or concatenates one holding a line break or the items'
+// separator (which no text around it can make acceptable).
+func alwaysFallsBack(e ast.Expr) string {
+	if s, ok := stringLiteral(e); ok {
+		if why := messageError(s); why != "" {
+			return "the message is constant and may not be a message (" + why + "): it always falls back to `message`"
+		}
+		return ""
+	}
+	var why string
+	var walk func(ast.Expr)
+	walk = func(x ast.Expr) {
+		if x.Kind() == ast.CallKind && x.AsCall().FunctionName() == operators.Add {
+			for _, a := range x.AsCall().Args() {
+				walk(a)
+			}
+			return
+		}
+		if s, ok := stringLiteral(x); ok && why == "" && (strings.ContainsAny(s, "\r\n") || strings.Contains(s, "; ")) {
+			why = fmt.Sprintf("its literal %s holds a line break or the %s, so every message it builds does: "+
+				"it always falls back to `message`", strconv.QuoteToASCII(truncate(s)), separatorName)
+		}
+	}
+	walk(e)
+	return why
+}
+
+// stringLiteral is e's value when e is a string literal.
+func stringLiteral(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
 }
