@@ -230,7 +230,11 @@ func (s *Suite) checkCase(i int, c Case) error {
 	if err := c.Expect.checkAllocations("expect"); err != nil {
 		return fmt.Errorf("cases[%d] %q: %w", i, c.Name, err)
 	}
-	if _, err := s.CaseInput(i); err != nil {
+	in, err := s.CaseInput(i)
+	if err == nil {
+		err = checkChange(in)
+	}
+	if err != nil {
 		return fmt.Errorf("cases[%d] %q: %w", i, c.Name, err)
 	}
 	return nil
