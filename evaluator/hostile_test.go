@@ -1,6 +1,7 @@
 package evaluator_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -160,4 +161,36 @@ func BenchmarkHostilePolicies(b *testing.B) {
 	b.ReportMetric(maxCPU.Seconds()*1000, "max-cpu-ms")
 	b.ReportMetric(maxWall.Seconds()*1000, "max-wall-ms")
 	b.ReportMetric(float64(evaluator.Abandoned()-before), "abandoned")
+}
+
+// vmBudget is the controller's DefaultVMEvaluationBudget (controller/vm), which the evaluator
+// cannot import: the wall time one reconcile may spend deciding all of a VM's interfaces.
+const vmBudget = 2 * time.Second
+
+// BenchmarkHostilePoliciesPerVM decides four interfaces with each hostile policy (64 rules,
+// Fail), one after the other under one context of vmBudget, as a reconcile does, and reports
+// the most CPU and wall time one VM took: docs/PROTECTION.md's CPU budget per VM reconcile.
+func BenchmarkHostilePoliciesPerVM(b *testing.B) {
+	c := newCompiler(b)
+	in := hostileInput()
+	var sets []*evaluator.Set
+	for _, expr := range hostile {
+		if compiled, errs := c.Compile(hostilePolicy(expr, 64, v1alpha1.FailurePolicyFail), nil); len(errs) == 0 {
+			sets = append(sets, evaluator.NewSet([]*evaluator.Policy{compiled}, fuzzEnv().fallback))
+		}
+	}
+	var maxCPU, maxWall time.Duration
+	for b.Loop() {
+		for _, set := range sets {
+			start, wall := cpuTime(), time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), vmBudget)
+			for range 4 {
+				set.Decide(ctx, in, evaluator.Options{})
+			}
+			cancel()
+			maxCPU, maxWall = max(maxCPU, cpuTime()-start), max(maxWall, time.Since(wall))
+		}
+	}
+	b.ReportMetric(maxCPU.Seconds()*1000, "max-vm-cpu-ms")
+	b.ReportMetric(maxWall.Seconds()*1000, "max-vm-wall-ms")
 }

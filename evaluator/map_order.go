@@ -17,8 +17,8 @@ import (
 // Determinism of maps an expression builds. The input's maps iterate in key order
 // (ordered.go), but a map literal, a transformMap result or a parsed URL's query is a Go
 // map, which cel-go iterates in Go's random order: `variables.allowed.map(k, k).join(', ')`
-// gave a different message on every run, `m.exists(k, …)` stopped at a different key (a
-// different cost), and `m.map(k, k)[0]` a different decision (issue #15, tester atk7). Order
+// would give a different message on every run, `m.exists(k, …)` would stop at a different
+// key (a different cost), and `m.map(k, k)[0]` give a different decision. Order
 // shows only where a map is iterated, and CEL iterates only in comprehensions (formatting
 // and the trace sort the entries themselves), so every comprehension whose range may be a
 // map iterates it in key order: the range's planned node is wrapped.

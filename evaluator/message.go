@@ -117,8 +117,8 @@ func refusedRune(s string, i int, r rune) string {
 // onLetter: the combining marks that end s[:i] and the one at byte i sit on a letter that is
 // no modifier letter, or on a digit. A mark belongs on a letter: on punctuation it redraws it
 // — ',' with U+0307 COMBINING DOT ABOVE reads as ';', and "fine,̇ ClusterNetwork/db: Ready"
-// passed as one item (issue #15, tester atk18) —, and so on a modifier letter drawn as
-// punctuation (U+A4F9 LISU LETTER TONE NA PO is a ',', U+02BB a turned comma: tester atk19);
+// would read as one item —, and so on a modifier letter drawn as punctuation (U+A4F9 LISU
+// LETTER TONE NA PO is a ',', U+02BB a turned comma);
 // on a space or at the start it stands alone.
 func onLetter(s string, i int) bool {
 	for i > 0 {
@@ -135,8 +135,8 @@ func onLetter(s string, i int) bool {
 // Unicode 14 whose name holds SEMICOLON (UnicodeData.txt) but U+003B itself and those NFKC maps
 // to ';' (U+FE14, U+FE54, U+FF1B), and U+E003B TAG SEMICOLON, a format character refused anyway.
 // UTS #39's confusables.txt maps U+037E GREEK QUESTION MARK to ';', which NFKC does too. And
-// the letters drawn as ';' that no table maps to it: U+A4FC LISU LETTER TONE MYA NA (ꓼ; a
-// message "fineꓼ ClusterNetwork/db: Ready" passed, issue #15, tester atk18).
+// the letters drawn as ';' that no table maps to it: U+A4FC LISU LETTER TONE MYA NA (ꓼ, as in
+// "fineꓼ ClusterNetwork/db: Ready").
 var otherSemicolons = []rune{
 	'\uA4FC',     // LISU LETTER TONE MYA NA
 	'\u061B',     // ARABIC SEMICOLON

@@ -150,10 +150,9 @@ func wholeVariables(e ast.Expr) bool {
 }
 
 // iteratesAsVariables reports whether a comprehension of e names an iteration variable
-// `variables`. CEL accepts it, and inside it `variables.v` is a field of the element, but the
-// bound analysis read it as the policy variable v: a 200,000-character annotation was sized
-// as v's one character, and the admitted rule failed on its cost at run time (issue #15,
-// tester atk15). The name only shadows, so it is refused rather than scoped.
+// `variables`. CEL accepts it, and inside it `variables.v` is a field of the element, while
+// every analysis of the policy (names, the estimate, the ratchet) and every reader takes it
+// for the policy variable v. The name only shadows, so it is refused rather than scoped.
 func iteratesAsVariables(e ast.Expr) bool {
 	found := false
 	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {

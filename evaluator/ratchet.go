@@ -16,8 +16,8 @@ import (
 // text at the same field path is unchanged from the stored object AND whose meaning is, that
 // is every variable they read is defined as it was. An expression's text alone does not fix
 // its meaning: `'%s'.format([variables.a])` is harmless while a is `[vm.name]` and formats
-// megabytes once a is `vm.labels.map(k, vm.labels)`; keyed on text, the update that changed
-// only a was admitted with the rule checked as stored, and failed at run time (issue #15).
+// megabytes once a is `vm.labels.map(k, vm.labels)`, and an update that changes only a must
+// have the rule checked as new.
 type ratchet struct {
 	// stored indexes the stored object's expressions by field path (storedExpressions).
 	stored map[string]string

@@ -130,8 +130,8 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 // stableWhenLate gives a decision d that failed for want of time a message naming its policy
 // and the deadline only: which of a slow policy's expressions was running when the time ran
 // out, and whether its call was interrupted or abandoned, vary with the machine's load, and a
-// NetworkReady message that changed from retry to retry was rewritten, and an event raised,
-// each time (issue #15, atk8). The precise error, naming the expression, stays first in the
+// NetworkReady message that changes from retry to retry is rewritten, and an event raised,
+// each time. The precise error, naming the expression, stays first in the
 // trace's errors, which the dry run and ipamctl show.
 // When the caller's context (ctx: the VM's budget, a dry-run request) ended, its cause is
 // named instead of the deadline.

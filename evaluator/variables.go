@@ -176,12 +176,14 @@ type variablesIterator struct {
 	index int
 }
 
+// ConvertToNative, ConvertToType, Equal, Type and Value implement ref.Val; HasNext and Next
+// implement traits.Iterator.
 func (i *variablesIterator) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	return nil, fmt.Errorf("disallowed conversion to %q", typeDesc.Name())
 }
 
 func (i *variablesIterator) ConvertToType(typeValue ref.Type) ref.Val {
-	return types.NewErr("disallowed conversion o %q", typeValue.TypeName())
+	return types.NewErr("disallowed conversion to %q", typeValue.TypeName())
 }
 
 func (i *variablesIterator) Equal(other ref.Val) ref.Val {

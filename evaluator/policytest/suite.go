@@ -122,8 +122,8 @@ func (r Result) String() string {
 // lists the matching policies, the built-in one as evaluator.BuiltinPolicy.
 //
 // A failed evaluation's trace is cut short (an abandoned one has none): its failing policy,
-// when it is the suite's, matched as well. Before, a case that hit the deadline under load was
-// reported as "no policy of the suite matched (the built-in default decided)".
+// when it is the suite's, matched as well: a case that hits the deadline under load is no
+// case where "no policy of the suite matched".
 func suiteMatched(d evaluator.Decision) bool {
 	if d.Reason == evaluator.ReasonPolicyError && d.Policy != "" && d.Policy != evaluator.BuiltinPolicy {
 		return true
@@ -142,7 +142,7 @@ func Parse(data []byte) (*Suite, error) {
 		return nil, err
 	}
 	if len(docs) != 1 {
-		// A second document was dropped without a word (issue #15, a new user's try).
+		// A second document would otherwise be dropped without a word.
 		return nil, fmt.Errorf("%d documents, want one suite per file", len(docs))
 	}
 	js := docs[0].JSON
@@ -266,10 +266,8 @@ func (e Expectation) empty() bool {
 
 // CaseInput is the evaluator.Input of case i: the suite's defaults with the case's input applied as a
 // JSON merge patch (RFC 7386: objects and maps merge, lists and scalars are replaced, null
-// removes), decoded case-sensitively with unknown and duplicate fields refused. Before, the
-// input was decoded over the defaults by encoding/json, which matched field names in any case
-// (`VM: {Labels: …}` was read as vm.labels) and left a string or number the defaults set
-// when the case said null (issue #15, tester atk18).
+// removes), decoded case-sensitively with unknown and duplicate fields refused: `VM: {Labels:
+// …}` is no vm.labels, and null removes what the defaults set.
 func (s *Suite) CaseInput(i int) (evaluator.Input, error) {
 	merged := []byte("{}")
 	for _, raw := range []json.RawMessage{s.Defaults, s.Cases[i].Input} {

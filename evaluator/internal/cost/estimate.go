@@ -39,7 +39,9 @@ type Sizes map[string]Size
 
 // Estimate is an expression's estimated worst-case cost and the size of its value.
 type Estimate struct {
+	// Cost is the estimated worst-case runtime cost, in cel-go's units.
 	Cost uint64
+	// Size is the estimated bound on the size of the expression's value.
 	Size Size
 }
 
