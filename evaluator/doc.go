@@ -23,7 +23,9 @@
 // What an evaluation may cost is internal/cost's business; docs/PROTECTION.md says which
 // mechanism guarantees what. Whatever a policy does, Decide answers by its deadline and a
 // quarter, and a failure is a PolicyError with AllocationUnknown, which the caller turns into
-// "keep what is applied".
+// "keep what is applied". The errors a policy's mode or failurePolicy kept from deciding (an
+// Ignore policy passed over, an Audit policy's failing record) are in Trace.Failures even
+// without Options.Explain, for the caller to count.
 //
 // Policy test suites, which pair inputs with expected decisions in YAML, are the sub-package
 // policytest.
