@@ -311,24 +311,9 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 // evalCost is eval, also returning what the expression itself was charged (not the
 // variables it evaluated on the way, charged by their own evaluations).
 func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64, *policyError) {
-	if prog.prog == nil {
-		return nil, 0, &policyError{p, prog.path, errors.New("expression was not compiled")}
-	}
-	if act.beyond != nil {
-		return nil, 0, &policyError{p, inputPath, act.beyond}
-	}
-	if prog.message && act.messageBeyond != nil {
-		return nil, 0, &policyError{p, inputPath, act.messageBeyond}
-	}
 	acct := r.accountOf(p)
-	if acct.spent > acct.budget {
-		// Spent already: nothing more runs on this account, so that the work on one
-		// interface stays bounded by the budgets.
-		return nil, 0, r.overBudget(p, prog.path, acct)
-	}
-	if err := r.ctx.Err(); err != nil {
-		// ContextEval only checks the context inside comprehensions.
-		return nil, 0, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+	if err := r.mayRun(p, prog, act, acct); err != nil {
+		return nil, 0, err
 	}
 	prev := r.at.enter(p, prog.path)
 	defer r.at.leave(prev)
@@ -339,7 +324,7 @@ func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64
 		// The context is checked between comprehension iterations and before calls.
 		v, det, err = prog.prog.ContextEval(r.ctx, act)
 	} else {
-		// Its few calls are all there is: the deadline was checked above.
+		// Its few calls are all there is: the deadline was checked by mayRun.
 		v, det, err = prog.prog.Eval(act)
 	}
 	var cost int64
@@ -373,6 +358,27 @@ func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64
 		return nil, cost, r.overBudget(p, prog.path, acct)
 	}
 	return v, cost, nil
+}
+
+// mayRun is why prog must not run for p, nil when it may: it was not compiled, an input it
+// reads is beyond its bounds, its account is spent, or the evaluation's context has ended.
+func (r *run) mayRun(p *Policy, prog program, act *activation, acct *account) *policyError {
+	switch {
+	case prog.prog == nil:
+		return &policyError{p, prog.path, errors.New("expression was not compiled")}
+	case act.beyond != nil:
+		return &policyError{p, inputPath, act.beyond}
+	case prog.message && act.messageBeyond != nil:
+		return &policyError{p, inputPath, act.messageBeyond}
+	case acct.spent > acct.budget:
+		// Spent already: nothing more runs on this account, so that the work on one
+		// interface stays bounded by the budgets.
+		return r.overBudget(p, prog.path, acct)
+	case r.ctx.Err() != nil:
+		// ContextEval only checks the context inside comprehensions and before calls.
+		return &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+	}
+	return nil
 }
 
 // account is one cost account of an interface evaluation: its budget and what it spent, in
