@@ -3,11 +3,14 @@ package evaluator_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -193,4 +196,53 @@ func BenchmarkHostilePoliciesPerVM(b *testing.B) {
 	}
 	b.ReportMetric(maxCPU.Seconds()*1000, "max-vm-cpu-ms")
 	b.ReportMetric(maxWall.Seconds()*1000, "max-vm-wall-ms")
+}
+
+// The fixtures of testdata/hostile, for the controller's specs of a policy failing on a running
+// VM, are admitted and fail on an ordinary interface each for its own reason: the per-call cost
+// limit, the deadline, a run-time type error. Each failure is a PolicyError of the policy with
+// AllocationUnknown, and only the deadline's is DeadlineExceeded (which the controller retries
+// before writing it).
+func TestHostileFixturesAreAdmittedAndFailAsNamed(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct {
+		file, message string
+		late          bool
+	}{
+		{"cost-limit.yaml", "actual cost limit exceeded", false},
+		{"deadline.yaml", "did not finish within the deadline", true},
+		{"type-error.yaml", "no such overload", false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "hostile", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := policies.Decode(data)
+			if err != nil || len(docs) != 1 {
+				t.Fatalf("Decode: %d policies, %v", len(docs), err)
+			}
+			compiled, errs := c.Compile(&docs[0], nil)
+			if len(errs) > 0 {
+				t.Fatalf("refused: %v", errs.ToAggregate())
+			}
+			set := evaluator.NewSet([]*evaluator.Policy{compiled}, fuzzEnv().fallback)
+			var d evaluator.Decision
+			abandoned := true // the run-time bounds, not the grace, must stop it (a starved run may be abandoned: three tries)
+			for try := 0; try < 3 && abandoned; try++ {
+				before := evaluator.Abandoned()
+				d = decide(set, fuzzInput("vm-a", "app", "10.0.0.5", 1, 0xff))
+				abandoned = evaluator.Abandoned() != before
+			}
+			if abandoned {
+				t.Error("abandoned three times: a call the guards do not bound")
+			}
+			if d.Reason != evaluator.ReasonPolicyError || d.Policy != docs[0].Name || d.Allocation != evaluator.AllocationUnknown {
+				t.Fatalf("decided %s by %q with %s (%s), want a PolicyError of %s", d.Reason, d.Policy, d.Allocation, d.Message, docs[0].Name)
+			}
+			if !strings.Contains(d.Message, tc.message) || d.DeadlineExceeded != tc.late {
+				t.Errorf("message %q (DeadlineExceeded %t), want %q (%t)", d.Message, d.DeadlineExceeded, tc.message, tc.late)
+			}
+		})
+	}
 }
