@@ -123,11 +123,14 @@ bench-workers: envtest-bins
 	VMIPAM_SCALE_N=$(if $(filter command line,$(origin N)),$(N),300) VMIPAM_SCALE_WORKERS_SWEEP=$(WORKERS) \
 	  go test -count=1 -timeout 2h -run '^TestHotplugWorkers$$' -v ./test/scale/
 
-## fuzz: run the evaluator fuzzer for FUZZTIME (default 2m).
+## fuzz: run the evaluator fuzzer FUZZ (default FuzzCompileAndDecide; FuzzGeneratedPolicy builds
+## well-typed hostile policies) for FUZZTIME (default 2m), one worker, minimization off
+## (docs/RELIABILITY.md), no test timeout (go test's default 10m would end a longer run).
+FUZZ     ?= FuzzCompileAndDecide
 FUZZTIME ?= 2m
 .PHONY: fuzz
 fuzz:
-	go test -run '^$$' -fuzz FuzzCompileAndDecide -fuzztime $(FUZZTIME) ./evaluator/
+	go test -run '^$$' -fuzz '^$(FUZZ)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 -timeout 0 ./evaluator/
 
 ## soak: the chaos soak (docs/RELIABILITY.md): SOAK_DURATION of seeded random operations and
 ## faults (default 30m; SOAK_SEED defaults to the clock), its figures appended to the table.

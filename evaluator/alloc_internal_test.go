@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -26,11 +27,17 @@ func TestCheckingAnInputWithinItsBoundsAllocatesNothing(t *testing.T) {
 		Holders: Holders{VMs: []string{"vm-b", "vm-c"}},
 	}
 	in.normalize()
-	if err := (&fieldChecks{}).check(&in, boundedFields()); err != nil {
-		t.Fatalf("fieldChecks.check = %v, want nil", err)
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = (&fieldChecks{}).check(&in, boundedFields()) }); n != 0 {
-		t.Errorf("fieldChecks.check allocates %.0f times per call, want 0", n)
+	every := c.bounds.Read(map[string]bool{"vm": true, "interface": true, "network": true, "ipAddress": true,
+		"holders": true, "namespaceObject": true, "change": true})
+	if err := (&cost.Checks{}).Check(&in, every); err != nil {
+		t.Fatalf("Checks.Check = %v, want nil", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = (&cost.Checks{}).Check(&in, every) }); n != 0 {
+		t.Errorf("Checks.Check allocates %.0f times per call, want 0", n)
 	}
 }
 

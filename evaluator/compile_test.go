@@ -64,9 +64,15 @@ func TestCompileRejects(t *testing.T) {
 		{"a bad vm selector label value",
 			newPolicy("p", vmSelector(map[string]string{"app": "not a label value"})),
 			"spec.match.vmSelector", "a valid label must be"},
-		{"a matchCondition name the CRD refuses",
-			newPolicy("p", matchCondition("team-x", "true")),
-			"spec.matchConditions[0].name", "must be a CEL identifier"},
+		{"a matchCondition name no qualified name nor identifier",
+			newPolicy("p", matchCondition("team x", "true")),
+			"spec.matchConditions[0].name", "must be a qualified name"},
+		{"a matchCondition name ending in a hyphen",
+			newPolicy("p", matchCondition("team-", "true")),
+			"spec.matchConditions[0].name", "must be a qualified name"},
+		{"a variable name that is a qualified name but no identifier",
+			newPolicy("p", variable("team-x", "true"), matchCondition("m", "true")),
+			"spec.variables[0].name", "must be a CEL identifier"},
 		{"a policy that sets nothing",
 			layer("p", matchCondition("m", "true")),
 			"spec", "at least one of allocation, skipRules, hotplug"},
@@ -183,6 +189,11 @@ func TestCompileAccepts(t *testing.T) {
 		name string
 		opt  policyOption
 	}{
+		{"matchCondition names as ValidatingAdmissionPolicy accepts them", func(p *v1alpha1.ClusterIPAMPolicy) {
+			for _, n := range []string{"only-pooled", "example.com/only.pooled", "_legacy_identifier", "Team1"} {
+				matchCondition(n, "true")(p)
+			}
+		}},
 		{"the cidr and ip libraries", skipRule("r",
 			"isIP(ipAddress.address) && !cidr('10.0.0.0/8').containsIP(ip(ipAddress.address))", "Outside", "", "")},
 		{"optional map lookups", variable("zone", "vm.labels[?'zone'].orValue('none')")},

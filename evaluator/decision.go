@@ -1,5 +1,7 @@
 package evaluator
 
+import "github.com/vmipam/vmipam/policies/v1alpha1"
+
 // Allocation is how an interface gets its address.
 type Allocation string
 
@@ -122,6 +124,11 @@ type Trace struct {
 	// path>: <error>": the deciding error, those of Ignore and Audit policies that were passed
 	// over, and those of messageExpressions that fell back to the static message.
 	Errors []string `json:"errors,omitempty"`
+	// Failures are the evaluation errors that decided nothing, one per policy: a
+	// failurePolicy Ignore policy passed over, an Audit policy whose evaluation (its
+	// matchConditions, or its record) failed. Present without Options.Explain, for the
+	// controller to count by policy and mode and to show on the policy.
+	Failures []PolicyFailure `json:"failures,omitempty"`
 	// Input is the input the decision was made from (only with Options.Explain), so that a
 	// dry run shows what the policies saw. Its schema in the dry-run API is left open
 	// (Schemaless): it is output only and holds Go types (time.Time) that the schema
@@ -140,6 +147,24 @@ type Replacement struct {
 	By     string `json:"by"`     // the policy whose rule of the same name replaced it
 }
 
+// PolicyFailure is an evaluation error of one policy that its mode or failurePolicy kept from
+// deciding.
+type PolicyFailure struct {
+	// Policy is the policy's name.
+	Policy string `json:"policy"`
+	// Mode and FailurePolicy are the policy's: Audit, or Enforce with failurePolicy Ignore.
+	Mode          v1alpha1.PolicyMode    `json:"mode"`
+	FailurePolicy v1alpha1.FailurePolicy `json:"failurePolicy"`
+	// Field is the field path of the expression that failed (spec.skipRules[0].expression),
+	// "spec" when no one expression did.
+	Field string `json:"field"`
+	// Error is a sample of the error, at most maxFailureSample bytes.
+	Error string `json:"error"`
+}
+
+// maxFailureSample bounds PolicyFailure.Error.
+const maxFailureSample = 256
+
 // AuditRecord is the would-be decision of an Audit-mode policy: the Decision the layered
 // policies would make were it an Enforce policy. Its fields mean what Decision's do; Error is
 // set, and the others are zero, when the policy itself failed to evaluate.
@@ -153,4 +178,7 @@ type AuditRecord struct {
 	Rule       string     `json:"rule,omitempty"`    // Decision.Rule
 	Provenance Provenance `json:"provenance"`        // Decision.Provenance
 	Error      string     `json:"error,omitempty"`   // the evaluation error, with its field path
+	// Differs: the record decides otherwise than the Decision it is part of (allocation, skip,
+	// reason or hotplug): where the Audit policy, enforced, would change something.
+	Differs bool `json:"differs,omitempty"`
 }

@@ -21,10 +21,11 @@ import (
 // byte-level mutations mostly yield expressions that do not type-check, every expression
 // here does, so the fuzzer's time goes into what the limits must stop.
 //
-// It asserts what "admitted" promises (issue #15): no panic, the evaluator's invariants, no
-// abandoned evaluation, and under -fuzz each Decide within half the deadline and bounded
-// memory; and that deciding again gives the same decision — the cost limits, which are
-// deterministic, must stop the work before the wall-clock deadline can.
+// It asserts what the run-time bounds promise (docs/PROTECTION.md): no panic, the evaluator's
+// invariants, no abandoned evaluation (every call cel-go cannot interrupt is bounded by a
+// guard, far within Decide's grace), and under -fuzz compiling within a second, each Decide
+// within its deadlines in CPU time, and bounded allocation; and that deciding again gives the
+// same decision unless a run ran into the wall-clock deadline.
 func FuzzGeneratedPolicy(f *testing.F) {
 	for _, seed := range [][]byte{
 		{}, {0}, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9},
@@ -73,7 +74,7 @@ func FuzzGeneratedPolicy(f *testing.F) {
 		if flags&0x80 != 0 {
 			in = fullInput(in)
 		}
-		decide := func() (evaluator.Decision, measurement) {
+		decide := func() evaluator.Decision {
 			var d evaluator.Decision
 			abandonedBefore := evaluator.Abandoned()
 			m := measured(func() { d = set.Decide(context.Background(), in, evaluator.Options{}) })
@@ -81,32 +82,18 @@ func FuzzGeneratedPolicy(f *testing.F) {
 			if n := evaluator.Abandoned() - abandonedBefore; n > 0 {
 				t.Fatalf("an admitted policy's evaluation was abandoned (%d): %q", n, expr)
 			}
-			if bound := evaluator.DefaultLimits.Deadline / 2; underFuzz() && m.cpu > scaled(t, bound) {
-				t.Errorf("an admitted policy took %v of CPU (at most %v: half the deadline, scaled by this binary's slowdown %.1f×): %q",
-					m.cpu, scaled(t, bound), slowdown(t), expr)
+			if underFuzz() && m.cpu > maxDecideCPU {
+				t.Errorf("an admitted policy took %v of CPU (at most %v: its deadlines, and the garbage collector): %q",
+					m.cpu, maxDecideCPU, expr)
 			}
 			if underFuzz() && m.allocated > maxDecideAllocation {
 				t.Errorf("an admitted policy allocated %d bytes (at most %d): %q", m.allocated, maxDecideAllocation, expr)
 			}
-			return d, m
+			return d
 		}
-		first, m1 := decide()
-		second, m2 := decide()
-		if m1.starved() || m2.starved() {
-			// The wall-clock deadline may have passed first; the CPU bound above still held.
-			t.Skipf("starved: %v of CPU in %v, %v in %v", m1.cpu, m1.wall, m2.cpu, m2.wall)
-		}
+		first, second := decide(), decide()
 		if late(first) || late(second) {
-			if !lateEveryTime(decide, 3) {
-				t.Skipf("a decision ran into the deadline, then was on time when decided again: the machine's load, not the policy: %q", expr)
-			}
-			t.Fatalf("an admitted policy ran into the deadline, not a cost limit, on every run: %s %q: %q", first.Message, first.Trace.Errors, expr)
-		}
-		// Each expression's estimate bounds its run-time cost on an input within the bounds:
-		// admitted, no call may exceed the per-call limit (the budgets, shared with the
-		// built-in policies, may be).
-		if perCallLimit(first) {
-			t.Errorf("an admitted policy exceeded the per-call cost limit at run time: %s %q: %q", first.Message, first.Trace.Errors, expr)
+			return // the wall clock decided, not the policy: the two may differ
 		}
 		if a, b := summary(first), summary(second); a != b {
 			t.Errorf("the same input decided differently:\n  %s\n  %s\nexpression %q", a, b, expr)
@@ -114,20 +101,11 @@ func FuzzGeneratedPolicy(f *testing.F) {
 	})
 }
 
-// lateEveryTime: each of n more decisions ran into the deadline too. A policy whose work
-// outlasts the deadline does so every time; a decision late once under a load spike (make
-// test's builds beside the fuzzer, load average 10: a Decide of ~0.12 s took over 1 s of wall
-// time, at more than a quarter of a core by the process's CPU time, so not "starved") is on
-// time when decided again, and then decides as the first did (a trial policy passed over for
-// the deadline decided differently). The CPU bound in decide holds on every run, late or not.
-func lateEveryTime(decide func() (evaluator.Decision, measurement), n int) bool {
-	for range n {
-		if d, _ := decide(); !late(d) {
-			return false
-		}
-	}
-	return true
-}
+// maxDecideCPU bounds the CPU one Decide may take: up to three evaluations (the first, and
+// two without a trial or Ignore policy that ran out of time), each stopped by its deadline
+// (1 s) and answered by its grace (a quarter more), the calls that outlast it bounded by the
+// guards; and the garbage collector's share beside them.
+var maxDecideCPU = 2 * 3 * (evaluator.DefaultLimits.Deadline + evaluator.DefaultLimits.Deadline/4)
 
 // maxCompileTime bounds one Compile under -fuzz: the admission webhook compiles every policy
 // written, within its 5 s timeout (the chart's timeoutSeconds) and beside other requests.
@@ -138,17 +116,6 @@ const maxCompileTime = time.Second
 func late(d evaluator.Decision) bool {
 	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
 		if strings.Contains(e, "deadline") {
-			return true
-		}
-	}
-	return false
-}
-
-// perCallLimit: an expression of d's evaluation was stopped by the per-call cost limit (cel-go's
-// "actual cost limit exceeded", or a call refused by deep.go or the guards before it ran).
-func perCallLimit(d evaluator.Decision) bool {
-	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
-		if strings.Contains(e, "cost limit") {
 			return true
 		}
 	}

@@ -1,12 +1,10 @@
 package evaluator_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
 )
 
@@ -39,33 +37,5 @@ func TestEveryShippedPolicyCompiles(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestSampleCases runs every suite of samples/cases (see evaluator/cases.go for the format).
-func TestSampleCases(t *testing.T) {
-	c := newCompiler(t)
-	fsys := os.DirFS(repoRoot)
-	files, err := filepath.Glob(filepath.Join(repoRoot, "samples", "cases", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no case files (%v)", err)
-	}
-	for _, f := range files {
-		name := filepath.ToSlash(f[len(repoRoot)+1:])
-		t.Run(name, func(t *testing.T) {
-			suite, err := evaluator.LoadSuite(fsys, name, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			results, err := evaluator.RunSuite(context.Background(), c, suite)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range results {
-				if !r.Passed() {
-					t.Errorf("%s\n    decision: %+v", r, r.Decision)
-				}
-			}
-		})
 	}
 }

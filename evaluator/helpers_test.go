@@ -174,3 +174,10 @@ func decide(s *evaluator.Set, in evaluator.Input) evaluator.Decision {
 func explain(s *evaluator.Set, in evaluator.Input) evaluator.Decision {
 	return s.Decide(context.Background(), in, evaluator.Options{Explain: true})
 }
+
+// withAnnotation is pooledAuto whose VM has annotation a = value.
+func withAnnotation(value string) evaluator.Input {
+	in := pooledAuto()
+	in.VM.Annotations = map[string]string{"a": value}
+	return in
+}

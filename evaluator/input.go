@@ -11,14 +11,12 @@ import "time"
 // or empty map or list, "", 0, false — as for a field the API server pruned or omitted.
 //
 // The `maxSize` tags bound strings (characters) and lists and maps (entries), `elemMaxSize`
-// the elements of a list or the values of a map (default 253), for the static cost estimate
-// (see limits.go); they come from the Kubernetes limits on the source fields (DNS-1123 names
+// the elements of a list or the values of a map (default 253); the static cost estimate
+// assumes them. They come from the Kubernetes limits on the source fields (DNS-1123 names
 // 253, label values 63, qualified keys 317, annotations 256 KiB). Counts the API server does
 // not bound (labels, annotations, holders) are ours: 256 labels and annotations, far beyond
-// the few dozen a VM, Namespace or network carries in practice (64 refused real VMs whose
-// tooling adds many annotations). Decide refuses an input beyond them
-// (bounds.go) with a PolicyError naming the field, so that an expression that compiles cannot
-// exceed the per-call limit.
+// the few dozen a VM, Namespace or network carries in practice. Decide refuses an input
+// beyond them in a field a policy reads with a PolicyError of that policy naming the field.
 type Input struct {
 	// VM is the VirtualMachine the interface belongs to (CEL: vm).
 	VM VM `json:"vm"`
@@ -152,7 +150,8 @@ type Holders struct {
 	// VMs are the names of the other VMs of the namespace that reference the IPAddress.
 	VMs []string `json:"vms" maxSize:"256"`
 	// Holder is the VM that holds the IPAddress now ("" when nobody does): the one whose
-	// networks-spec carries it, else the oldest referencing VM. It may be this VM.
+	// launcher pod carries it, else the one whose decision record attaches it, else the oldest
+	// referencing VM (DESIGN.md §4.4). It may be this VM.
 	Holder string `json:"holder" maxSize:"253"`
 }
 

@@ -41,7 +41,7 @@ func lateSet(t *testing.T, ps ...*v1alpha1.ClusterIPAMPolicy) *Set {
 		compiled = append(compiled, cp)
 	}
 	compiled[0].matchConditions[0].prog = lateProgram{compiled[0].matchConditions[0].prog}
-	compiled[0].matchConditions[0].folds = true
+	compiled[0].matchConditions[0].interruptible = true // run under ContextEval
 	b, err := policies.Builtin()
 	if err != nil {
 		t.Fatal(err)

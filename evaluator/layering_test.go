@@ -179,7 +179,7 @@ func layeredCases() []layeredCase {
 				Provenance: evaluator.Provenance{Allocation: builtin, Hotplug: builtin}},
 			check: func(t *testing.T, d evaluator.Decision) {
 				want := evaluator.AuditRecord{Policy: "audit-l2", Allocation: "None", Hotplug: false,
-					Provenance: evaluator.Provenance{Allocation: "audit-l2", Hotplug: "audit-l2"}}
+					Provenance: evaluator.Provenance{Allocation: "audit-l2", Hotplug: "audit-l2"}, Differs: true}
 				if len(d.Trace.Audit) != 1 || d.Trace.Audit[0] != want {
 					t.Errorf("Trace.Audit = %+v, want [%+v]", d.Trace.Audit, want)
 				}

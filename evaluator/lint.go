@@ -3,6 +3,7 @@ package evaluator
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/google/cel-go/cel"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -29,9 +31,10 @@ type Warning struct {
 func (w Warning) String() string { return w.Field + ": " + w.Message }
 
 // Lint compiles p as a new policy and returns what is suspicious in it alone: a skip rule's
-// static message that looks like a CEL expression (it is shown as typed), and, under
-// failurePolicy Ignore, expressions that fail on an absent map key (the policy is then
-// silently passed over). Compile errors are Compile's business; Lint returns none.
+// static message that looks like a CEL expression (it is shown as typed), under failurePolicy
+// Ignore expressions that fail on an absent map key (the policy is then silently passed
+// over), and what compiling found (Policy.Warnings: an estimate beyond the per-call limit).
+// Compile errors are Compile's business; Lint returns none.
 //
 // Every type check Lint does (the policy's expressions and the messages) draws on one
 // MaxPolicyCheckWork account, so Lint costs the webhook no more than Compile's bound.
@@ -45,8 +48,8 @@ func (c *Compiler) lint(p *v1alpha1.ClusterIPAMPolicy) ([]Warning, uint64) {
 	cc := &compilation{c: c, stored: map[string]string{}, storedDuplicateSkipRules: map[string]bool{},
 		storedRuleNames: map[string]bool{}}
 	l := newLinter(cc, p)
-	c.compileWith(cc, p)
-	return l.warnings(p), cc.checkWork
+	compiled, _ := c.compileWith(cc, p)
+	return append(l.warnings(p), compiled.Warnings()...), cc.checkWork
 }
 
 // CompileAndLint is Compile(p, old) and, when p compiles, Lint(p), in one pass: every
@@ -61,7 +64,7 @@ func (c *Compiler) CompileAndLint(p, old *v1alpha1.ClusterIPAMPolicy) (*Policy, 
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	return compiled, nil, l.warnings(p)
+	return compiled, nil, append(l.warnings(p), compiled.Warnings()...)
 }
 
 // linter collects a policy's warnings from the expressions a compilation checks.
@@ -82,6 +85,7 @@ func newLinter(cc *compilation, p *v1alpha1.ClusterIPAMPolicy) *linter {
 		if ignore {
 			l.expressions = append(l.expressions, absentKeyWarnings(path, checked)...)
 		}
+		l.expressions = append(l.expressions, hostBitsWarnings(path, checked.NativeRep().Expr())...)
 	}
 	cc.visitRuleEnv = func(env *environment.EnvSet) { l.ruleEnv = env }
 	return l
@@ -96,7 +100,7 @@ func (l *linter) warnings(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 	}
 	var messages []Warning
 	for i, r := range p.Spec.SkipRules {
-		if looksLikeCEL(l.ruleEnv, r.Message, &l.cc.checkWork) {
+		if looksLikeCEL(l.cc.c.cost, l.ruleEnv, r.Message, &l.cc.checkWork) {
 			messages = append(messages, Warning{field.NewPath("spec", "skipRules").Index(i).Child("message").String(),
 				"looks like a CEL expression, but message is shown as typed: put it in messageExpression"})
 		}
@@ -109,7 +113,7 @@ func (l *linter) warnings(p *v1alpha1.ClusterIPAMPolicy) []Warning {
 // MaxPolicyCheckWork is not checked and gets no warning: a message that costly to check is
 // no CEL an author meant to write, and guessing from the parse alone would warn about every
 // one-word message (`Attached` parses as an identifier).
-func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
+func looksLikeCEL(cfg cost.Config, envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if msg == "" {
 		return false
 	}
@@ -117,7 +121,7 @@ func looksLikeCEL(envSet *environment.EnvSet, msg string, work *uint64) bool {
 	if err != nil {
 		return false
 	}
-	checked, spent, err := guardedCompile(env, msg, policyAllowance(*work))
+	checked, spent, err := parseAndCheck(cfg, env, msg, cost.PolicyAllowance(*work))
 	*work = addSaturating(*work, spent)
 	return err == nil && checked.NativeRep().Expr().Kind() != ast.LiteralKind
 }
@@ -154,6 +158,39 @@ func absentKeyWarnings(path *field.Path, checked *cel.Ast) []Warning {
 	}
 	return []Warning{{path.String(), "indexes a map without testing for the key: it fails on an object without it, " +
 		"and under failurePolicy Ignore the whole policy is then passed over; use has(m.k), 'k' in m, m[?'k'].orValue(…) or m.?k"}}
+}
+
+// hostBitsWarnings warns about every CIDR literal of e with host bits set (cidr('10.10.0.1/16'),
+// x.containsCIDR('10.10.0.1/16')): the library keeps them, so it is not the network its author
+// almost certainly meant — cidr('10.10.0.1/16') == cidr('10.10.0.0/16') is false. Each warning
+// names the canonical form.
+func hostBitsWarnings(path *field.Path, e ast.Expr) []Warning {
+	var out []Warning
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if x.Kind() != ast.CallKind || len(x.AsCall().Args()) != 1 {
+			return
+		}
+		call := x.AsCall()
+		if call.FunctionName() != "cidr" && (call.FunctionName() != "containsCIDR" || !call.IsMemberFunction()) {
+			return
+		}
+		lit := call.Args()[0]
+		if lit.Kind() != ast.LiteralKind {
+			return
+		}
+		s, ok := lit.AsLiteral().(types.String)
+		if !ok {
+			return
+		}
+		prefix, err := netip.ParsePrefix(string(s))
+		if err != nil || prefix == prefix.Masked() {
+			return
+		}
+		out = append(out, Warning{path.String(), fmt.Sprintf("the CIDR %q has host bits set: it is not the network %s "+
+			"(cidr(%q) == cidr(%q) is false): write %q", string(s), prefix.Masked(), string(s), prefix.Masked().String(),
+			prefix.Masked().String())})
+	}))
+	return out
 }
 
 // isMap: e is of a map type (an input's labels or annotations, a map a variable holds).

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
+
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -38,7 +40,7 @@ func TestLintCheckWorkIsBoundedByThePolicyAccount(t *testing.T) {
 		if iss.Err() != nil {
 			t.Fatal(iss.Err())
 		}
-		one := checkWork(env.Functions(), parsed.NativeRep().Expr())
+		one := cost.CheckWork(env.Functions(), parsed.NativeRep().Expr())
 		if one > MaxPolicyCheckWork || one*uint64(len(p.Spec.SkipRules)) <= MaxPolicyCheckWork {
 			t.Fatalf("one message's check work %d: want the policy's messages to exceed %d together but not alone",
 				one, MaxPolicyCheckWork)

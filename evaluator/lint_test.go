@@ -63,6 +63,20 @@ func TestLintWarnsAboutAbsentKeysUnderIgnoreOnly(t *testing.T) {
 	}
 }
 
+// Lint shows what compiling warned about: an expression estimated beyond the per-call limit
+// it runs under (admitted: the run time stops it on inputs near the declared bounds).
+func TestLintWarnsAboutAnEstimateBeyondThePerCallLimit(t *testing.T) {
+	c := newCompiler(t)
+	expr := "vm.annotations['a'].lowerAscii().upperAscii().lowerAscii().upperAscii() == 'x'"
+	w := c.Lint(newPolicy("p", matchCondition("m", expr)))
+	if len(w) != 1 || w[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(w[0].Message, "exceeds the per-call limit 100000") {
+		t.Errorf("warnings = %v, want one naming the per-call limit at the expression", w)
+	}
+	if w := c.Lint(newPolicy("p", matchCondition("m", "vm.annotations['a'].lowerAscii() == 'x'"))); len(w) > 0 {
+		t.Errorf("warnings = %v for an expression within the limit, want none", w)
+	}
+}
+
 func TestShippedPoliciesLintClean(t *testing.T) {
 	c := newCompiler(t)
 	all, err := policies.Defaults()
@@ -159,5 +173,28 @@ func TestCompileAndLintAgreesWithCompileAndLint(t *testing.T) {
 	}
 	if _, _, w := c.CompileAndLint(stored, nil); len(w) != 2 {
 		t.Errorf("warnings = %v, want the message's and the absent key's", w)
+	}
+}
+
+// A CIDR literal with host bits set is almost always a typo: the library keeps the host bits,
+// so cidr('10.10.0.1/16') is not the network 10.10.0.0/16. Lint warns, naming the canonical
+// form (issue #29).
+func TestLintWarnsAboutACIDRWithHostBits(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, want string }{
+		{"cidr('10.10.0.1/16').containsIP(ip(ipAddress.address))", `"10.10.0.1/16" has host bits set: it is not the network 10.10.0.0/16`},
+		{"cidr('10.0.0.0/8').containsCIDR('10.1.2.3/16')", `write "10.1.0.0/16"`},
+		{"cidr('fd00::1/64') == cidr('fd00::/64')", `write "fd00::/64"`},
+	} {
+		w := c.Lint(newPolicy("p", matchCondition("m", tc.expr)))
+		if len(w) != 1 || w[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(w[0].Message, tc.want) {
+			t.Errorf("%s: warnings = %v, want one containing %q", tc.expr, w, tc.want)
+		}
+	}
+	for _, ok := range []string{"cidr('10.0.0.0/8').containsIP(ip(ipAddress.address))", "cidr('10.10.0.1/32').ip() == ip('10.10.0.1')",
+		"cidr(ipAddress.address + '/24').prefixLength() == 24"} {
+		if w := c.Lint(newPolicy("p", matchCondition("m", ok))); len(w) > 0 {
+			t.Errorf("%s: warnings = %v, want none", ok, w)
+		}
 	}
 }

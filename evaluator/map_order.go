@@ -10,23 +10,25 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 )
 
 // Determinism of maps an expression builds. The input's maps iterate in key order
 // (ordered.go), but a map literal, a transformMap result or a parsed URL's query is a Go
 // map, which cel-go iterates in Go's random order: `variables.allowed.map(k, k).join(', ')`
-// gave a different message on every run, `m.exists(k, …)` stopped at a different key (a
-// different cost), and `m.map(k, k)[0]` a different decision (issue #15, tester atk7). Order
+// would give a different message on every run, `m.exists(k, …)` would stop at a different
+// key (a different cost), and `m.map(k, k)[0]` give a different decision. Order
 // shows only where a map is iterated, and CEL iterates only in comprehensions (formatting
 // and the trace sort the entries themselves), so every comprehension whose range may be a
 // map iterates it in key order: the range's planned node is wrapped.
 
-// orderedRanges is the program option for checked: the comprehension ranges of checked
-// whose type is a map, or may be one (dyn, a type parameter), yield maps iterating in key
-// order.
-func orderedRanges(checked *cel.Ast) cel.ProgramOption {
+// orderedRanges is the program option for checked: every comprehension range of checked is
+// held to the comprehension range bound (cost.Config.RangeError), and one whose type is a
+// map, or may be one (dyn, a type parameter), yields a map iterating in key order.
+func orderedRanges(checked *cel.Ast, cfg cost.Config) cel.ProgramOption {
 	a := checked.NativeRep()
-	ranges := map[int64]bool{}
+	ranges := map[int64]bool{} // true: the range may be a map
 	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.ComprehensionKind {
 			return
@@ -35,22 +37,34 @@ func orderedRanges(checked *cel.Ast) cel.ProgramOption {
 		switch a.GetType(r.ID()).Kind() {
 		case types.MapKind, types.DynKind, types.AnyKind, types.TypeParamKind:
 			ranges[r.ID()] = true
+		default:
+			ranges[r.ID()] = false
 		}
 	}))
 	return cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-		if !ranges[i.ID()] {
+		mayBeMap, ok := ranges[i.ID()]
+		if !ok {
 			return i, nil
+		}
+		f := func(v ref.Val) ref.Val {
+			if err := cfg.RangeError(v); err != nil {
+				return err
+			}
+			if mayBeMap {
+				return inKeyOrder(v)
+			}
+			return v
 		}
 		// The wrapper keeps the node's kind: cel-go's cost tracker charges a node by it.
 		switch n := i.(type) {
 		case interpreter.InterpretableAttribute:
-			return &orderedAttribute{n}, nil
+			return &rangeAttribute{n, f}, nil
 		case interpreter.InterpretableCall:
-			return &orderedCall{n}, nil
+			return &rangeCall{n, f}, nil
 		case interpreter.InterpretableConstructor:
-			return &orderedConstructor{n}, nil
+			return &rangeConstructor{n, f}, nil
 		}
-		return &orderedNode{i}, nil
+		return &rangeNode{i, f}, nil
 	})
 }
 
@@ -103,55 +117,61 @@ func compareKeys(a, b ref.Val) int {
 	return 1
 }
 
-// orderedAttribute, orderedCall, orderedConstructor and orderedNode are a comprehension
-// range's planned node, of each kind, with a map result in key order.
+// rangeAttribute, rangeCall, rangeConstructor and rangeNode are a comprehension range's
+// planned node of each kind, its value passed through f.
 type (
-	orderedAttribute struct {
+	rangeAttribute struct {
 		interpreter.InterpretableAttribute
+		f func(ref.Val) ref.Val
 	}
-	orderedCall        struct{ interpreter.InterpretableCall }
-	orderedConstructor struct {
+	rangeCall struct {
+		interpreter.InterpretableCall
+		f func(ref.Val) ref.Val
+	}
+	rangeConstructor struct {
 		interpreter.InterpretableConstructor
+		f func(ref.Val) ref.Val
 	}
-	orderedNode struct{ interpreter.InterpretableV2 }
+	rangeNode struct {
+		interpreter.InterpretableV2
+		f func(ref.Val) ref.Val
+	}
 )
 
 // Exec implements interpreter.InterpretableV2.
-func (o *orderedAttribute) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	return inKeyOrder(o.InterpretableAttribute.Exec(f))
+func (o *rangeAttribute) Exec(fr *interpreter.ExecutionFrame) ref.Val {
+	return o.f(o.InterpretableAttribute.Exec(fr))
 }
 
 // Eval implements interpreter.Interpretable.
-func (o *orderedAttribute) Eval(act interpreter.Activation) ref.Val {
-	return inKeyOrder(o.InterpretableAttribute.Eval(act))
+func (o *rangeAttribute) Eval(act interpreter.Activation) ref.Val {
+	return o.f(o.InterpretableAttribute.Eval(act))
 }
 
 // Exec implements interpreter.InterpretableV2.
-func (o *orderedCall) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	return inKeyOrder(o.InterpretableCall.Exec(f))
+func (o *rangeCall) Exec(fr *interpreter.ExecutionFrame) ref.Val {
+	return o.f(o.InterpretableCall.Exec(fr))
 }
 
 // Eval implements interpreter.Interpretable.
-func (o *orderedCall) Eval(act interpreter.Activation) ref.Val {
-	return inKeyOrder(o.InterpretableCall.Eval(act))
+func (o *rangeCall) Eval(act interpreter.Activation) ref.Val {
+	return o.f(o.InterpretableCall.Eval(act))
 }
 
 // Exec implements interpreter.InterpretableV2.
-func (o *orderedConstructor) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	return inKeyOrder(o.InterpretableConstructor.Exec(f))
+func (o *rangeConstructor) Exec(fr *interpreter.ExecutionFrame) ref.Val {
+	return o.f(o.InterpretableConstructor.Exec(fr))
 }
 
 // Eval implements interpreter.Interpretable.
-func (o *orderedConstructor) Eval(act interpreter.Activation) ref.Val {
-	return inKeyOrder(o.InterpretableConstructor.Eval(act))
+func (o *rangeConstructor) Eval(act interpreter.Activation) ref.Val {
+	return o.f(o.InterpretableConstructor.Eval(act))
 }
 
 // Exec implements interpreter.InterpretableV2.
-func (o *orderedNode) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	return inKeyOrder(o.InterpretableV2.Exec(f))
+func (o *rangeNode) Exec(fr *interpreter.ExecutionFrame) ref.Val {
+	return o.f(o.InterpretableV2.Exec(fr))
 }
 
 // Eval implements interpreter.Interpretable.
-func (o *orderedNode) Eval(act interpreter.Activation) ref.Val {
-	return inKeyOrder(o.InterpretableV2.Eval(act))
-}
+func (o *rangeNode) Eval(act interpreter.Activation) ref.Val { return o.f(o.InterpretableV2.Eval(act)) }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/vmipam/vmipam/policies/consumer"
@@ -115,8 +119,8 @@ func refusedRune(s string, i int, r rune) string {
 // onLetter: the combining marks that end s[:i] and the one at byte i sit on a letter that is
 // no modifier letter, or on a digit. A mark belongs on a letter: on punctuation it redraws it
 // — ',' with U+0307 COMBINING DOT ABOVE reads as ';', and "fine,̇ ClusterNetwork/db: Ready"
-// passed as one item (issue #15, tester atk18) —, and so on a modifier letter drawn as
-// punctuation (U+A4F9 LISU LETTER TONE NA PO is a ',', U+02BB a turned comma: tester atk19);
+// would read as one item —, and so on a modifier letter drawn as punctuation (U+A4F9 LISU
+// LETTER TONE NA PO is a ',', U+02BB a turned comma);
 // on a space or at the start it stands alone.
 func onLetter(s string, i int) bool {
 	for i > 0 {
@@ -133,8 +137,8 @@ func onLetter(s string, i int) bool {
 // Unicode 14 whose name holds SEMICOLON (UnicodeData.txt) but U+003B itself and those NFKC maps
 // to ';' (U+FE14, U+FE54, U+FF1B), and U+E003B TAG SEMICOLON, a format character refused anyway.
 // UTS #39's confusables.txt maps U+037E GREEK QUESTION MARK to ';', which NFKC does too. And
-// the letters drawn as ';' that no table maps to it: U+A4FC LISU LETTER TONE MYA NA (ꓼ; a
-// message "fineꓼ ClusterNetwork/db: Ready" passed, issue #15, tester atk18).
+// the letters drawn as ';' that no table maps to it: U+A4FC LISU LETTER TONE MYA NA (ꓼ, as in
+// "fineꓼ ClusterNetwork/db: Ready").
 var otherSemicolons = []rune{
 	'\uA4FC',     // LISU LETTER TONE MYA NA
 	'\u061B',     // ARABIC SEMICOLON
@@ -192,3 +196,57 @@ func runeName(r rune) string {
 // QuoteName is a name taken from an object fit to be shown inside the NetworkReady message, an
 // event's note or a printed table: consumer.QuoteName, where the record's consumers find it.
 func QuoteName(s string) string { return consumer.QuoteName(s) }
+
+// truncate is s cut to 64 bytes (see cut), for quoting an input value in an error.
+func truncate(s string) string { return cut(s, 64) }
+
+// cut is s cut to at most max bytes followed by "…" when longer, on a UTF-8 character boundary
+// (a cut character would be invalid UTF-8 in a message, an event or the JSON of a trace).
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// alwaysFallsBack says why every result of the messageExpression e is a message a rule may not
+// hold, so that it always falls back to the static message, or returns "": e is a string
+// literal the message check refuses, or concatenates one holding a line break or the items'
+// separator (which no text around it can make acceptable).
+func alwaysFallsBack(e ast.Expr) string {
+	if s, ok := stringLiteral(e); ok {
+		if why := messageError(s); why != "" {
+			return "the message is constant and may not be a message (" + why + "): it always falls back to `message`"
+		}
+		return ""
+	}
+	var why string
+	var walk func(ast.Expr)
+	walk = func(x ast.Expr) {
+		if x.Kind() == ast.CallKind && x.AsCall().FunctionName() == operators.Add {
+			for _, a := range x.AsCall().Args() {
+				walk(a)
+			}
+			return
+		}
+		if s, ok := stringLiteral(x); ok && why == "" && (strings.ContainsAny(s, "\r\n") || strings.Contains(s, "; ")) {
+			why = fmt.Sprintf("its literal %s holds a line break or the %s, so every message it builds does: "+
+				"it always falls back to `message`", strconv.QuoteToASCII(truncate(s)), separatorName)
+		}
+	}
+	walk(e)
+	return why
+}
+
+// stringLiteral is e's value when e is a string literal.
+func stringLiteral(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}

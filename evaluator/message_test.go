@@ -320,3 +320,31 @@ func TestQuoteNameCannotProduceTheSeparatorOrALineBreak(t *testing.T) {
 		}
 	}
 }
+
+// A messageExpression whose every result is a message a rule may not hold — a constant that
+// fails the message check, or a concatenation of a literal holding a line break or the items'
+// separator — always falls back to the static message: it is refused when written (issue
+// #29), naming why; a stored one keeps compiling.
+func TestAMessageExpressionThatAlwaysFallsBackIsRefused(t *testing.T) {
+	c := newCompiler(t)
+	for _, tc := range []struct{ expr, want string }{
+		{`'first; second'`, "the message is constant and may not be a message"},
+		{`'line\nbreak'`, "the message is constant and may not be a message"},
+		{`'IPAddress ' + ipAddress.name + '; see the runbook'`, `its literal "; see the runbook" holds a line break or the`},
+		{`vm.name + '\n' + interface.name`, `its literal "\n" holds a line break`},
+	} {
+		p := newPolicy("p", skipRule("r", "true", "R", "static", tc.expr))
+		_, errs := c.Compile(p, nil)
+		if len(errs) != 1 || errs[0].Field != "spec.skipRules[0].messageExpression" || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: errors %v, want one at the messageExpression containing %q", tc.expr, errs, tc.want)
+		}
+		if _, errs := c.Compile(p, p); len(errs) > 0 {
+			t.Errorf("%s stored: %v, want it compiled as stored", tc.expr, errs)
+		}
+	}
+	for _, ok := range []string{`'IPAddress ' + ipAddress.name + ' does not exist'`, `'a;' + vm.name`, `'no team'`} {
+		if _, errs := c.Compile(newPolicy("p", skipRule("r", "true", "R", "static", ok)), nil); len(errs) > 0 {
+			t.Errorf("%s: %v, want it admitted", ok, errs)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -15,8 +16,8 @@ import (
 // text at the same field path is unchanged from the stored object AND whose meaning is, that
 // is every variable they read is defined as it was. An expression's text alone does not fix
 // its meaning: `'%s'.format([variables.a])` is harmless while a is `[vm.name]` and formats
-// megabytes once a is `vm.labels.map(k, vm.labels)`; keyed on text, the update that changed
-// only a was admitted with the rule checked as stored, and failed at run time (issue #15).
+// megabytes once a is `vm.labels.map(k, vm.labels)`, and an update that changes only a must
+// have the rule checked as new.
 type ratchet struct {
 	// stored indexes the stored object's expressions by field path (storedExpressions).
 	stored map[string]string
@@ -131,3 +132,30 @@ func sameVariables(a, b []v1alpha1.NamedExpression) bool {
 
 // allVariables is the visible index of an expression outside spec.variables.
 const allVariables = math.MaxInt
+
+// storedExpressions indexes the expressions of the previously stored policy by field path.
+func storedExpressions(old *v1alpha1.ClusterIPAMPolicy) map[string]string {
+	out := map[string]string{}
+	if old == nil {
+		return out
+	}
+	spec := field.NewPath("spec")
+	for i, v := range old.Spec.Variables {
+		out[spec.Child("variables").Index(i).Child("expression").String()] = v.Expression
+	}
+	for i, m := range old.Spec.MatchConditions {
+		out[spec.Child("matchConditions").Index(i).Child("expression").String()] = m.Expression
+	}
+	if old.Spec.Allocation != nil {
+		out[spec.Child("allocation", "expression").String()] = old.Spec.Allocation.Expression
+	}
+	for i, r := range old.Spec.SkipRules {
+		out[spec.Child("skipRules").Index(i).Child("expression").String()] = r.Expression
+		out[spec.Child("skipRules").Index(i).Child("messageExpression").String()] = r.MessageExpression
+		out[spec.Child("skipRules").Index(i).Child("message").String()] = r.Message
+	}
+	if old.Spec.Hotplug != nil {
+		out[spec.Child("hotplug", "expression").String()] = old.Spec.Hotplug.Expression
+	}
+	return out
+}

@@ -6,17 +6,18 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// ratchetPolicy is the tester's policy (issue #15): variable a, and a rule formatting it.
-// With a = [vm.name] the rule is harmless; with a = vm.labels.map(k, vm.labels) the rule
-// formats nested maps of unbounded size, which a new expression may not (nestedFormatErrors).
+// ratchetPolicy is variable a and a rule sorting it. With a = [vm.name] the rule is harmless;
+// with a = [dyn(vm.name)] it sorts values of no known order, which a new expression may not
+// (unorderedSortErrors).
 func ratchetPolicy(a string, opts ...policyOption) *v1alpha1.ClusterIPAMPolicy {
 	return layer("ratchet2", append([]policyOption{variable("a", a),
-		skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", "")}, opts...)...)
+		skipRule("r", rule, "X", "", "")}, opts...)...)
 }
 
 const (
 	harmlessA = "[vm.name]"
-	nestedA   = "vm.labels.map(k, vm.labels)"
+	nestedA   = "[dyn(vm.name)]"
+	rule      = "variables.a.sort().size() == 0"
 )
 
 // An expression is checked as stored only when its text AND the variables it reads are
@@ -36,16 +37,16 @@ func TestAnUnchangedExpressionReadingAChangedVariableIsCheckedAsNew(t *testing.T
 	updates := map[string]struct{ old, update *v1alpha1.ClusterIPAMPolicy }{
 		"a's expression changed": {ratchetPolicy(harmlessA), ratchetPolicy(nestedA)},
 		"a renamed, b takes its name": {
-			layer("ratchet2", variable("a", harmlessA), variable("b", nestedA), skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", "")),
-			layer("ratchet2", variable("b", harmlessA), variable("a", nestedA), skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", "")),
+			layer("ratchet2", variable("a", harmlessA), variable("b", nestedA), skipRule("r", rule, "X", "", "")),
+			layer("ratchet2", variable("b", harmlessA), variable("a", nestedA), skipRule("r", rule, "X", "", "")),
 		},
 		"a changed through a variable it reads": {
-			layer("ratchet2", variable("x", harmlessA), variable("a", "variables.x"), skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", "")),
-			layer("ratchet2", variable("x", nestedA), variable("a", "variables.x"), skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", "")),
+			layer("ratchet2", variable("x", harmlessA), variable("a", "variables.x"), skipRule("r", rule, "X", "", "")),
+			layer("ratchet2", variable("x", nestedA), variable("a", "variables.x"), skipRule("r", rule, "X", "", "")),
 		},
 		"the reading variable itself": {
-			layer("ratchet2", variable("a", harmlessA), variable("f", "'%s'.format([variables.a])"), skipRule("r", "variables.f == ''", "X", "", "")),
-			layer("ratchet2", variable("a", nestedA), variable("f", "'%s'.format([variables.a])"), skipRule("r", "variables.f == ''", "X", "", "")),
+			layer("ratchet2", variable("a", harmlessA), variable("f", "variables.a.sort()"), skipRule("r", "variables.f.size() == 0", "X", "", "")),
+			layer("ratchet2", variable("a", nestedA), variable("f", "variables.a.sort()"), skipRule("r", "variables.f.size() == 0", "X", "", "")),
 		},
 	}
 	for name, u := range updates {
@@ -81,9 +82,9 @@ func TestAStoredExpressionTodaysRulesRefuseStillUpdates(t *testing.T) {
 		}
 	}
 	changedUnread := layer("ratchet2", variable("a", nestedA), variable("z", "vm.name"),
-		skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", ""))
+		skipRule("r", rule, "X", "", ""))
 	update := layer("ratchet2", variable("a", nestedA), variable("z", "vm.namespace"),
-		skipRule("r", "'%s'.format([variables.a]) == ''", "X", "", ""))
+		skipRule("r", rule, "X", "", ""))
 	if _, errs := c.Compile(update, changedUnread); len(errs) > 0 {
 		t.Errorf("a variable it does not read changed: %v, want it compiled as stored", errs)
 	}

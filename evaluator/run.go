@@ -14,6 +14,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -31,9 +32,8 @@ type run struct {
 	// that what a trial policy spends can never make an enforced one exceed the budget and
 	// be blamed for it; the work on one interface stays bounded by the two budgets together.
 	enforced, trial account
-	// refills counts the retries that started from the accounts of the failed attempt's
-	// start (run.refill); refilled is what those attempts had spent.
-	refills  int
+	// refilled is what the attempts a retry started over from (run.restore) had spent: it
+	// stays in Decision.Cost.
 	refilled int64
 	// auditing is the Audit policy whose record run.audit is evaluating (nil otherwise):
 	// everything evaluated then is charged to trial, and crossing its budget is that
@@ -42,11 +42,11 @@ type run struct {
 	trace    Trace
 	// bounded are the input fields each policy reads (Set.bounded), checked against their
 	// bounds when the policy is first evaluated; fields memoizes those checks.
-	bounded map[string][]boundedField
+	bounded map[string][]cost.Field
 	// messageBounded are the fields only each policy's messageExpressions read
 	// (Set.messageBounded).
-	messageBounded map[string][]boundedField
-	fields         fieldChecks
+	messageBounded map[string][]cost.Field
+	fields         cost.Checks
 	// acts are the activations of the policies evaluated, a policy's found by its name.
 	acts []*activation
 	// auditErrors are the records of Audit policies whose matchConditions failed, by name
@@ -311,41 +311,25 @@ func (r *run) eval(p *Policy, prog program, act *activation) (ref.Val, *policyEr
 // evalCost is eval, also returning what the expression itself was charged (not the
 // variables it evaluated on the way, charged by their own evaluations).
 func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64, *policyError) {
-	if prog.prog == nil {
-		return nil, 0, &policyError{p, prog.path, errors.New("expression was not compiled")}
-	}
-	if act.beyond != nil {
-		return nil, 0, &policyError{p, inputPath, act.beyond}
-	}
-	if prog.message && act.messageBeyond != nil {
-		return nil, 0, &policyError{p, inputPath, act.messageBeyond}
-	}
 	acct := r.accountOf(p)
-	if acct.spent > acct.budget {
-		// Spent already: nothing more runs on this account, so that the work on one
-		// interface stays bounded by the budgets.
-		return nil, 0, r.overBudget(p, prog.path, acct)
-	}
-	if err := r.ctx.Err(); err != nil {
-		// ContextEval only checks the context inside comprehensions.
-		return nil, 0, &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+	if err := r.mayRun(p, prog, act, acct); err != nil {
+		return nil, 0, err
 	}
 	prev := r.at.enter(p, prog.path)
 	defer r.at.leave(prev)
 	var v ref.Val
 	var det *cel.EvalDetails
 	var err error
-	if prog.folds {
+	if prog.interruptible {
+		// The context is checked between comprehension iterations and before calls.
 		v, det, err = prog.prog.ContextEval(r.ctx, act)
 	} else {
-		// cel-go checks the context only between the iterations of a comprehension: for an
-		// expression without one, ContextEval would only add a cancellable context to every
-		// call. The deadline was checked above.
+		// Its few calls are all there is: the deadline was checked by mayRun.
 		v, det, err = prog.prog.Eval(act)
 	}
 	var cost int64
 	if det != nil && det.ActualCost() != nil {
-		cost = int64(min(addSaturating(*det.ActualCost(), prog.uncharged), math.MaxInt64/2))
+		cost = int64(min(*det.ActualCost(), math.MaxInt64/2))
 		acct.charge(p.Name, cost)
 		r.at.spent.Store(r.cost())
 	} else if err == nil {
@@ -374,6 +358,27 @@ func (r *run) evalCost(p *Policy, prog program, act *activation) (ref.Val, int64
 		return nil, cost, r.overBudget(p, prog.path, acct)
 	}
 	return v, cost, nil
+}
+
+// mayRun is why prog must not run for p, nil when it may: it was not compiled, an input it
+// reads is beyond its bounds, its account is spent, or the evaluation's context has ended.
+func (r *run) mayRun(p *Policy, prog program, act *activation, acct *account) *policyError {
+	switch {
+	case prog.prog == nil:
+		return &policyError{p, prog.path, errors.New("expression was not compiled")}
+	case act.beyond != nil:
+		return &policyError{p, inputPath, act.beyond}
+	case prog.message && act.messageBeyond != nil:
+		return &policyError{p, inputPath, act.messageBeyond}
+	case acct.spent > acct.budget:
+		// Spent already: nothing more runs on this account, so that the work on one
+		// interface stays bounded by the budgets.
+		return r.overBudget(p, prog.path, acct)
+	case r.ctx.Err() != nil:
+		// ContextEval only checks the context inside comprehensions and before calls.
+		return &policyError{p, prog.path, fmt.Errorf("not evaluated: %w", context.Cause(r.ctx))}
+	}
+	return nil
 }
 
 // account is one cost account of an interface evaluation: its budget and what it spent, in
@@ -435,28 +440,21 @@ func enforced(p *Policy) bool {
 	return p.Mode != v1alpha1.PolicyModeAudit && p.FailurePolicy != v1alpha1.FailurePolicyIgnore
 }
 
-// cost is what the evaluation spent on both accounts, and what a refill took off them
+// cost is what the evaluation spent on both accounts, and what restore took off them
 // (Decision.Cost).
 func (r *run) cost() int64 { return r.enforced.spent + r.trial.spent + r.refilled }
 
-// accounts is a copy of both accounts, for refill to restore.
+// accounts is a copy of both accounts, for restore.
 func (r *run) accounts() [2]account {
 	e, t := r.enforced, r.trial
 	e.spenders, t.spenders = slices.Clone(e.spenders), slices.Clone(t.spenders)
 	return [2]account{e, t}
 }
 
-// maxRefills is how many retries of one evaluation start from the accounts of the failed
-// attempt's start (layered): each may spend both budgets once more.
-const maxRefills = 1
-
-// refill restores the accounts to start (taken when the failed attempt began), at most
-// maxRefills times per evaluation; what the failed attempt spent stays in Decision.Cost.
-func (r *run) refill(start [2]account) {
-	if r.refills == maxRefills {
-		return
-	}
-	r.refills++
+// restore sets the accounts back to start (taken before the first attempt of a layered
+// evaluation), so that a retry without a passed-over policy is charged only what it spends
+// itself; what the abandoned attempts spent stays in Decision.Cost.
+func (r *run) restore(start [2]account) {
 	r.refilled += r.enforced.spent - start[0].spent + r.trial.spent - start[1].spent
 	r.enforced, r.trial = start[0], start[1]
 }
@@ -504,10 +502,10 @@ func (r *run) activation(p *Policy) *activation {
 		}
 	}
 	a := &activation{r: r, p: p}
-	if err := r.fields.check(r.in, r.bounded[p.Name]); err != nil {
+	if err := r.fields.Check(r.in, r.bounded[p.Name]); err != nil {
 		a.beyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
-	if err := r.fields.check(r.in, r.messageBounded[p.Name]); err != nil {
+	if err := r.fields.Check(r.in, r.messageBounded[p.Name]); err != nil {
 		a.messageBeyond = fmt.Errorf("beyond the bounds the policy is compiled against: %w", err)
 	}
 	a.vars = variables{a: a, values: make([]ref.Val, len(p.variables)), visible: len(p.variables)}

@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -99,5 +100,37 @@ func TestMissingCostReadingFailsClosed(t *testing.T) {
 	d := NewSet([]*Policy{compiled}, compiled).Decide(context.Background(), Input{}, Options{})
 	if d.Allocation != AllocationUnknown || d.Reason != ReasonPolicyError {
 		t.Errorf("decision = %+v, want a PolicyError for the missing cost reading", d)
+	}
+}
+
+// An expression with a comprehension or more than maxUncheckedCalls calls runs under
+// ContextEval with its calls checking the deadline (cost.Interruptible): one of thousands of
+// calls without a comprehension stops within one call of its deadline. One of a few calls
+// runs under Eval, which sets no context up.
+func TestLongExpressionsAreInterruptible(t *testing.T) {
+	c, err := NewCompiler(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func(n int) string {
+		return strings.TrimSuffix(strings.Repeat("vm.name.contains('x') || ", n), " || ")
+	}
+	for _, tc := range []struct {
+		expr string
+		want bool
+	}{
+		{calls(3), false},
+		{calls(maxUncheckedCalls / 2), false},
+		{calls(maxUncheckedCalls + 1), true},
+		{"vm.labels.exists(k, k == 'a')", true},
+	} {
+		p, errs := c.Compile(&v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec: v1alpha1.ClusterIPAMPolicySpec{Hotplug: &v1alpha1.Expression{Expression: tc.expr}}}, nil)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if got := p.hotplug.interruptible; got != tc.want {
+			t.Errorf("%.60s: interruptible = %v, want %v", tc.expr, got, tc.want)
+		}
 	}
 }

@@ -106,7 +106,7 @@ func TestAuditNeverDecides(t *testing.T) {
 				skipRule("outside", "!cidr('192.168.0.0/16').containsIP(ipAddress.address)", "OutsideRange", "", "")),
 			evaluator.AuditRecord{Policy: "watch", Allocation: evaluator.AllocationNone, Skip: true,
 				Reason: "OutsideRange", Message: "OutsideRange", Rule: "outside", Hotplug: true,
-				Provenance: evaluator.Provenance{Allocation: "watch", Skip: "watch", Hotplug: evaluator.BuiltinPolicy}}},
+				Provenance: evaluator.Provenance{Allocation: "watch", Skip: "watch", Hotplug: evaluator.BuiltinPolicy}, Differs: true}},
 		{"a failing Audit policy records its error, even under Fail",
 			newPolicy("broken", audit, priority(1), allocation("vm.labels['missing']")),
 			evaluator.AuditRecord{Policy: "broken",
@@ -354,5 +354,38 @@ func TestNilMapsAndListsAreEmpty(t *testing.T) {
 	d := decide(setOf(t, newCompiler(t), p), evaluator.Input{})
 	if d.Provenance.Allocation != "p" || d.Allocation != evaluator.AllocationAuto {
 		t.Errorf("decision = %+v, want p to match a zero Input", d)
+	}
+}
+
+// What a policy's mode or failurePolicy kept from deciding is in Trace.Failures, one per
+// policy, without Options.Explain, for the controller to count and show (issue #29): an
+// Ignore policy passed over, an Audit policy whose matchConditions or record failed; and an
+// Audit record that would decide otherwise than the decision says so (Differs).
+func TestFailuresAndDifferingAuditRecordsAreCountable(t *testing.T) {
+	c := newCompiler(t)
+	set := setOf(t, c,
+		layer("ignored", priority(1), ignoreErrors, hotplug("vm.labels['missing'] == 'x'")),
+		layer("broken-audit", priority(2), audit, matchCondition("m", "vm.labels['missing'] == 'x'"), hotplug("false")),
+		layer("audit-none", priority(3), audit, allocation("'None'")),
+		layer("audit-same", priority(4), audit, allocation("'Auto'")))
+	d := decide(set, pooledAuto())
+	if d.Reason == evaluator.ReasonPolicyError || d.Allocation != evaluator.AllocationAuto {
+		t.Fatalf("decision = %s %q, want the built-in default's Auto", d.Reason, d.Message)
+	}
+	want := []evaluator.PolicyFailure{
+		{Policy: "broken-audit", Mode: v1alpha1.PolicyModeAudit, FailurePolicy: v1alpha1.FailurePolicyFail,
+			Field: "spec.matchConditions[0].expression", Error: "no such key: missing"},
+		{Policy: "ignored", Mode: v1alpha1.PolicyModeEnforce, FailurePolicy: v1alpha1.FailurePolicyIgnore,
+			Field: "spec.hotplug.expression", Error: "no such key: missing"},
+	}
+	if !reflect.DeepEqual(d.Trace.Failures, want) {
+		t.Errorf("Failures = %+v, want %+v", d.Trace.Failures, want)
+	}
+	differs := map[string]bool{}
+	for _, r := range d.Trace.Audit {
+		differs[r.Policy] = r.Differs
+	}
+	if !differs["audit-none"] || differs["audit-same"] || differs["broken-audit"] {
+		t.Errorf("Differs = %v, want only audit-none's record to differ", differs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -29,10 +30,10 @@ type Set struct {
 	limits Limits
 	// bounded are, by policy name (the safety policy's included), the input fields whose
 	// bounds Decide enforces before it evaluates the policy: those its expressions read.
-	bounded map[string][]boundedField
+	bounded map[string][]cost.Field
 	// messageBounded are, by policy name, the bounded input fields only its
 	// messageExpressions read: beyond them, those messages fall back to the static ones.
-	messageBounded map[string][]boundedField
+	messageBounded map[string][]cost.Field
 }
 
 // NewSet orders policies by (priority, name), whatever order they come in, and puts builtin
@@ -43,12 +44,12 @@ func NewSet(policies []*Policy, builtin *Policy) *Set {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Name, b.Name))
 	})
 	layers := append(ordered, builtin.asBuiltin())
-	bounded, messageBounded := map[string][]boundedField{}, map[string][]boundedField{}
+	bounded, messageBounded := map[string][]cost.Field{}, map[string][]cost.Field{}
 	for _, p := range append(slices.Clone(layers), builtin.safety) {
 		if p != nil {
-			bounded[p.Name] = boundedFieldsRead(p.reads)
-			messageBounded[p.Name] = slices.DeleteFunc(boundedFieldsRead(p.messageReads), func(f boundedField) bool {
-				return slices.ContainsFunc(bounded[p.Name], func(g boundedField) bool { return g.id == f.id })
+			bounded[p.Name] = p.bounds.Read(p.reads)
+			messageBounded[p.Name] = slices.DeleteFunc(p.bounds.Read(p.messageReads), func(f cost.Field) bool {
+				return slices.ContainsFunc(bounded[p.Name], f.Is)
 			})
 		}
 	}
@@ -114,7 +115,7 @@ type Options struct {
 // never decides and an Ignore policy is passed over, so neither may take the interface down
 // by being slow. The policy is recorded as an Audit record with the error, or in Ignored.
 func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
-	var passed []Decision // the attempts a trial or Ignore policy ran out of time in
+	var passed []*policyError // the errors of the trial or Ignore policies that ran out of time
 	set := s
 	for {
 		d, late := set.decideOnce(ctx, in, opts)
@@ -122,8 +123,7 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 		if p == nil || len(passed) == maxPassedOver || ctx.Err() != nil {
 			return stableWhenLate(ctx, withPassedOver(d, passed), s.limits.Deadline)
 		}
-		passed = append(passed, Decision{Policy: p.Name, Message: lateError(d, late, s.limits.Deadline),
-			Provenance: Provenance{Skip: string(p.Mode)}})
+		passed = append(passed, &policyError{p, late.path, lateError(d, late, s.limits.Deadline)})
 		set = set.without(p.Name)
 	}
 }
@@ -131,8 +131,8 @@ func (s *Set) Decide(ctx context.Context, in Input, opts Options) Decision {
 // stableWhenLate gives a decision d that failed for want of time a message naming its policy
 // and the deadline only: which of a slow policy's expressions was running when the time ran
 // out, and whether its call was interrupted or abandoned, vary with the machine's load, and a
-// NetworkReady message that changed from retry to retry was rewritten, and an event raised,
-// each time (issue #15, atk8). The precise error, naming the expression, stays first in the
+// NetworkReady message that changes from retry to retry is rewritten, and an event raised,
+// each time. The precise error, naming the expression, stays first in the
 // trace's errors, which the dry run and ipamctl show.
 // When the caller's context (ctx: the VM's budget, a dry-run request) ended, its cause is
 // named instead of the deadline.
@@ -152,14 +152,14 @@ func stableWhenLate(ctx context.Context, d Decision, deadline time.Duration) Dec
 }
 
 // lateError is the error of late's expression in d's trace, or one naming the deadline.
-func lateError(d Decision, late where, deadline time.Duration) string {
+func lateError(d Decision, late where, deadline time.Duration) error {
 	prefix := "policy " + late.p.Name + ": " + late.path + ": "
 	for _, e := range append([]string{d.Message}, d.Trace.Errors...) {
-		if strings.HasPrefix(e, prefix) {
-			return e
+		if rest, ok := strings.CutPrefix(e, prefix); ok {
+			return errors.New(rest)
 		}
 	}
-	return fmt.Sprintf("%sthe deadline (%v) passed while it was evaluated: %v", prefix, deadline, context.DeadlineExceeded)
+	return fmt.Errorf("the deadline (%v) passed while it was evaluated: %w", deadline, context.DeadlineExceeded)
 }
 
 // maxPassedOver bounds how many Audit or Ignore policies one Decide passes over for running out
@@ -192,14 +192,16 @@ func (s *Set) without(name string) *Set {
 }
 
 // withPassedOver records in d the policies passed over for running out of time: an Audit
-// policy as an Audit record with the error, an Ignore policy in Ignored; both in Errors.
-func withPassedOver(d Decision, passed []Decision) Decision {
-	for _, p := range passed {
-		d.Trace.Errors = append(d.Trace.Errors, p.Message)
-		if p.Provenance.Skip == string(v1alpha1.PolicyModeAudit) {
-			d.Trace.Audit = append(d.Trace.Audit, AuditRecord{Policy: p.Policy, Error: p.Message})
+// policy as an Audit record with the error, an Ignore policy in Ignored; both in Errors and
+// Failures.
+func withPassedOver(d Decision, passed []*policyError) Decision {
+	for _, e := range passed {
+		d.Trace.Errors = append(d.Trace.Errors, e.Error())
+		d.Trace.Failures = append(d.Trace.Failures, e.failure())
+		if e.p.Mode == v1alpha1.PolicyModeAudit {
+			d.Trace.Audit = append(d.Trace.Audit, AuditRecord{Policy: e.p.Name, Error: e.Error()})
 		} else {
-			d.Trace.Ignored = append(d.Trace.Ignored, p.Policy)
+			d.Trace.Ignored = append(d.Trace.Ignored, e.p.Name)
 		}
 	}
 	return d
@@ -336,7 +338,7 @@ func (s *Set) decide(r *run) Decision {
 	if failure != nil {
 		d = failure.decision()
 	} else {
-		d, _ = r.layered(enforcing(matched, nil), s.safety, true)
+		d, _, _ = r.layered(enforcing(matched, nil), s.safety, true)
 	}
 	for _, p := range s.layers {
 		if p.Mode != v1alpha1.PolicyModeAudit {
@@ -349,6 +351,8 @@ func (s *Set) decide(r *run) Decision {
 		}
 	}
 	d.Trace.Matched, d.Trace.Ignored, d.Trace.Errors = r.trace.Matched, r.trace.Ignored, r.trace.Errors
+	d.Trace.Failures = r.trace.Failures
+	markDiffering(&d)
 	return d
 }
 
@@ -382,6 +386,7 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		switch {
 		case err != nil && p.Mode == v1alpha1.PolicyModeAudit:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.failed(err)
 			if r.auditErrors == nil {
 				r.auditErrors = map[string]AuditRecord{}
 			}
@@ -389,6 +394,7 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 		case err != nil && p.FailurePolicy == v1alpha1.FailurePolicyIgnore:
 			r.trace.Errors = append(r.trace.Errors, err.Error())
 			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+			r.failed(err)
 		case err != nil:
 			r.trace.Matched = append(r.trace.Matched, p.Name)
 			r.trace.Errors = append(r.trace.Errors, err.Error())
@@ -406,37 +412,65 @@ func (r *run) matching(layers []*Policy) ([]*Policy, *policyError) {
 // passed over are returned. With record, errors and passed-over policies go into the run's
 // trace (not for audit runs).
 //
-// The first retry of an evaluation starts from the accounts as they were when the failed
-// attempt started (run.refill): the policies evaluated again are not charged twice, so that
-// one passed over for crossing a budget does not take down those before it, which fit alone.
-// Later retries inherit what was spent. The work on one interface so stays within twice the
-// two budgets (2 × (InterfaceCostBudget + TrialCostBudget), each crossed by at most one
-// expression's cost per attempt), whatever the number of policies passed over.
-func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision, []*policyError) {
-	var ignored []*policyError
-	for {
-		start := r.accounts()
+// Every retry starts from the accounts as they were before the first attempt (run.restore):
+// the policies evaluated again are charged once, so that no failing trial policy — however
+// many fail, and whatever they spent — makes an enforced one cross its budget. At most
+// maxIgnoreRetries retries pass one policy over each; the attempt after them passes over every
+// Ignore policy left, unevaluated, so that the work on one interface stays within
+// (maxIgnoreRetries + 2) attempts of both budgets.
+func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (d Decision, ignored []*policyError, failed *policyError) {
+	start := r.accounts()
+	for retry := 0; ; retry++ {
+		if retry > 0 {
+			r.restore(start)
+		}
+		if retry > maxIgnoreRetries {
+			enforce = r.passOverIgnored(enforce, record, &ignored)
+		}
 		a := r.attempt(enforce, safety)
 		if a.err == nil {
 			if record {
 				r.trace.Errors = append(r.trace.Errors, a.errors...)
 			}
-			return a.d, ignored
+			return a.d, ignored, nil
 		}
 		if record {
 			r.trace.Errors = append(r.trace.Errors, a.err.Error())
 		}
-		failed := func(p *Policy) bool { return p.Name == a.err.p.Name }
-		if a.err.p.FailurePolicy != v1alpha1.FailurePolicyIgnore || !slices.ContainsFunc(enforce, failed) {
-			return a.err.decision(), ignored
+		isFailed := func(p *Policy) bool { return p.Name == a.err.p.Name }
+		if a.err.p.FailurePolicy != v1alpha1.FailurePolicyIgnore || !slices.ContainsFunc(enforce, isFailed) {
+			return a.err.decision(), ignored, a.err
 		}
 		ignored = append(ignored, a.err)
 		if record {
 			r.trace.Ignored = append(r.trace.Ignored, a.err.p.Name)
+			r.failed(a.err)
 		}
-		enforce = slices.DeleteFunc(slices.Clone(enforce), failed)
-		r.refill(start)
+		enforce = slices.DeleteFunc(slices.Clone(enforce), isFailed)
 	}
+}
+
+// maxIgnoreRetries bounds the failurePolicy Ignore policies one layered evaluation passes over
+// one at a time, each with a retry; past it, the rest are passed over unevaluated.
+const maxIgnoreRetries = 8
+
+// passOverIgnored removes the Ignore policies from enforce, recording each as passed over
+// without being evaluated.
+func (r *run) passOverIgnored(enforce []*Policy, record bool, ignored *[]*policyError) []*Policy {
+	return slices.DeleteFunc(slices.Clone(enforce), func(p *Policy) bool {
+		if p.FailurePolicy != v1alpha1.FailurePolicyIgnore {
+			return false
+		}
+		err := &policyError{p, "spec", fmt.Errorf("passed over without being evaluated: %d failurePolicy Ignore policies "+
+			"failed before it on this interface, the most one evaluation retries", maxIgnoreRetries+1)}
+		*ignored = append(*ignored, err)
+		if record {
+			r.trace.Errors = append(r.trace.Errors, err.Error())
+			r.trace.Ignored = append(r.trace.Ignored, p.Name)
+			r.failed(err)
+		}
+		return true
+	})
 }
 
 // audit is what the decision would be were the Audit policy p (one of matched) an Enforce
@@ -444,26 +478,47 @@ func (r *run) layered(enforce []*Policy, safety *Policy, record bool) (Decision,
 func (r *run) audit(matched []*Policy, p *Policy, safety *Policy) AuditRecord {
 	r.auditing = p
 	defer func() { r.auditing = nil }()
-	d, ignored := r.layered(enforcing(matched, p), safety, false)
+	d, ignored, failed := r.layered(enforcing(matched, p), safety, false)
 	for _, e := range ignored {
 		if e.p.Name == p.Name {
 			return r.auditError(p, e)
 		}
 	}
-	if d.Reason == ReasonPolicyError && d.Provenance.Skip == p.Name {
-		return r.auditError(p, errors.New(d.Message))
+	if failed != nil && d.Provenance.Skip == p.Name {
+		return r.auditError(p, failed)
 	}
 	return d.audit(p.Name)
 }
 
-func (r *run) auditError(p *Policy, err error) AuditRecord {
+func (r *run) auditError(p *Policy, err *policyError) AuditRecord {
 	r.trace.Errors = append(r.trace.Errors, err.Error())
+	r.failed(&policyError{p, err.path, err.err})
 	return AuditRecord{Policy: p.Name, Error: err.Error()}
 }
 
 func (d Decision) audit(policy string) AuditRecord {
 	return AuditRecord{Policy: policy, Allocation: d.Allocation, Skip: d.Skip, Reason: d.Reason,
 		Message: d.Message, Hotplug: d.Hotplug, Rule: d.Rule, Provenance: d.Provenance}
+}
+
+// failed records err, of a policy whose mode or failurePolicy keeps it from deciding, in the
+// trace's Failures.
+func (r *run) failed(err *policyError) {
+	r.trace.Failures = append(r.trace.Failures, err.failure())
+}
+
+// failure is e as a PolicyFailure.
+func (e *policyError) failure() PolicyFailure {
+	return PolicyFailure{Policy: e.p.Name, Mode: e.p.Mode, FailurePolicy: e.p.FailurePolicy, Field: e.path,
+		Error: cut(fmt.Sprint(e.err), maxFailureSample)}
+}
+
+// markDiffering sets Differs on each of d's Audit records that decides otherwise than d.
+func markDiffering(d *Decision) {
+	for i, rec := range d.Trace.Audit {
+		d.Trace.Audit[i].Differs = rec.Error == "" && (rec.Allocation != d.Allocation || rec.Skip != d.Skip ||
+			rec.Reason != d.Reason || rec.Hotplug != d.Hotplug)
+	}
 }
 
 // policyError is an evaluation error of one expression of one policy.

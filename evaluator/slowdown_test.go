@@ -10,10 +10,9 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 )
 
-// calibratedUnitCPU is the CPU time a cost unit of the construct that does the most work per
-// unit — a comprehension building a map on every iteration — takes in the plain test binary on
-// the reference machine (docs/CEL-LIBRARY.md, Calibration: ~320–380 ns). The budgets, and so
-// the fuzz targets' CPU bounds, are calibrated on it.
+// calibratedUnitCPU is the CPU time a cost unit of a reference construct — a comprehension
+// building a map on every iteration — takes in the plain test binary on the reference machine
+// (~320–380 ns measured); its ratio in this binary scales the fuzz targets' compile-time bound.
 const calibratedUnitCPU = 380 * time.Nanosecond
 
 var (
@@ -21,12 +20,11 @@ var (
 	slowdownValue float64
 )
 
-// slowdown is how many times slower this binary evaluates CEL than the binary the limits were
-// calibrated on: at least 1. A fuzz binary is built with coverage instrumentation, which slows
-// evaluation several times (an input near the budgets took 584 ms of CPU there and ~0.1 s in
-// the plain binary), so the fuzz targets scale their CPU bounds by it, to blame the policy and
-// not the instrumentation. Measured once, as the least CPU per unit of three decisions of the
-// calibration's map-building construct.
+// slowdown is how many times slower this binary evaluates CEL than the plain test binary on
+// the reference machine: at least 1. A fuzz binary is built with coverage instrumentation,
+// which slows evaluation and compilation several times, so the fuzz targets scale their
+// compile-time bound by it, to blame the policy and not the instrumentation. Measured once, as
+// the least CPU per unit of three decisions of the reference construct.
 func slowdown(t testing.TB) float64 {
 	slowdownOnce.Do(func() {
 		c := newCompiler(t)

@@ -18,10 +18,9 @@ var orderedKinds = map[types.Kind]bool{
 
 // unorderedSortErrors names each sort() or sortBy() in the checked expression e whose list
 // (or sortBy's keys) the checker knows only as dyn: cel-go's checker accepts it for any
-// element type and the call fails at run time on the values above — a policy whose
-// `dyn([ip(…)]).sort()` compiled took its interfaces down with a PolicyError on every VM
-// (issue #15, tester atk9). A list whose element type the checker knows is refused by the
-// checker itself when the type is not ordered. Checked for new expressions only.
+// element type and the call fails at run time on the values above (`dyn([ip(…)]).sort()`
+// would fail on every VM with a PolicyError). A list whose element type the checker knows
+// is refused by the checker itself when the type is not ordered. Checked for new expressions only.
 func unorderedSortErrors(a *ast.AST) []string {
 	var errs []string
 	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(n ast.Expr) {

@@ -5,18 +5,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/vmipam/vmipam/evaluator/internal/cost"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // MaxPolicySourceBytes bounds the bytes of CEL source one policy's expressions hold together
 // (variables, matchConditions, allocation, skip rules with their messageExpressions,
-// hotplug). The CRD bounds each expression (5,120 characters) and each list, but not their
-// product: 112 OR chains at the per-field limit compiled for 12.5 s of CPU, beyond the
-// webhook's 5 s timeout. With MaxPolicyCheckWork bounding the type checker's work, which
-// grows faster than the source, 64 KiB compile in ≤ ~0.4 s of CPU in the worst case measured
-// (BenchmarkCompileWorstCase, two loaded cores), while the built-in default policy holds
-// ~2.5 KiB: a realistic policy fits many times over.
-const MaxPolicySourceBytes = 64 << 10
+// hotplug): the CRD bounds each expression and each list, but not their product.
+const MaxPolicySourceBytes = cost.MaxPolicySourceBytes
 
 // sourceSize refuses a spec whose expressions hold more than MaxPolicySourceBytes together,
 // at spec; it is checked before anything is compiled, for a stored policy too (the controller

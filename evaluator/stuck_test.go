@@ -55,7 +55,7 @@ func TestAnAbandonedEvaluationReportsTheCostSpent(t *testing.T) {
 // A stuck call inside a variable is blamed on the variable, the expression that did not
 // finish, not on the expression that read it.
 func TestAnAbandonedVariableIsNamed(t *testing.T) {
-	c := compilerWith(t, evaluator.Limits{Deadline: 50 * time.Millisecond, StaticCostLimit: 1e12,
+	c := compilerWith(t, evaluator.Limits{Deadline: 200 * time.Millisecond, StaticCostLimit: 1e12,
 		PerCallCostLimit: 1e12, InterfaceCostBudget: 1e12})
 	// url() of it: a variable that can hold a formatted string of gigabytes is refused, one
 	// whose size the analysis cannot derive (and that reads no input) is not.

@@ -20,14 +20,12 @@ func doublingPolicy(n int) []policyOption {
 
 // Formatting the variables for the trace is work on CEL values that CEL's cost accounting does
 // not see: the controller must not do it at all, and the dry run must do it within bounds and
-// pay for it. Before, the sixteen doubling variables were formatted on every Decide (the
-// controller's too), walking 6.5 million elements; now they decide at once (each variable's
-// bound is derived from its expression and checked in constant time, and nothing formats
-// them), and they are formatted within bounds only when explained.
+// pay for it. Before, sixteen doubling variables were formatted on every Decide (the
+// controller's too), walking 6.5 million elements; now nothing formats them unless explained,
+// and then within bounds.
 func TestVariablesAreFormattedOnlyWhenExplainedAndBounded(t *testing.T) {
 	c := newCompiler(t)
-	// Ten doublings (102,400 elements): each `+` now copies (concat.go), so sixteen are
-	// refused by their estimates.
+	// Ten doublings (102,400 elements; each `+` copies, charged by what it copies).
 	if d := decide(setOf(t, c, newPolicy("p", doublingPolicy(10)...)), pooledAuto()); d.Allocation != evaluator.AllocationAuto {
 		t.Errorf("ten doublings: %s %q, want Auto", d.Reason, d.Message)
 	}

@@ -2,9 +2,7 @@ package evaluator
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 
@@ -76,46 +74,12 @@ func (v *variables) resolve(i int) ref.Val {
 	v.values[i] = types.NewErr("variable %s is evaluated in its own expression", a.p.variables[i].name)
 	view := *a
 	view.vars = variables{a: a, values: v.values, visible: i}
-	val, cost, err := a.r.evalCost(a.p, a.p.variables[i].program, &view)
-	if err == nil {
-		err = a.r.checkVariable(a.p, a.p.variables[i], val, cost)
-	}
+	val, _, err := a.r.evalCost(a.p, a.p.variables[i].program, &view)
 	if err != nil {
 		val = types.WrapErr(err)
 	}
 	v.values[i] = val
 	return val
-}
-
-// checkVariable holds v's value val to its bound (checkVariableSize), charging the walk to
-// p's account as the expression's own cost is: a unit per walkValuesPerUnit values visited,
-// within what the per-call limit leaves of the expression's charge (cost) and what the
-// account has left. Past either the walk stops, with the limit's error, and the unit that
-// crosses it is charged (so that nothing more runs on a spent account).
-func (r *run) checkVariable(p *Policy, v namedProgram, val ref.Val, cost int64) *policyError {
-	acct := r.accountOf(p)
-	perCall := int64(min(p.limits.PerCallCostLimit, math.MaxInt64/2)) - cost
-	units := max(min(perCall, acct.budget-acct.spent), 0)
-	visited, err := checkVariableSize(val, v.bound, saturatingMul(uint64(units), walkValuesPerUnit))
-	charge := int64(walkCharge(visited))
-	if errors.Is(err, errWalkUnpaid) {
-		charge = units + 1
-	}
-	if charge > 0 {
-		acct.charge(p.Name, charge)
-		r.at.spent.Store(r.cost())
-	}
-	switch {
-	case errors.Is(err, errWalkUnpaid) && perCall <= acct.budget-(acct.spent-charge):
-		return &policyError{p, v.path, fmt.Errorf("checking the value against the bound the cost estimate assumes for "+
-			"this variable (a walk of its nested values, a unit per %d) exceeds the per-call cost limit %d",
-			walkValuesPerUnit, p.limits.PerCallCostLimit)}
-	case errors.Is(err, errWalkUnpaid):
-		return r.overBudget(p, v.path, acct)
-	case err != nil:
-		return &policyError{p, v.path, err}
-	}
-	return nil
 }
 
 // evaluated are the indexes of the variables evaluated without an error, by name.
@@ -212,12 +176,14 @@ type variablesIterator struct {
 	index int
 }
 
+// ConvertToNative, ConvertToType, Equal, Type and Value implement ref.Val; HasNext and Next
+// implement traits.Iterator.
 func (i *variablesIterator) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	return nil, fmt.Errorf("disallowed conversion to %q", typeDesc.Name())
 }
 
 func (i *variablesIterator) ConvertToType(typeValue ref.Type) ref.Val {
-	return types.NewErr("disallowed conversion o %q", typeValue.TypeName())
+	return types.NewErr("disallowed conversion to %q", typeValue.TypeName())
 }
 
 func (i *variablesIterator) Equal(other ref.Val) ref.Val {

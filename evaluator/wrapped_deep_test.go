@@ -48,37 +48,6 @@ func TestWrappedDeepOperationsAreChargedByDeepSize(t *testing.T) {
 	}
 }
 
-// The estimate sees through optionals as the run time does: a deep operation on an
-// optional-wrapped nested value is charged the deep size of what it wraps, so one that can
-// exceed the per-call limit on an input within its bounds is refused when written. Before,
-// only `optional.of(m) == optional.of(m)` was refused (cel-go's estimate of an optional's
-// equality saturates), while `in`, includes(), indexOf(), lastIndexOf(), distinct() and sets.*
-// on the same operands were admitted at a few units (issue #15, scratch/s7, s101–s108).
-func TestWrappedDeepOperationsAreEstimated(t *testing.T) {
-	c := newCompiler(t)
-	chain := variable("e", "vm.labels.map(k, [k, k]).map(x, [x, x]).map(y, [y, y])") // ~3,800 nodes
-	o := "optional.of(variables.e)"
-	oo := "optional.of(" + o + ")"
-	for _, expr := range []string{
-		"variables.e.exists(z, " + o + " in [" + o + "])",
-		"variables.e.exists(z, " + oo + " in [" + oo + "])",
-		"variables.e.exists(z, [" + o + "].includes(" + o + "))",
-		"variables.e.exists(z, [" + o + "].indexOf(" + o + ") == 0)",
-		"variables.e.exists(z, [" + o + "].lastIndexOf(" + o + ") == 0)",
-		"variables.e.exists(z, [" + o + ", " + o + "].distinct().size() == 1)",
-		"variables.e.exists(z, sets.contains([" + o + "], [" + o + "]))",
-		"variables.e.exists(z, sets.equivalent([" + o + "], [" + o + "]))",
-		"variables.e.exists(z, sets.intersects([" + o + "], [" + o + "]))",
-		"variables.e.exists(z, [" + o + "] == [" + o + "])",
-		"variables.e.exists(z, " + o + ".orValue([]) == variables.e)",
-	} {
-		_, errs := c.Compile(newPolicy("p", chain, allocation("("+expr+") ? 'Auto' : 'None'")), nil)
-		if len(errs) != 1 || errs[0].Field != "spec.allocation.expression" || !strings.Contains(errs[0].Error(), "per-call limit") {
-			t.Errorf("%s: errors %v, want one at spec.allocation.expression saying it exceeds the per-call limit", expr, errs)
-		}
-	}
-}
-
 // The tester's reproductions (atk7 findings 31, 34–36): a variable holding a huge nested value
 // built cheaply by reusing one inner list, compared behind an optional. Each is now refused
 // when written, or, admitted, fails closed on cost before the comparison runs — never runs
@@ -159,11 +128,5 @@ func TestObjectsInDeepOperationsAreChargedByDeepSize(t *testing.T) {
 		if got := cost(expr) - control; got < 1000 {
 			t.Errorf("%s: charged %d more than comparing nothing, want at least the 1,000 names walked", expr, got)
 		}
-	}
-	// New, the objects are refused: a policy may not build one (construct.go); stored ones are
-	// charged as above.
-	p := newPolicy("objects", a, b, names, h1, h2, allocation("([variables.h1] == [variables.h2]) ? 'Auto' : 'None'"))
-	if _, errs := c.Compile(p, nil); len(errs) == 0 || !strings.Contains(errs[0].Error(), "may not build objects") {
-		t.Errorf("errors %v, want the objects refused", errs)
 	}
 }

@@ -371,7 +371,7 @@ func PastSizeBounds(errs field.ErrorList) bool {
 // separated by "---", empty ones skipped) as a request's candidate policies are read:
 // validated against the CRD's schema, nulls dropped and defaults filled, decoded
 // case-sensitively with unknown and duplicate fields refused. It is the
-// evaluator.PolicyDecoder of `ipamctl test`, so that a suite's policies are read as `ipamctl
+// policytest.Decoder of `ipamctl test`, so that a suite's policies are read as `ipamctl
 // lint`, `ipamctl evaluate` and the dry-run API read them: policies.Decode matched field names
 // in any case, and a policy whose `Match:` the cluster drops passed its suite with the
 // selector applied (issue #15, tester atk18). An error names the document (from 0) and its

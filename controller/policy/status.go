@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -29,16 +30,41 @@ type outcome struct {
 	// notPersisted is set when the serving spec is too large to be stored in
 	// AnnotationLastGood, so it would not survive a restart while a later generation fails.
 	notPersisted bool
+	// warnings are what compiling the current generation found (evaluator.Policy.Warnings),
+	// when it compiled.
+	warnings []evaluator.Warning
 }
 
-// newStatus returns p's status for the outcome: observed and serving generation and the
-// Ready condition; other conditions are kept.
+// newStatus returns p's status for the outcome: observed and serving generation, the Ready
+// condition, and, when the current generation compiled, the WithinCostLimits condition;
+// other conditions are kept.
 func newStatus(p *v1alpha1.ClusterIPAMPolicy, out outcome) v1alpha1.ClusterIPAMPolicyStatus {
 	s := p.Status.DeepCopy()
 	s.ObservedGeneration = out.generation
 	s.ServingGeneration = out.serving
 	meta.SetStatusCondition(&s.Conditions, readyCondition(out))
+	if len(out.errs) == 0 {
+		meta.SetStatusCondition(&s.Conditions, costCondition(out))
+	}
 	return *s
+}
+
+// costCondition is WithinCostLimits for a generation that compiled: False listing its cost
+// warnings (the webhook returned the same when it was written), True without.
+func costCondition(out outcome) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionWithinCostLimits, ObservedGeneration: out.generation,
+		Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonEstimatesWithinLimits,
+		Message: fmt.Sprintf("Every expression of generation %d is estimated within the cost limits it runs under", out.generation)}
+	if len(out.warnings) == 0 {
+		return c
+	}
+	msgs := make([]string, len(out.warnings))
+	for i, w := range out.warnings {
+		msgs[i] = w.String()
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonEstimateExceedsLimit
+	c.Message = truncate(fmt.Sprintf("generation %d: %s", out.generation, strings.Join(msgs, "; ")), maxMessageBytes)
+	return c
 }
 
 // readyCondition is Ready=True/Compiled when the observed generation compiled, else

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
@@ -88,5 +90,26 @@ func TestTruncateCutsOnRuneBoundary(t *testing.T) {
 	}
 	if got := truncate("short", 10); got != "short" {
 		t.Errorf("truncate = %q, want it unchanged", got)
+	}
+}
+
+// A generation that compiled sets WithinCostLimits: False naming what compiling warned about
+// (an estimate beyond the per-call limit), True without.
+func TestCostCondition(t *testing.T) {
+	p := &v1alpha1.ClusterIPAMPolicy{}
+	warned := newStatus(p, outcome{generation: 3, serving: 3, warnings: []evaluator.Warning{
+		{Field: "spec.skipRules[0].expression", Message: "estimated worst-case cost 105000 exceeds the per-call limit 100000 …"}}})
+	c := meta.FindStatusCondition(warned.Conditions, v1alpha1.ConditionWithinCostLimits)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonEstimateExceedsLimit || c.ObservedGeneration != 3 ||
+		!strings.Contains(c.Message, "generation 3: spec.skipRules[0].expression: estimated worst-case cost 105000") {
+		t.Errorf("condition = %+v, want False naming the expression", c)
+	}
+	clean := newStatus(p, outcome{generation: 4, serving: 4})
+	if c := meta.FindStatusCondition(clean.Conditions, v1alpha1.ConditionWithinCostLimits); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("condition = %+v, want True", c)
+	}
+	failed := newStatus(p, outcome{generation: 5, serving: 4, errs: field.ErrorList{field.Invalid(field.NewPath("spec"), "", "x")}})
+	if c := meta.FindStatusCondition(failed.Conditions, v1alpha1.ConditionWithinCostLimits); c != nil {
+		t.Errorf("condition = %+v for a generation that did not compile, want none", c)
 	}
 }

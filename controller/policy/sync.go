@@ -24,7 +24,7 @@ func (r *Registry) sync(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) (out
 		if src := r.servingSource(p); src == nil || src.Generation != p.Generation {
 			r.Put(p, compiled)
 		}
-		out.serving = p.Generation
+		out.serving, out.warnings = p.Generation, compiled.Warnings()
 		return out, p
 	}
 	out.errs = errs
@@ -65,9 +65,9 @@ func (r *Registry) restore(p *v1alpha1.ClusterIPAMPolicy) (*v1alpha1.ClusterIPAM
 // AnnotationLastGood records (p itself when that is p's generation) — which p's unchanged
 // expressions are compiled as (stored); nil when none did, and every expression of p is
 // checked as new. The webhook's failurePolicy is Ignore, so a generation written while it was
-// unavailable reaches the controller unchecked: compiled against itself, as before, it
-// skipped every check of new expressions (object construction, unbounded deep operations,
-// long comprehensions, literal guards) — issue #15, tester atk9.
+// unavailable reaches the controller unchecked, and compiled against itself it would skip
+// every check of new expressions (literal guards, sorts of values of no known order, an
+// estimate past the static limit).
 func (r *Registry) admitted(p *v1alpha1.ClusterIPAMPolicy) *v1alpha1.ClusterIPAMPolicy {
 	if src := r.servingSource(p); src != nil {
 		return src

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,9 +139,10 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// formattingPolicy is the tester's pair (issue #15): variable a and a rule formatting it.
-func formattingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
-	p := policy("'%s'.format([variables.a]) == ''")
+// sortingPolicy is variable a and a rule sorting it: refused when new once a holds values of
+// no known order.
+func sortingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
+	p := policy("variables.a.sort().size() == 0")
 	p.Spec.Variables = []v1alpha1.NamedExpression{{Name: "a", Expression: a}}
 	return p
 }
@@ -151,7 +153,7 @@ func formattingPolicy(a string) *v1alpha1.ClusterIPAMPolicy {
 // refused at the rule.
 func TestUpdateOfAVariableRechecksTheRulesReadingIt(t *testing.T) {
 	v := newValidator(t)
-	old, updated := formattingPolicy("[vm.name]"), formattingPolicy("vm.labels.map(k, vm.labels)")
+	old, updated := sortingPolicy("[vm.name]"), sortingPolicy("[dyn(vm.name)]")
 	if _, err := v.ValidateCreate(context.Background(), old); err != nil {
 		t.Fatalf("the stored policy: %v", err)
 	}
@@ -161,5 +163,25 @@ func TestUpdateOfAVariableRechecksTheRulesReadingIt(t *testing.T) {
 		if got := causes(t, err); len(got) != 1 || got[0] != "spec.skipRules[0].expression" {
 			t.Errorf("%s: causes = %v, want the rule", name, got)
 		}
+	}
+}
+
+// An expression estimated beyond the per-call limit it runs under is admitted with a warning
+// naming it (the run time stops it on inputs near the declared bounds); one estimated past
+// ten times the limit is refused.
+func TestAnEstimateBeyondThePerCallLimitIsAWarning(t *testing.T) {
+	v := newValidator(t)
+	p := policy("vm.annotations['a'].lowerAscii().upperAscii().lowerAscii().upperAscii() == 'x'")
+	warnings, err := v.ValidateCreate(context.Background(), p)
+	if err != nil {
+		t.Fatalf("ValidateCreate: %v, want it admitted", err)
+	}
+	if !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.HasPrefix(w, "spec.skipRules[0].expression: estimated worst-case cost") && strings.Contains(w, "exceeds the per-call limit 100000")
+	}) {
+		t.Errorf("warnings = %q, want one naming the expression and the per-call limit", warnings)
+	}
+	if _, err := v.ValidateCreate(context.Background(), policy("holders.vms.all(a, holders.vms.exists(b, a == b))")); err == nil {
+		t.Error("an estimate past ten times the per-call limit was admitted, want it refused")
 	}
 }

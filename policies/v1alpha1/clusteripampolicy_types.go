@@ -38,6 +38,16 @@ const (
 	// ReasonCompilationFailed: the current generation did not compile; the message lists
 	// every error with its field path and which generation, if any, still serves.
 	ReasonCompilationFailed = "CompilationFailed"
+	// ConditionWithinCostLimits is True when every expression of the last generation that
+	// compiled is estimated within the per-call cost limit it runs under, and False when one
+	// is not: the message names them; on inputs near the declared bounds the run time stops
+	// them with a PolicyError.
+	ConditionWithinCostLimits = "WithinCostLimits"
+	// ReasonEstimatesWithinLimits: every expression is estimated within the limits.
+	ReasonEstimatesWithinLimits = "EstimatesWithinLimits"
+	// ReasonEstimateExceedsLimit: an expression, or the policy's expressions together, are
+	// estimated beyond a limit they run under.
+	ReasonEstimateExceedsLimit = "EstimateExceedsLimit"
 )
 
 // NetworkSelector matches interfaces by network type and, optionally, name.
@@ -66,10 +76,14 @@ type Match struct {
 
 // NamedExpression is a named CEL expression (a match condition or a variable).
 type NamedExpression struct {
-	// Name is a CEL identifier: variables are referenced as variables.<name>.
+	// Name of a variable is a CEL identifier of at most 63 characters (it is referenced as
+	// variables.<name>); of a match condition, a qualified name as in
+	// ValidatingAdmissionPolicy (an optional DNS subdomain prefix and '/', then at most 63
+	// alphanumeric characters, '-', '_' or '.') or a CEL identifier. The schema admits either;
+	// the webhook and the controller hold each list to its own form.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z_][a-zA-Z0-9_]*|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`
 	Name string `json:"name"`
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=5120

@@ -21,6 +21,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/evaluator/policytest"
 	"github.com/vmipam/vmipam/policies/consumer"
 	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -144,11 +145,11 @@ func canonical(in evaluator.Input) evaluator.Input {
 // have decided from.
 func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []evaluator.Input) {
 	t.Helper()
-	suite, err := evaluator.LoadSuite(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")), nil)
+	suite, err := policytest.Load(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := evaluator.RunSuite(ctx, h.compiler, suite)
+	results, err := policytest.Run(ctx, h.compiler, suite)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@
 //	lint policy.yaml…
 //	    validate, compile and type-check policies; every error with its field path.
 //	test DIR|FILE…
-//	    run policy test suites (evaluator.TestSuite files); prints `N passed, N failed`.
+//	    run policy test suites (policytest.Suite files); prints `N passed, N failed`.
 //
 // Exit codes: 0 success; 1 a failure (invalid input, lint errors, failed tests, an error
 // answer from the API server); 2 a usage error.

@@ -14,6 +14,7 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/consumer"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Output formats of evaluate and dry-run.
@@ -90,6 +91,7 @@ func printTable(w io.Writer, r *dryrunv1.EvaluationStatus) {
 	_ = tw.Flush()
 	printBudgetNotice(w, r)
 	printAudit(w, r)
+	printPassedOver(w, r)
 	fmt.Fprintln(w, "\nActions:")
 	for _, line := range actionLines(r.Actions) {
 		fmt.Fprintln(w, "  "+line)
@@ -161,6 +163,35 @@ func printAudit(w io.Writer, r *dryrunv1.EvaluationStatus) {
 		fmt.Fprint(tw, row)
 	}
 	_ = tw.Flush()
+}
+
+// printPassedOver notes, one line each, the errors that decided nothing (a failurePolicy
+// Ignore policy passed over, an Audit policy that failed: evaluator.Trace.Failures) and the
+// Audit records that would decide otherwise than the decision; nothing when there are none.
+func printPassedOver(w io.Writer, r *dryrunv1.EvaluationStatus) {
+	var lines []string
+	for _, it := range r.Interfaces {
+		for _, f := range it.Decision.Trace.Failures {
+			how := "failurePolicy Ignore: passed over"
+			if f.Mode == v1alpha1.PolicyModeAudit {
+				how = "Audit"
+			}
+			lines = append(lines, fmt.Sprintf("%s: policy %s (%s) failed at %s: %s", interfaceName(it), f.Policy, how,
+				f.Field, evaluator.SafeMessage(f.Error)))
+		}
+		for _, a := range it.Decision.Trace.Audit {
+			if a.Differs {
+				lines = append(lines, fmt.Sprintf("%s: Audit policy %s would decide otherwise (not applied)", interfaceName(it), a.Policy))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nNote: what policies that decide nothing found:")
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
+	}
 }
 
 // interfaceName is "<Type>/<name>" as the condition and events show it (consumer.Label),

@@ -12,6 +12,7 @@ import (
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/consumer"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // What the VM would look like once the record is applied shows the controller's text; the dry
@@ -61,5 +62,31 @@ func TestTheTableQuotesNamesThatAreNotPlain(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %s:\n%s", want, text)
 		}
+	}
+}
+
+// The table notes what the policies that decide nothing found (issue #29): each error passed
+// over under failurePolicy Ignore or of an Audit policy, naming the policy, its field and the
+// error, and each Audit record that would decide otherwise. Before, they were in the JSON
+// trace only.
+func TestTheTableNotesErrorsPassedOverAndDifferingAuditRecords(t *testing.T) {
+	it := plan.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: evaluator.Decision{
+		Allocation: evaluator.AllocationAuto, Trace: evaluator.Trace{
+			Failures: []evaluator.PolicyFailure{{Policy: "team-labels", Mode: v1alpha1.PolicyModeEnforce,
+				FailurePolicy: v1alpha1.FailurePolicyIgnore, Field: "spec.hotplug.expression", Error: "no such key: team"}},
+			Audit: []evaluator.AuditRecord{{Policy: "l2-trial", Allocation: evaluator.AllocationNone, Differs: true},
+				{Policy: "same", Allocation: evaluator.AllocationAuto}}}}}
+	var out bytes.Buffer
+	printTable(&out, &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{it}})
+	for _, want := range []string{
+		"ClusterNetwork/corp: policy team-labels (failurePolicy Ignore: passed over) failed at spec.hotplug.expression: no such key: team",
+		"ClusterNetwork/corp: Audit policy l2-trial would decide otherwise (not applied)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "policy same would") {
+		t.Errorf("table notes an Audit record that decides alike:\n%s", out.String())
 	}
 }

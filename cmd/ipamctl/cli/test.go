@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/evaluator/policytest"
 )
 
 type testOptions struct {
@@ -26,7 +27,7 @@ func newTestCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test DIR|SUITE.yaml...",
 		Short: "Run policy test suites: inputs and the decisions expected for them",
-		Long: "test runs every policy test suite (apiVersion " + evaluator.SuiteAPIVersion + ", kind " + evaluator.SuiteKind + ")\n" +
+		Long: "test runs every policy test suite (apiVersion " + policytest.APIVersion + ", kind " + policytest.Kind + ")\n" +
 			"in the files and directories (searched recursively; other YAML files there are skipped): each case's\n" +
 			"input is decided by the suite's policies, with the shipped default as the built-in fallback, and\n" +
 			"compared with its expectations. Failed cases are printed with one line per difference; the last\n" +
@@ -52,7 +53,7 @@ func (o *testOptions) run(ctx context.Context, s Streams, args []string) error {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no policy test suite (kind %s) in %s", evaluator.SuiteKind, strings.Join(args, ", "))
+		return fmt.Errorf("no policy test suite (kind %s) in %s", policytest.Kind, strings.Join(args, ", "))
 	}
 	runner, err := newSuiteRunner()
 	if err != nil {
@@ -104,7 +105,7 @@ func (o *testOptions) runSuite(ctx context.Context, w io.Writer, r suiteRunner, 
 // dry-run engine reads a request's (the decoder `ipamctl lint` and `ipamctl evaluate` use).
 type suiteRunner struct {
 	compiler *evaluator.Compiler
-	decode   evaluator.PolicyDecoder
+	decode   policytest.Decoder
 }
 
 // newSuiteRunner builds a suiteRunner on a dry-run engine of the controller's default limits.
@@ -117,7 +118,7 @@ func newSuiteRunner() (suiteRunner, error) {
 }
 
 // runFile loads a suite (policy paths relative to its file) and runs it.
-func (r suiteRunner) runFile(ctx context.Context, file string) ([]evaluator.CaseResult, error) {
+func (r suiteRunner) runFile(ctx context.Context, file string) ([]policytest.Result, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -127,11 +128,11 @@ func (r suiteRunner) runFile(ctx context.Context, file string) ([]evaluator.Case
 	if err != nil {
 		return nil, err
 	}
-	suite, err := evaluator.LoadSuite(os.DirFS(root), filepath.ToSlash(rel), r.decode)
+	suite, err := policytest.Load(os.DirFS(root), filepath.ToSlash(rel), r.decode)
 	if err != nil {
 		return nil, unrooted(err, filepath.ToSlash(rel), file)
 	}
-	return evaluator.RunSuite(ctx, r.compiler, suite)
+	return policytest.Run(ctx, r.compiler, suite)
 }
 
 // unrooted shows the file as the user named it in an error that names it from the root.
@@ -191,5 +192,5 @@ func isSuite(p string) (bool, error) {
 	// Either half is enough: a suite with a typo in the other half must fail loudly, not be
 	// skipped (an admin's CI would go green without running it). The apiVersion's group is
 	// ipamctl's own, so no other kind of file carries it.
-	return head.APIVersion == evaluator.SuiteAPIVersion || head.Kind == evaluator.SuiteKind, nil
+	return head.APIVersion == policytest.APIVersion || head.Kind == policytest.Kind, nil
 }
