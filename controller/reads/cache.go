@@ -3,10 +3,8 @@ package reads
 import (
 	"fmt"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -85,10 +83,7 @@ func slimVM(obj any) (any, error) {
 	return slim, nil
 }
 
-// slimIPAddress is the cache transform of IPAddresses: of the status it keeps what vmipam reads
-// (address, network, phase, the Allocated condition) and drops what SDN's node agent writes
-// once the address is in a pod (condition Attached, usedByPods) and the routes; of the metadata
-// it drops managedFields and the labels, and keeps of the annotations IPAddressAnnotations. Nothing reads the rest: policies see no IPAddress labels
+// slimIPAddress is the cache transform of IPAddresses (IPAddress, interned). Nothing reads the rest: policies see no IPAddress labels
 // or annotations (evaluator.IPAddress), and the VM-UID label vmipam puts on its Auto
 // IPAddresses is informational (ownership is the controller reference). The one annotation
 // left takes one value per network, so the map holding it is shared by every IPAddress of that
@@ -98,15 +93,10 @@ func slimIPAddress(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	ip.ManagedFields = nil
-	ip.Labels = nil
-	ip.Annotations = sharedMaps.Share(internValues(IPAddressAnnotations(ip.Annotations)))
-	ip.Status.Routes, ip.Status.UsedByPods = nil, nil
-	ip.Status.Conditions = slices.DeleteFunc(ip.Status.Conditions, func(c metav1.Condition) bool {
-		return c.Type != sdnv1.ConditionAllocated
-	})
-	internIPAddress(ip)
-	return obj, nil
+	slim := IPAddress(ip)
+	slim.Annotations = sharedMaps.Share(internValues(slim.Annotations))
+	internIPAddress(slim)
+	return slim, nil
 }
 
 // slimNamespace is the cache transform of Namespaces: vmipam reads their name and labels only,

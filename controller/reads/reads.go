@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,10 +56,32 @@ func IPAddressAnnotations(annotations map[string]string) map[string]string {
 	return only(annotations, plan.AnnotationInterface)
 }
 
-// Changed reports whether two versions of a VM or launcher pod differ in what vmipam reads
-// (VM, LauncherPod) — beyond the resourceVersion and the pod's generation, which change with
-// fields vmipam does not read. The virtualization controller writes the rest of a VM's status
-// (conditions, the addresses SDN configured) on every change, and none of it is vmipam's input.
+// IPAddress returns what vmipam reads of an IPAddress as a new object (ip is not changed; its
+// spec, owner references and finalizers are shared): the metadata without labels and
+// managedFields, with IPAddressAnnotations only; the spec; of the status the address, network
+// and phase and the Allocated condition. Not what SDN's node agent writes once the address is
+// in a pod (condition Attached, usedByPods) nor the routes (sdn.md: "IPAddress").
+func IPAddress(ip *sdnv1.IPAddress) *sdnv1.IPAddress {
+	out := &sdnv1.IPAddress{TypeMeta: ip.TypeMeta, ObjectMeta: ip.ObjectMeta, Spec: ip.Spec,
+		Status: sdnv1.IPAddressStatus{Address: ip.Status.Address, Network: ip.Status.Network, Phase: ip.Status.Phase}}
+	out.ManagedFields, out.Labels = nil, nil
+	out.Annotations = IPAddressAnnotations(ip.Annotations)
+	if c := apimeta.FindStatusCondition(ip.Status.Conditions, sdnv1.ConditionAllocated); c != nil {
+		out.Status.Conditions = []metav1.Condition{*c}
+	}
+	return out
+}
+
+// Changed reports whether two versions of an object differ in what vmipam reads — beyond the
+// resourceVersion and the pod's generation, which change with fields vmipam does not read:
+//   - a VM or launcher pod: VM, LauncherPod. The virtualization controller writes the rest of
+//     a VM's status (conditions, the addresses SDN configured) on every change;
+//   - an IPAddress: IPAddress. SDN's node agent writes Attached and usedByPods as pods come
+//     and go;
+//   - a Network or ClusterNetwork: its labels, spec and whether its Ready condition is True.
+//     SDN rewrites the attachment counts of its status as nodes come and go, and every VM on
+//     the network would be woken for each.
+//
 // Objects of other kinds, or of two kinds, are reported changed.
 func Changed(old, new client.Object) bool {
 	switch o := old.(type) {
@@ -78,8 +101,30 @@ func Changed(old, new client.Object) bool {
 		a, b := VM(o), VM(n)
 		a.ResourceVersion, b.ResourceVersion = "", ""
 		return !equality.Semantic.DeepEqual(a, b)
+	case *sdnv1.IPAddress:
+		n, ok := new.(*sdnv1.IPAddress)
+		if !ok {
+			return true
+		}
+		a, b := IPAddress(o), IPAddress(n)
+		a.ResourceVersion, b.ResourceVersion = "", ""
+		return !equality.Semantic.DeepEqual(a, b)
+	case *sdnv1.ClusterNetwork:
+		n, ok := new.(*sdnv1.ClusterNetwork)
+		return !ok || networkChanged(o.ObjectMeta, n.ObjectMeta, o.Spec, n.Spec, &o.Status, &n.Status)
+	case *sdnv1.Network:
+		n, ok := new.(*sdnv1.Network)
+		return !ok || networkChanged(o.ObjectMeta, n.ObjectMeta, o.Spec, n.Spec, &o.Status, &n.Status)
 	}
 	return true
+}
+
+// networkChanged compares what vmipam reads of a network (plan's observer): labels, spec
+// (its pool, its type), the Ready condition, and whether it is being deleted.
+func networkChanged(om, nm metav1.ObjectMeta, os, ns any, ost, nst *sdnv1.NetworkStatus) bool {
+	return !equality.Semantic.DeepEqual(om.Labels, nm.Labels) || !equality.Semantic.DeepEqual(os, ns) ||
+		(om.DeletionTimestamp == nil) != (nm.DeletionTimestamp == nil) ||
+		apimeta.IsStatusConditionTrue(ost.Conditions, sdnv1.ConditionReady) != apimeta.IsStatusConditionTrue(nst.Conditions, sdnv1.ConditionReady)
 }
 
 // meta is m without managedFields and without last-applied-configuration (the annotations

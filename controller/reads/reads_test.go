@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -80,5 +81,61 @@ func TestLauncherPodChangesThatShowNothing(t *testing.T) {
 	}
 	if !Changed(base, &vmv1.VirtualMachine{}) {
 		t.Errorf("objects of two kinds are reported unchanged")
+	}
+}
+
+// TestSDNStatusChangesThatShowNothing pins down which SDN writes bring a VM back: an
+// IPAddress's answer (address, phase, Allocated) and a network's labels, spec and readiness —
+// never the node agent's Attached condition and usedByPods, the routes, or a network's
+// attachment counts, which change as pods and nodes come and go (issue #28's stand-in writes
+// them as SDN does; before, each woke every VM of the address or network).
+func TestSDNStatusChangesThatShowNothing(t *testing.T) {
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", ResourceVersion: "1"},
+		Status: sdnv1.IPAddressStatus{Address: "10.0.0.5", Phase: "Allocated",
+			Conditions: []metav1.Condition{{Type: sdnv1.ConditionAllocated, Status: metav1.ConditionTrue, Reason: "IPAddressAllocated"}}}}
+	for _, tt := range []struct {
+		name   string
+		change func(*sdnv1.IPAddress)
+		want   bool
+	}{
+		{"Attached", func(ip *sdnv1.IPAddress) {
+			ip.Status.Conditions = append(ip.Status.Conditions, metav1.Condition{Type: "Attached", Status: metav1.ConditionTrue})
+		}, false},
+		{"usedByPods", func(ip *sdnv1.IPAddress) { ip.Status.UsedByPods = []apiextensionsv1.JSON{{Raw: []byte(`{"name":"virt-launcher-web-x"}`)}} }, false},
+		{"a label", func(ip *sdnv1.IPAddress) { ip.Labels = map[string]string{"team": "a"} }, false},
+		{"address", func(ip *sdnv1.IPAddress) { ip.Status.Address = "10.0.0.6" }, true},
+		{"Allocated reason", func(ip *sdnv1.IPAddress) { ip.Status.Conditions[0].Reason = "NoFreeIPAddress" }, true},
+		{"being deleted", func(ip *sdnv1.IPAddress) { ip.DeletionTimestamp = &metav1.Time{} }, true},
+	} {
+		t.Run("IPAddress "+tt.name, func(t *testing.T) {
+			updated := ip.DeepCopy()
+			updated.ResourceVersion = "2"
+			tt.change(updated)
+			if got := Changed(ip, updated); got != tt.want {
+				t.Errorf("Changed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	n := &sdnv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "corp", ResourceVersion: "1"},
+		Status: sdnv1.NetworkStatus{Conditions: []metav1.Condition{{Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue}}}}
+	for _, tt := range []struct {
+		name   string
+		change func(*sdnv1.ClusterNetwork)
+		want   bool
+	}{
+		{"attachment counts", func(n *sdnv1.ClusterNetwork) { n.Status.ReadyNodeAttachementsCount = new(int32) }, false},
+		{"Ready's message", func(n *sdnv1.ClusterNetwork) { n.Status.Conditions[0].Message = "3 of 3 nodes" }, false},
+		{"Ready", func(n *sdnv1.ClusterNetwork) { n.Status.Conditions[0].Status = metav1.ConditionFalse }, true},
+		{"a label (a policy input)", func(n *sdnv1.ClusterNetwork) { n.Labels = map[string]string{"tier": "prod"} }, true},
+		{"pool", func(n *sdnv1.ClusterNetwork) { n.Spec.IPAM = &sdnv1.NetworkIPAM{} }, true},
+	} {
+		t.Run("ClusterNetwork "+tt.name, func(t *testing.T) {
+			updated := n.DeepCopy()
+			updated.ResourceVersion = "2"
+			tt.change(updated)
+			if got := Changed(n, updated); got != tt.want {
+				t.Errorf("Changed = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -43,8 +43,8 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 		// A VM's spec change can free or contest a static IPAddress others name.
 		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
 		Watches(&sdnv1.IPAddress{}, r.newAnsweredFirst()).
-		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
-		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork)).
+		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork), builder.WithPredicates(readChanged())).
+		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork), builder.WithPredicates(readChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmOfPod), builder.WithPredicates(readChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.contendersOfPod), builder.WithPredicates(readChanged())).
 		// A record edited or deleted by anyone else is rewritten; vmipam's own writes enqueue nothing.
@@ -222,10 +222,14 @@ func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqu
 	h.mapped.Create(ctx, e, q)
 }
 
-// Update implements handler.EventHandler.
+// Update implements handler.EventHandler. An update of nothing vmipam reads (reads.Changed:
+// SDN's node agent marking the address Attached, its usedByPods) wakes nobody.
 func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.own != nil {
 		h.own.creationObserved(e.ObjectNew)
+	}
+	if !reads.Changed(e.ObjectOld, e.ObjectNew) {
+		return
 	}
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	if !ok || !answered(e.ObjectOld, e.ObjectNew) {
@@ -296,7 +300,7 @@ func staticNamesChanged() predicate.Funcs {
 	}}
 }
 
-// readChanged lets through the updates of a VM or launcher pod that change what vmipam reads
+// readChanged lets through the updates of a VM, launcher pod or network that change what vmipam reads
 // (reads.Changed). Creations and deletions always pass.
 func readChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return reads.Changed(e.ObjectOld, e.ObjectNew) }}

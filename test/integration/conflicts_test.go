@@ -164,7 +164,7 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		create(ctx, squat)
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(ContainSubstring(": IPAddressConflict: IPAddress " + squat.Name +
-			" already exists and is controlled by no VirtualMachine"))
+			" already exists and is not controlled by VM v, and vmipam does not adopt it"))
 		Expect(getIPAddress(ctx, ns, squat.Name).OwnerReferences).To(BeEmpty())
 	})
 })
