@@ -101,7 +101,9 @@ func TestSDNStatusChangesThatShowNothing(t *testing.T) {
 		{"Attached", func(ip *sdnv1.IPAddress) {
 			ip.Status.Conditions = append(ip.Status.Conditions, metav1.Condition{Type: "Attached", Status: metav1.ConditionTrue})
 		}, false},
-		{"usedByPods", func(ip *sdnv1.IPAddress) { ip.Status.UsedByPods = []apiextensionsv1.JSON{{Raw: []byte(`{"name":"virt-launcher-web-x"}`)}} }, false},
+		{"usedByPods", func(ip *sdnv1.IPAddress) {
+			ip.Status.UsedByPods = []apiextensionsv1.JSON{{Raw: []byte(`{"name":"virt-launcher-web-x"}`)}}
+		}, false},
 		{"a label", func(ip *sdnv1.IPAddress) { ip.Labels = map[string]string{"team": "a"} }, false},
 		{"address", func(ip *sdnv1.IPAddress) { ip.Status.Address = "10.0.0.6" }, true},
 		{"Allocated reason", func(ip *sdnv1.IPAddress) { ip.Status.Conditions[0].Reason = "NoFreeIPAddress" }, true},
