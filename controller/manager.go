@@ -49,11 +49,12 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err := (&policy.Watcher{Client: mgr.GetClient(), Registry: registry}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("policy watcher: %w", err)
 	}
-	if err := (&policy.Reconciler{Client: mgr.GetClient(), Registry: registry}).SetupWithManager(mgr); err != nil {
+	findings := policy.NewFindings()
+	if err := (&policy.Reconciler{Client: mgr.GetClient(), Registry: registry, Findings: findings}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("policy reconciler: %w", err)
 	}
 	vmr := &vm.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policies: registry,
-		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded()}
+		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded(), Findings: findings}
 	if err := vmr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vmipam/vmipam/evaluator"
 )
 
 // monitoring is where the alert rules and their promtool tests live.
@@ -104,9 +106,11 @@ func exportedLabels(t *testing.T) map[string][]string {
 	WatchCertificate("webhook", certFile)
 	defer WatchCertificate("webhook", "")
 	Request(504)
+	Controller.Decided(evaluator.Decision{Reason: evaluator.ReasonPolicyError, Policy: "strict"})
 
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(state, NewRecordObservation(nil), buildInfo, servingCertificates, dryRunRequests, abandonedEvaluations)
+	reg.MustRegister(state, NewRecordObservation(nil), buildInfo, servingCertificates, dryRunRequests, abandonedEvaluations,
+		policyEvaluationErrors)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vmipam/vmipam/evaluator"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // Sources of decisions and evaluations (the source label).
@@ -40,6 +41,16 @@ var (
 		Name: "vmipam_audit_decisions_total",
 		Help: "Would-be decisions of Audit-mode policies, by source, policy, outcome and skip reason: what an Enforce version of the policy would change.",
 	}, []string{"source", "policy", "outcome", "reason"})
+	policyEvaluationErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_policy_evaluation_errors_total",
+		Help: "Evaluation errors of a policy on one interface, by source, policy, mode and failurePolicy: a failurePolicy Ignore policy passed over, " +
+			"an Audit policy that failed, an enforced (failurePolicy Fail) policy's PolicyError.",
+	}, []string{"source", "policy", "mode", "failure_policy"})
+	auditDifferences = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_audit_differences_total",
+		Help: "Audit records that decide otherwise than the decision applied (allocation, skip, reason or hotplug), by source and Audit policy: " +
+			"where the policy, enforced, would change something.",
+	}, []string{"source", "policy"})
 	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmipam_dryrun_requests_total",
 		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers).",
@@ -66,7 +77,7 @@ func init() {
 	// limits (--kube-api-qps, --kube-api-burst), the first thing to read when reconciles are
 	// slow but the API server is not (docs/SCALING.md).
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
-	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, dryRunRequests,
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, policyEvaluationErrors, auditDifferences, dryRunRequests,
 		abandonedEvaluations, Current, Records, buildInfo, servingCertificates)
 }
 
@@ -89,6 +100,15 @@ func (r Recorder) Decided(d evaluator.Decision) {
 	decisions.WithLabelValues(r.source, Outcome(d), string(d.Reason)).Inc()
 	for _, a := range d.Trace.Audit {
 		auditDecisions.WithLabelValues(r.source, a.Policy, auditOutcome(a), string(a.Reason)).Inc()
+		if a.Differs {
+			auditDifferences.WithLabelValues(r.source, a.Policy).Inc()
+		}
+	}
+	for _, f := range d.Trace.Failures {
+		policyEvaluationErrors.WithLabelValues(r.source, f.Policy, string(f.Mode), string(f.FailurePolicy)).Inc()
+	}
+	if d.Reason == evaluator.ReasonPolicyError && d.Policy != "" && d.Policy != evaluator.BuiltinPolicy {
+		policyEvaluationErrors.WithLabelValues(r.source, d.Policy, string(v1alpha1.PolicyModeEnforce), string(v1alpha1.FailurePolicyFail)).Inc()
 	}
 }
 

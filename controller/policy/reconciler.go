@@ -7,12 +7,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -24,6 +28,12 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Registry *Registry
+	// Findings, when set, are the evaluation errors the VM reconciles met, shown as each
+	// policy's EvaluatesWithoutErrors condition (at most one write a minute per failing
+	// policy); nil shows none.
+	Findings *Findings
+	// now is the clock (time.Now when nil); tests set it.
+	now func() time.Time
 }
 
 // Reconcile compiles the policy's current generation. When it compiles it serves and is
@@ -36,6 +46,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Registry.Remove(req.Name)
+			r.Findings.Forget(req.Name)
 			metrics.Current.ForgetPolicy(req.Name)
 			return reconcile.Result{}, nil
 		}
@@ -43,6 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if p.DeletionTimestamp != nil {
 		r.Registry.Remove(p.Name)
+		r.Findings.Forget(p.Name)
 		metrics.Current.ForgetPolicy(p.Name)
 		return reconcile.Result{}, nil
 	}
@@ -57,7 +69,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.writeStatus(ctx, p, out)
+	findings, again := r.Findings.condition(p.Name, out.generation, r.clock())
+	return reconcile.Result{RequeueAfter: again}, r.writeStatus(ctx, p, out, findings)
+}
+
+func (r *Reconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency race runs again.
@@ -112,9 +132,12 @@ func (r *Reconciler) persistLastGood(ctx context.Context, p, serving *v1alpha1.C
 
 // +kubebuilder:rbac:groups=ipam.virtualization.deckhouse.io,resources=clusteripampolicies/status,verbs=patch
 
-// writeStatus patches p's status when the outcome changes it.
-func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy, out outcome) error {
+// writeStatus patches p's status when the outcome or the findings condition changes it.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy, out outcome, findings *metav1.Condition) error {
 	status := newStatus(p, out)
+	if findings != nil {
+		meta.SetStatusCondition(&status.Conditions, *findings)
+	}
 	if equality.Semantic.DeepEqual(status, p.Status) {
 		return nil
 	}
@@ -131,9 +154,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ClusterIPAMPol
 // rewritten at once); status-only and other metadata updates do not trigger it. The Watcher
 // keeps the registry of every replica current.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("clusteripampolicy").
-		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(compiledChanges)).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("clusteripampolicy").
+		For(&v1alpha1.ClusterIPAMPolicy{}, builder.WithPredicates(compiledChanges))
+	if r.Findings != nil {
+		b = b.WatchesRawSource(source.Channel(r.Findings.Changes(), &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // compiledChanges passes the events that can change which generation of a policy serves.

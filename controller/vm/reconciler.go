@@ -42,6 +42,11 @@ type Reconciler struct {
 	Policies PolicySource
 	// Recorder emits events; nil disables them.
 	Recorder events.EventRecorder
+	// Findings, when set, is told every decision's policy errors, for the policies' status
+	// (policy.Findings).
+	Findings interface {
+		Observe(vm, iface string, d evaluator.Decision, now time.Time)
+	}
 	// PolicyChanges, when set, delivers an event (carrying the changed ClusterIPAMPolicy)
 	// whenever the policy snapshot changes; VMs are then re-evaluated.
 	PolicyChanges <-chan event.GenericEvent
@@ -122,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, it := range p.Interfaces {
 		if !it.Removed { // a removed interface is asked only hotplug: no decision to count
 			metrics.Controller.Decided(it.Decision)
+			if r.Findings != nil {
+				r.Findings.Observe(req.String(), consumer.Label(it.Type, it.Name), it.Decision, r.now())
+			}
 		}
 	}
 	missed, err := r.execute(ctx, vm, p)

@@ -48,6 +48,16 @@ const (
 	// ReasonEstimateExceedsLimit: an expression, or the policy's expressions together, are
 	// estimated beyond a limit they run under.
 	ReasonEstimateExceedsLimit = "EstimateExceedsLimit"
+	// ConditionEvaluatesWithoutErrors is False while the policy's evaluations fail on some
+	// inputs — passed over (failurePolicy Ignore), recorded as failed (Audit) or a PolicyError
+	// (failurePolicy Fail) —, with the count, since when, and a sample of the last error (the
+	// VM, the interface, the field path); True once none has failed for ten minutes.
+	ConditionEvaluatesWithoutErrors = "EvaluatesWithoutErrors"
+	// ReasonNoEvaluationErrors: no evaluation of the policy failed lately.
+	ReasonNoEvaluationErrors = "NoEvaluationErrors"
+	// ReasonEvaluationFailed: evaluations of the policy failed lately; the message says
+	// how many, since when, and the last one.
+	ReasonEvaluationFailed = "EvaluationFailed"
 )
 
 // NetworkSelector matches interfaces by network type and, optionally, name.

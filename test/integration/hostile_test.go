@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -75,4 +76,28 @@ var _ = Describe("A policy that fails at run time on a running VM", func() {
 			Expect(statusAddress(ctx, ns, "v", vmv1.NetworkTypeClusterNetwork, static)).To(Equal("10.68.0.5"))
 		})
 	}
+})
+
+// Errors passed over are visible to the operator (issue #29, point 4): a failurePolicy Ignore
+// policy that fails on a VM's interface leaves the interface to the other policies, and its
+// own status says it fails, where and why.
+var _ = Describe("A failurePolicy Ignore policy that fails on some VMs", func() {
+	It("says so on its status, naming the VM, the interface and the field", func() {
+		ctx, ns, corp := pooledWorld("10.69.0.0/24", "10.69.0.10-10.69.0.40")
+		trial := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-trial"},
+			Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: 10, FailurePolicy: v1alpha1.FailurePolicyIgnore,
+				Match: v1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+				Allocation: &v1alpha1.Expression{Expression: "vm.labels.team == 'db' ? 'None' : 'Pass'"}}}
+		create(ctx, trial)
+		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), trial)).To(Succeed()) })
+		waitServing(ctx, trial.Name)
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		Eventually(readyOf(ctx, ns, "v"), timeout, interval).Should(HavePrefix("True/"), "the other policies decide the interface")
+		Eventually(func() string {
+			p := &v1alpha1.ClusterIPAMPolicy{}
+			Expect(k8s.Get(ctx, keyOf("", trial.Name), p)).To(Succeed())
+			return describe(apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionEvaluatesWithoutErrors))
+		}, timeout, interval).Should(SatisfyAll(HavePrefix("False/EvaluationFailed"), ContainSubstring(ns+"/v ClusterNetwork/"+corp),
+			ContainSubstring("spec.allocation.expression"), ContainSubstring("failurePolicy Ignore")))
+	})
 })
