@@ -86,7 +86,7 @@ var _ = Describe("A failurePolicy Ignore policy that fails on some VMs", func() 
 		ctx, ns, corp := pooledWorld("10.69.0.0/24", "10.69.0.10-10.69.0.40")
 		trial := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-trial"},
 			Spec: v1alpha1.ClusterIPAMPolicySpec{Priority: 10, FailurePolicy: v1alpha1.FailurePolicyIgnore,
-				Match: v1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+				Match:      v1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
 				Allocation: &v1alpha1.Expression{Expression: "vm.labels.team == 'db' ? 'None' : 'Pass'"}}}
 		create(ctx, trial)
 		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), trial)).To(Succeed()) })
