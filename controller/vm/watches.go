@@ -41,7 +41,7 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 	b = b.Named("virtualmachine").
 		For(&vmv1.VirtualMachine{}, builder.WithPredicates(readChanged())).
 		// A VM's spec change can free or contest a static IPAddress others name.
-		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM)).
+		Watches(&vmv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.peersOfVM), builder.WithPredicates(contendsChanged())).
 		Watches(&sdnv1.IPAddress{}, r.newAnsweredFirst()).
 		Watches(&sdnv1.Network{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork), builder.WithPredicates(readChanged())).
 		Watches(&sdnv1.ClusterNetwork{}, handler.EnqueueRequestsFromMapFunc(r.vmsOfNetwork), builder.WithPredicates(readChanged())).
@@ -82,7 +82,8 @@ func (r *Reconciler) listVMs(ctx context.Context, opts ...client.ListOption) []r
 	return requests(list.Items)
 }
 
-// peersOfVM: a VM's change can free or contest the static IPAddresses it names.
+// peersOfVM: a VM's change can free or contest the static IPAddresses it names, for the
+// other VMs naming them (its own watch brings the VM itself).
 func (r *Reconciler) peersOfVM(ctx context.Context, o client.Object) []reconcile.Request {
 	vm, ok := o.(*vmv1.VirtualMachine)
 	if !ok {
@@ -94,7 +95,26 @@ func (r *Reconciler) peersOfVM(ctx context.Context, o client.Object) []reconcile
 			names = append(names, n.IPAddressName)
 		}
 	}
-	return r.vmsNaming(ctx, vm.Namespace, names)
+	return others(r.vmsNaming(ctx, vm.Namespace, names), client.ObjectKeyFromObject(vm))
+}
+
+// others is reqs without the VM self: a contender's own change reaches its reconcile through
+// its own watch (For, vmOfPod, the record's), filtered there by what it changed.
+func others(reqs []reconcile.Request, self types.NamespacedName) []reconcile.Request {
+	return slices.DeleteFunc(reqs, func(r reconcile.Request) bool { return r.NamespacedName == self })
+}
+
+// contendsChanged lets through the events of a VM that change what its contenders read of it
+// (holders): its creation and deletion, its spec.networks (the static IPAddresses it names,
+// on which network) and its deletion's start — not the status the virtualization controller
+// writes on every change.
+func contendsChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*vmv1.VirtualMachine)
+		n, ok2 := e.ObjectNew.(*vmv1.VirtualMachine)
+		return !ok1 || !ok2 || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+			!equality.Semantic.DeepEqual(o.Spec.Networks, n.Spec.Networks)
+	}}
 }
 
 // vmsNaming returns the VMs of the namespace whose spec names any of the IPAddresses.
@@ -145,14 +165,15 @@ func vmOfRecord(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 }
 
-// contendersOfRecord maps a decision record to the VMs naming the static IPAddresses it
-// attaches or hands over: a record that lets an address go starts its handoff to them.
+// contendersOfRecord maps a decision record to the other VMs naming the static IPAddresses it
+// attaches or hands over: a record that lets an address go starts its handoff to them. Its own
+// VM wrote it, or hears of someone else's write through recordChangedByOthers.
 func (r *Reconciler) contendersOfRecord(ctx context.Context, o client.Object) []reconcile.Request {
 	rec, ok := o.(*v1alpha1.VirtualMachineIPAM)
 	if !ok {
 		return nil
 	}
-	return r.vmsNaming(ctx, rec.Namespace, staticNames(rec))
+	return others(r.vmsNaming(ctx, rec.Namespace, staticNames(rec)), client.ObjectKeyFromObject(rec))
 }
 
 // staticNames are the static IPAddress names a record attaches or hands over.
@@ -171,13 +192,16 @@ func staticNames(rec *v1alpha1.VirtualMachineIPAM) []string {
 	return out
 }
 
-// contendersOfPod maps a launcher pod to the VMs contending for the IPAddresses it carries (a
-// pod that lets an address go frees it for them).
+// contendersOfPod maps a launcher pod to the other VMs contending for the IPAddresses it
+// carries (a pod that lets an address go frees it for them); its own VM hears of it through
+// vmOfPod.
 func (r *Reconciler) contendersOfPod(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetLabels()[vmv1.LabelLauncherVMName] == "" {
+	vm := o.GetLabels()[vmv1.LabelLauncherVMName]
+	if vm == "" {
 		return nil
 	}
-	return r.vmsNaming(ctx, o.GetNamespace(), index.CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]))
+	return others(r.vmsNaming(ctx, o.GetNamespace(), index.CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec])),
+		types.NamespacedName{Namespace: o.GetNamespace(), Name: vm})
 }
 
 func (r *Reconciler) vmsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {

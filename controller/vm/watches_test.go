@@ -2,17 +2,22 @@ package vm
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/vmipam/vmipam/controller/index"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // TestAnsweredIPAddressGoesFirst pins down the queue order that lets VMs become ready as SDN
@@ -51,5 +56,49 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 				t.Errorf("enqueued %v at priority %d, want ns/web at %d", req, prio, tt.want)
 			}
 		})
+	}
+}
+
+// TestContendersAreTheOtherVMs pins down that a VM's own change, its pod's and its record's
+// reach the VMs contending for its static IPAddresses but never the VM itself through those
+// paths (its own watches bring it, filtered by what it reads), and that a status update of the
+// virtualization controller reaches no contender.
+func TestContendersAreTheOtherVMs(t *testing.T) {
+	named := func(name string) *vmv1.VirtualMachine {
+		return &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+			Spec: vmv1.VirtualMachineSpec{Networks: []vmv1.NetworksSpec{{Type: vmv1.NetworkTypeClusterNetwork, Name: "corp", IPAddressName: "shared"}}}}
+	}
+	web, db := named("web"), named("db")
+	b := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(web, db)
+	if err := index.Setup(context.Background(), builderIndexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: b.Build()}
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-web-x",
+		Labels:      map[string]string{vmv1.LabelLauncherVMName: "web"},
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: `[{"type":"ClusterNetwork","name":"corp","ipAddressNames":["shared"]}]`}}}
+	rec := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: v1alpha1.VirtualMachineIPAMSpec{Interfaces: []v1alpha1.InterfaceDecision{
+			{Type: "ClusterNetwork", Name: "corp", Allocation: v1alpha1.AllocationStatic, IPAddressName: "shared", Attach: true}}}}
+	want := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}}
+	for name, got := range map[string][]reconcile.Request{
+		"peersOfVM": r.peersOfVM(ctx, web), "contendersOfPod": r.contendersOfPod(ctx, pod), "contendersOfRecord": r.contendersOfRecord(ctx, rec),
+	} {
+		if !slices.Equal(got, want) {
+			t.Errorf("%s(web's) = %v, want only %v", name, got, want)
+		}
+	}
+
+	statusOnly := web.DeepCopy()
+	statusOnly.Status.Phase = vmv1.PhaseRunning
+	moved := web.DeepCopy()
+	moved.Spec.Networks[0].IPAddressName = "other"
+	p := contendsChanged()
+	if p.Update(event.UpdateEvent{ObjectOld: web, ObjectNew: statusOnly}) {
+		t.Error("a status update reaches the contenders")
+	}
+	if !p.Update(event.UpdateEvent{ObjectOld: web, ObjectNew: moved}) {
+		t.Error("a VM naming another IPAddress does not reach the contenders")
 	}
 }

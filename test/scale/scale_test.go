@@ -78,7 +78,11 @@ type result struct {
 	FanOutTarget     int
 	FanOutWrittenVMs []string
 	FanOutWrites     int
-	FanOutTime       time.Duration
+	// FanOutTime is from the policy's create until every targeted VM's launcher pod carries
+	// the change (what its guest waits for: SDN configures the NICs from the pod's
+	// networks-spec); FanOutStatus until every targeted VM's status shows it (the
+	// virtualization controller's status write once SDN has configured it).
+	FanOutTime, FanOutStatus time.Duration
 	// FanOutReleased is from the policy's create until the re-decided VMs' Auto IPAddresses
 	// were all deleted: at least plan.ReleaseGrace after the VMs stopped naming them.
 	FanOutReleased time.Duration
@@ -335,9 +339,10 @@ func (h *harness) resync(n int) int {
 }
 
 // fanOut labels 1% of the VMs, installs a policy making their interfaces L2 only, and records
-// in r the VMs the controller wrote, its writes, the time until those VMs' guests saw the
-// change (l2Only), the time until their Auto IPAddresses were deleted (a ReleaseGrace after
-// the change: released) and the controller's CPU seconds until it settled.
+// in r the VMs the controller wrote, its writes, the time until those VMs' launcher pods
+// carried the change (podsL2Only: what the guests wait for) and until their status showed it
+// (l2Only), the time until their Auto IPAddresses were deleted (a ReleaseGrace after the
+// change: released) and the controller's CPU seconds until it settled.
 func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *result) {
 	k := fanOutK(n)
 	h.parallel(k, 8, func(i int) error {
@@ -345,6 +350,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"fanout":"yes"}}}`)))
 	})
 	h.settle(3*time.Second, 5*time.Minute)
+	pods := h.launcherPods(ctx, ns)
 	mark := h.auditMark()
 	p, err := policies.Builtin()
 	must(h.t, err)
@@ -355,8 +361,10 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	p.Spec.SkipRules = nil
 	cpu, start := h.controllerCPU(), time.Now()
 	must(h.t, h.bench.Create(ctx, p))
-	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.l2Only(ctx, k, netA, netB) })
+	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, k, pods, netA, netB) })
 	elapsed := time.Since(start)
+	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out status", func() bool { return h.l2Only(ctx, k, netA, netB) })
+	status := time.Since(start)
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out release", func() bool { return h.released(ctx, k, netA, netB) })
 	released := time.Since(start)
 	if released < plan.ReleaseGrace {
@@ -375,7 +383,35 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	}
 	sort.Strings(names)
 	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites = k, names, w.Succeeded
-	r.FanOutTime, r.FanOutReleased, r.FanOutCPU = elapsed, released, cpu
+	r.FanOutTime, r.FanOutStatus, r.FanOutReleased, r.FanOutCPU = elapsed, status, released, cpu
+}
+
+// podsL2Only: the launcher pods (pods maps VM names to them) of the first k VMs attach both
+// networks without addresses — the virtualization controller applied the change.
+func (h *harness) podsL2Only(ctx context.Context, k int, pods map[string]string, netA, netB string) bool {
+	for i := range k {
+		pod := &corev1.Pod{}
+		if err := h.view.Get(ctx, types.NamespacedName{Namespace: ns, Name: pods[vmName(i)]}, pod); err != nil {
+			return false
+		}
+		entries, err := sdnv1.ParseNetworksSpec(pod.Annotations[sdnv1.AnnotationNetworksSpec])
+		if err != nil {
+			return false
+		}
+		attached := 0
+		for _, e := range entries {
+			if e.Name == netA || e.Name == netB {
+				if len(e.IPAddressNames) > 0 {
+					return false
+				}
+				attached++
+			}
+		}
+		if attached != 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // l2Only: the first k VMs attach both networks without addresses: their status shows no
@@ -538,8 +574,9 @@ type systemFloor struct {
 	// CPU is the kube-apiserver's CPU seconds meanwhile.
 	CPU float64
 	// FanOut is the time of the writes of a policy change re-deciding fanOutK(n) VMs (every
-	// interface L2 only) that the guests wait for: per VM the VM's and the pod's networks-spec
-	// and the status, by the controller's bare client at its limits and concurrency.
+	// interface L2 only) that the guests wait for: per VM the record's patch by the
+	// controller's bare client at its limits and concurrency and, at once, the launcher pod's
+	// networks-spec by the virtualization controller's at its own (fanOutFloorWrites).
 	FanOut time.Duration
 }
 
@@ -596,9 +633,13 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	// 100 QPS) and measured a floor twice the controller's time.
 	k := fanOutK(n)
 	cf := h.client(floorUser+"-fanout", controllerQPS, controllerBurst)
+	sf := h.client(floorUser+"-fanout-standins", standInQPS, standInBurst)
 	h.apiServerIdle(time.Minute)
 	start = time.Now()
-	h.parallel(k, workers, func(i int) error { return fanOutFloorWrites(ctx, cf, fns, vmName(i)) })
+	var fanOut sync.WaitGroup
+	fanOut.Go(func() { h.parallel(k, workers, func(i int) error { return fanOutFloorRecord(ctx, cf, fns, vmName(i)) }) })
+	fanOut.Go(func() { h.parallel(k, floorRuntimeWorkers, func(i int) error { return fanOutFloorPod(ctx, sf, fns, vmName(i)) }) })
+	fanOut.Wait()
 	f.FanOut = time.Since(start)
 	h.deleteAll(ctx, fns)
 	return f
@@ -714,14 +755,25 @@ func podStatusFloorWrite(ctx context.Context, c client.Client, namespace, name s
 	return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, status))
 }
 
-// fanOutFloorWrites is the controller's write of a policy change making one VM's interfaces
-// L2 only that its guest waits for: the record's patch. Its two IPAddresses are deleted
-// ReleaseGrace later, outside the measured time, so the floor leaves them out.
-func fanOutFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+// fanOutFloorRecord is vmipam's write of a policy change making one VM's interfaces L2 only
+// that its guest waits for: the record's patch. Its two IPAddresses are deleted ReleaseGrace
+// later, outside the measured time, so the floor leaves them out.
+func fanOutFloorRecord(ctx context.Context, c client.Client, namespace, name string) error {
 	patch := []byte(`{"spec":{"interfaces":[{"type":"ClusterNetwork","name":"a","allocation":"None","attach":true,"hotplug":true},` +
 		`{"type":"ClusterNetwork","name":"b","allocation":"None","attach":true,"hotplug":true}]}}`)
 	rec := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-changed"}}
 	return c.Patch(ctx, rec, client.RawPatch(types.MergePatchType, patch))
+}
+
+// fanOutFloorPod is the virtualization controller's write of the same change that the guest
+// waits for: the running launcher pod's networks-spec, both networks without addresses. The
+// status it writes once SDN has configured the NICs is reported apart (FanOutStatus), so the
+// floor leaves it out.
+func fanOutFloorPod(ctx context.Context, c client.Client, namespace, name string) error {
+	patch := []byte(`{"metadata":{"annotations":{"network.deckhouse.io/networks-spec":` +
+		strconv.Quote(`[{"id":1,"type":"ClusterNetwork","name":"a","ifName":"veth_cn00000000","uid":64535,"gid":64535},`+
+			`{"id":2,"type":"ClusterNetwork","name":"b","ifName":"veth_cn00000001","uid":64535,"gid":64535}]`) + `}}}`)
+	return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, client.RawPatch(types.MergePatchType, patch))
 }
 
 // deleteAll removes the floor's objects. A deletecollection of 10,000 objects can outlast the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -43,7 +44,7 @@ type failure struct {
 func (s *Simulator) setupOperation(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vc-stand-in-operation").
-		For(&virtv1.VirtualMachineOperation{}).
+		For(&virtv1.VirtualMachineOperation{}, builder.WithPredicates(s.notOwnEcho())).
 		Complete(reconcile.Func(s.ReconcileOperation))
 }
 
@@ -52,24 +53,23 @@ func (s *Simulator) setupOperation(mgr ctrl.Manager) error {
 // The VM's status is left to ReconcileVirtualMachine, which the pod changes trigger.
 func (s *Simulator) ReconcileOperation(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	op := &virtv1.VirtualMachineOperation{}
-	if err := s.reader().Get(ctx, req.NamespacedName, op); err != nil {
+	if err := s.get(ctx, req.NamespacedName, op); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	defer s.lockVM(types.NamespacedName{Namespace: op.Namespace, Name: op.Spec.VirtualMachineName})()
-	if err := s.reader().Get(ctx, req.NamespacedName, op); err != nil { // fresh under the lock
+	if err := s.get(ctx, req.NamespacedName, op); err != nil { // fresh under the lock
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if op.Status.Phase == virtv1.OperationPhaseCompleted || op.Status.Phase == virtv1.OperationPhaseFailed {
 		return ctrl.Result{}, nil
 	}
-	vm := &virtv1.VirtualMachine{}
-	err := s.reader().Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.VirtualMachineName}, vm)
+	_, vm, err := s.getVM(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.VirtualMachineName})
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, s.finish(ctx, op, &failure{ReasonVirtualMachineNotFound,
 			fmt.Sprintf("VirtualMachine %s not found", op.Spec.VirtualMachineName)})
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting VM of operation %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("operation %s: %w", req.NamespacedName, err)
 	}
 	if err := s.start(ctx, op); err != nil {
 		return ctrl.Result{}, err
@@ -179,6 +179,7 @@ func (s *Simulator) setPower(ctx context.Context, vm *virtv1.VirtualMachine, sta
 	if err := s.Client.Patch(ctx, vm, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("powering VM %s %s: %w", klog.KObj(vm), state, err)
 	}
+	s.wrote(vm)
 	return nil
 }
 
@@ -211,5 +212,6 @@ func (s *Simulator) patchOperation(ctx context.Context, op, base *virtv1.Virtual
 	if err := s.Client.Status().Patch(ctx, op, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("writing status of operation %s: %w", klog.KObj(op), err)
 	}
+	s.wrote(op)
 	return nil
 }

@@ -64,6 +64,7 @@ func (s *Simulator) createLauncher(ctx context.Context, vm *virtv1.VirtualMachin
 	if err := s.Client.Create(ctx, pod); err != nil {
 		return nil, fmt.Errorf("creating launcher pod of VM %s: %w", klog.KObj(vm), err)
 	}
+	s.wrote(pod)
 	s.expect.expectCreated(client.ObjectKeyFromObject(vm), *pod, s.now())
 	return pod, nil
 }
@@ -217,9 +218,13 @@ func (s *Simulator) patchPod(ctx context.Context, vm *virtv1.VirtualMachine, pod
 			want[k] = nil
 		}
 	}
-	slices.Sort(copied)
-	keys, _ := json.Marshal(copied)
-	set(AnnotationPropagated, string(keys))
+	if len(copied) == 0 {
+		want[AnnotationPropagated] = nil // nothing copied: no bookkeeping (absent means none)
+	} else {
+		slices.Sort(copied)
+		keys, _ := json.Marshal(copied)
+		set(AnnotationPropagated, string(keys))
+	}
 	patch := map[string]any{}
 	for k, v := range want {
 		current, has := pod.Annotations[k]
@@ -240,5 +245,6 @@ func (s *Simulator) patchPod(ctx context.Context, vm *virtv1.VirtualMachine, pod
 	if err := s.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching launcher pod %s: %w", klog.KObj(pod), err))
 	}
+	s.wrote(pod)
 	return nil
 }

@@ -137,6 +137,7 @@ func (s *Simulator) updateStatus(ctx context.Context, raw *unstructured.Unstruct
 	if err := s.Client.Status().Update(ctx, written); err != nil {
 		return fmt.Errorf("writing status of VM %s: %w", klog.KObj(raw), err)
 	}
+	s.wrote(written)
 	return nil
 }
 
@@ -215,5 +216,6 @@ func (s *Simulator) observeRecord(ctx context.Context, rec *ipamv1.VirtualMachin
 	if err := s.Client.Status().Patch(ctx, rec, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("writing status of record %s: %w", klog.KObj(rec), err)
 	}
+	s.wrote(rec)
 	return nil
 }

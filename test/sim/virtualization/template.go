@@ -40,12 +40,11 @@ type template struct {
 	decided bool
 }
 
-// readTemplate reads the KVVM of the VM key (of UID uid) past the cache; a missing one, or one
-// an earlier VM of the same name left, is an empty template.
+// readTemplate reads the KVVM of the VM key (of UID uid); a missing one, or one an earlier VM
+// of the same name left, is an empty template.
 func (s *Simulator) readTemplate(ctx context.Context, key types.NamespacedName, uid types.UID) (*template, error) {
-	kvvm := &unstructured.Unstructured{}
-	kvvm.SetGroupVersionKind(KVVMKind)
-	switch err := s.reader().Get(ctx, key, kvvm); {
+	kvvm := newUnstructured(KVVMKind)
+	switch err := s.get(ctx, key, kvvm); {
 	case apierrors.IsNotFound(err):
 		return &template{}, nil
 	case err != nil:
@@ -112,6 +111,7 @@ func (s *Simulator) writeTemplate(ctx context.Context, st *vmState, res consumer
 	if err != nil {
 		return fmt.Errorf("writing KVVM %s: %w", klog.KObj(kvvm), err)
 	}
+	s.wrote(kvvm)
 	want.kvvm = kvvm
 	st.template = want
 	return nil

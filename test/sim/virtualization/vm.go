@@ -8,8 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -21,19 +23,30 @@ import (
 	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// setupVM registers vc-stand-in-vm: VMs, the launcher pods they control, and their decision
-// records (a record has its VM's name).
+// setupVM registers vc-stand-in-vm: VMs, the launcher pods and KVVMs they control, and their
+// decision records (a record has its VM's name), all read from the manager's cache. The watch
+// events of the stand-in's own writes bring no reconcile (notOwnEcho): the reconcile that wrote
+// them acted on them already.
 func (s *Simulator) setupVM(mgr ctrl.Manager) error {
+	echo := builder.WithPredicates(s.notOwnEcho())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vc-stand-in-vm").
-		For(&virtv1.VirtualMachine{}).
-		Owns(&corev1.Pod{}).
+		For(newUnstructured(vmKind), echo).
+		Owns(&corev1.Pod{}, echo).
+		Owns(newUnstructured(KVVMKind), echo).
 		Watches(&ipamv1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-			})).
+			}), echo).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(reconcile.Func(s.ReconcileVirtualMachine))
+}
+
+// newUnstructured is an empty object of kind gvk.
+func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // vmState is what one reconcile of a VM reads.
@@ -80,52 +93,60 @@ func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Reques
 	return out, nil
 }
 
-// read reads the VM (as it is and typed), its record and its KVVM template, past the cache.
+// read reads the VM (as it is and typed), its record and its KVVM template.
 func (s *Simulator) read(ctx context.Context, key types.NamespacedName) (*vmState, error) {
-	raw := &unstructured.Unstructured{}
-	raw.SetGroupVersionKind(virtv1.GroupVersion.WithKind("VirtualMachine"))
-	if err := s.reader().Get(ctx, key, raw); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("getting VM %s: %w", key, err)
-	}
-	vm := &virtv1.VirtualMachine{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw.Object, vm); err != nil {
-		return nil, fmt.Errorf("decoding VM %s: %w", key, err)
+	raw, vm, err := s.getVM(ctx, key)
+	if err != nil {
+		return nil, err
 	}
 	vm.Status.Networks = ensureNetworks(vm)
 	st := &vmState{raw: raw, vm: vm}
 	rec := &ipamv1.VirtualMachineIPAM{}
-	switch err := s.reader().Get(ctx, key, rec); {
+	switch err := s.get(ctx, key, rec); {
 	case err == nil:
 		st.record = rec
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("getting the decision record of VM %s: %w", key, err)
 	}
-	var err error
 	st.template, err = s.readTemplate(ctx, key, vm.UID)
 	return st, err
 }
 
-// apply applies the record (consumer.Apply): the template a launcher pod is made from — what
-// runs while the VM runs, the next-boot list when it does not —, a launcher pod when the VM
-// should run and has none, and the live list on every running pod, with the VM's annotations.
+// getVM reads VM key as it is, with every field of the real CRD (status fields the stand-in
+// does not know must survive its status Update), and typed.
+func (s *Simulator) getVM(ctx context.Context, key types.NamespacedName) (*unstructured.Unstructured, *virtv1.VirtualMachine, error) {
+	raw := newUnstructured(vmKind)
+	if err := s.get(ctx, key, raw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("getting VM %s: %w", key, err)
+	}
+	vm := &virtv1.VirtualMachine{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw.Object, vm); err != nil {
+		return nil, nil, fmt.Errorf("decoding VM %s: %w", key, err)
+	}
+	return raw, vm, nil
+}
+
+// apply applies the record (consumer.Apply): a launcher pod when the VM should run and has
+// none (made from the template, written first: what its start gets), the live list on every
+// running pod, with the VM's annotations, and then the template a launcher pod is made from —
+// what runs while the VM runs, the next-boot list when it does not. The running pods come
+// before the template as with VC, which patches the active pods first and updates the KVVM
+// once SDN has configured them (VC facts §2).
 func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, error) {
 	res := consumer.Apply(s.consumerInput(st))
-	if err := s.writeTemplate(ctx, st, res); err != nil {
-		return res, err
-	}
 	if shouldRun(st.vm) && len(st.pods) == 0 {
+		if err := s.writeTemplate(ctx, st, res); err != nil {
+			return res, err
+		}
 		pod, err := s.createLauncher(ctx, st.vm, st.template, nil)
 		if err != nil {
 			return res, err
 		}
 		st.pods = []corev1.Pod{*pod}
 		res = consumer.Apply(s.consumerInput(st))
-		if err := s.writeTemplate(ctx, st, res); err != nil {
-			return res, err
-		}
 	}
 	for _, pods := range [][]corev1.Pod{st.pods, st.others} {
 		for i := range pods {
@@ -134,7 +155,7 @@ func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, er
 			}
 		}
 	}
-	return res, nil
+	return res, s.writeTemplate(ctx, st, res)
 }
 
 // consumerInput is what the stand-in knows of the VM for consumer.Apply: its additional NICs
