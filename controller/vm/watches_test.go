@@ -22,7 +22,8 @@ import (
 
 // TestAnsweredIPAddressGoesFirst pins down the queue order that lets VMs become ready as SDN
 // answers: an IPAddress update that carries SDN's answer enqueues its VM at AnsweredPriority,
-// any other update at the default priority.
+// another update of what vmipam reads at the default priority, and an update of nothing it
+// reads (a label, SDN's Attached condition) not at all.
 func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
 	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm).Build()
@@ -37,6 +38,9 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 	allocated.Status.Phase, allocated.Status.Address = sdnv1.IPAddressPhaseAllocated, "10.0.0.5"
 	relabelled := allocated.DeepCopy()
 	relabelled.ResourceVersion, relabelled.Labels = "3", map[string]string{"team": "a"}
+	reasoned := allocated.DeepCopy()
+	reasoned.ResourceVersion = "4"
+	reasoned.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionAllocated, Status: metav1.ConditionTrue, Reason: "IPAddressAllocated"}}
 
 	for _, tt := range []struct {
 		name     string
@@ -45,12 +49,19 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 	}{
 		{name: "SDN allocated the address", old: pending, new: allocated, want: AnsweredPriority},
 		{name: "SDN took the address back", old: allocated, new: pending, want: AnsweredPriority},
-		{name: "a label changed", old: allocated, new: relabelled, want: 0},
+		{name: "its Allocated condition changed", old: allocated, new: reasoned, want: 0},
+		{name: "a label changed", old: allocated, new: relabelled, want: -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			q := priorityqueue.New[reconcile.Request]("test")
 			defer q.ShutDown()
 			h.Update(context.Background(), event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}, q)
+			if tt.want < 0 {
+				if n := q.Len(); n != 0 {
+					t.Errorf("%d requests enqueued, want none", n)
+				}
+				return
+			}
 			req, prio, _ := q.GetWithPriority()
 			if req.Name != "web" || prio != tt.want {
 				t.Errorf("enqueued %v at priority %d, want ns/web at %d", req, prio, tt.want)
