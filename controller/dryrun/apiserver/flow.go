@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -27,19 +28,20 @@ import (
 // API server's API Priority and Fairness, with one flow per user.
 const (
 	// FairQueues is the number of queues evaluations wait in for a seat.
-	FairQueues = 32
+	FairQueues = 64
 	// FairHandSize is the number of queues a user's evaluations are dealt (shuffle sharding,
 	// by the user's name); each waits in the shortest of them. A user with a backlog fills
-	// their hand's queues; another user waits behind that backlog only if all their queues are
-	// among them, a chance of one in 35,960 (32 choose 4; one in 120 with 2 of 16, and then
-	// for good: the hand is the user's name's). Queues take turns, so a user with a backlog in
-	// all four gets four turns to a lone evaluation's one: another user waits for about four
-	// evaluations' times divided by the seats.
-	FairHandSize = 4
+	// their hand's queues; another user waits behind that backlog only if both their queues
+	// are among them, a chance of one in 2,016 (64 choose 2; for good, as the hand is the
+	// name's). Queues take turns, so a user with a backlog in both gets two turns to a lone
+	// evaluation's one: another user waits for about two evaluations' times divided by the
+	// seats. A larger hand makes the collision rarer and that wait longer.
+	FairHandSize = 2
 	// FairQueueLength is how many evaluations may wait in one queue while every seat is
 	// taken; one more is refused with 429. A user may so have FairHandSize × FairQueueLength
-	// (16) evaluations waiting, and all users together FairQueues × FairQueueLength (128).
-	FairQueueLength = 4
+	// (16) evaluations waiting, and all users together FairQueues × FairQueueLength (512),
+	// each holding a goroutine and its connection but not its body.
+	FairQueueLength = 8
 	// MaxRequestBytes bounds the body of a request (413 beyond). Only evaluations holding a
 	// seat read theirs, so at most --dry-run-max-in-flight bodies are read and decoded at
 	// once (docs/SCALING.md relates that to the chart's memory limit).
@@ -119,8 +121,12 @@ func (f *fairQueue) handler(next http.Handler) http.Handler {
 }
 
 // refuse answers 429 TooManyRequests with Retry-After and the message, and counts it by
-// reason.
+// reason. The body (up to MaxRequestBytes) is read first and discarded through a small
+// buffer: a server that answers before the body is sent and closes the connection races
+// with the API server still writing it, which then answers the caller 503 ("error trying to
+// reach service") instead of the 429.
 func (f *fairQueue) refuse(w http.ResponseWriter, req *http.Request, reason, message string) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, MaxRequestBytes+1))
 	metrics.Rejected(reason)
 	responsewriters.ErrorNegotiated(apierrors.NewTooManyRequests(message, retryAfterSeconds), Codecs, dryrunv1.SchemeGroupVersion, w, req)
 }
