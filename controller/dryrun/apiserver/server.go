@@ -100,7 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxInFlight, "dry-run-max-in-flight", o.MaxInFlight, "dry-run evaluations read, decoded and answered at once by this replica, "+
 		"for all callers together and shared fairly between them; more wait, unread, in queues of their caller's own, and what cannot wait "+
 		"gets 429 Too Many Requests with Retry-After. Each seat holds a body of up to 3 MiB and what it decodes to: "+
-		"budget ~70 MiB of the memory limit per seat (docs/SCALING.md)")
+		"budget ~75 MiB of the memory limit per seat (docs/SCALING.md)")
 }
 
 // Enabled says whether the options serve the dry-run API at all (a port other than 0, or a
