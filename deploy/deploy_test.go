@@ -106,6 +106,8 @@ func TestValuesSchemaRefusesMistakes(t *testing.T) {
 		"anti-affinity":          {"podAntiAffinity": "always"},
 		"port out of range":      {"ports": map[string]any{"webhook": 70000}},
 		"digest without sha256:": {"image": map[string]any{"repository": "r", "digest": "abc"}},
+		"no dry-run seat":        {"dryRun": map[string]any{"maxInFlight": 0}},
+		"unknown dry-run value":  {"dryRun": map[string]any{"maxRequestBytes": 1 << 20}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := deploy.Template("vmipam", "vmipam-system", values); err == nil ||

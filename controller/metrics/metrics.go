@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -53,8 +54,23 @@ var (
 	}, []string{"source", "policy"})
 	dryRunRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmipam_dryrun_requests_total",
-		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers).",
+		Help: "Dry-run evaluation requests by HTTP status code (the evaluations handler's answers, and the 429s of its fair queue).",
 	}, []string{"code"})
+	// DryRunSeatsInUse is the dry-run API server's seats taken: evaluations being read,
+	// decoded and answered (at most --dry-run-max-in-flight).
+	DryRunSeatsInUse = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vmipam_dryrun_seats_in_use",
+		Help: "Dry-run evaluations being answered (seats taken, at most --dry-run-max-in-flight).",
+	})
+	// DryRunWaiting is the evaluations waiting in the dry-run API server's fair queue for a seat.
+	DryRunWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vmipam_dryrun_requests_waiting",
+		Help: "Dry-run evaluations waiting in the fair queue for a seat (their bodies not yet read).",
+	})
+	dryRunRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmipam_dryrun_rejected_total",
+		Help: "Dry-run evaluations the fair queue refused with 429, by reason: queue-full (the caller's own queues were full) or time-out (it waited too long for a seat).",
+	}, []string{"reason"})
 	// abandonedEvaluations reads the evaluator's own count: Decide stops waiting for an
 	// evaluation stuck in a library call past its deadline and a grace (both sources).
 	abandonedEvaluations = prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -77,8 +93,8 @@ func init() {
 	// limits (--kube-api-qps, --kube-api-burst), the first thing to read when reconciles are
 	// slow but the API server is not (docs/SCALING.md).
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
-	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, policyEvaluationErrors, auditDifferences, dryRunRequests,
-		abandonedEvaluations, Current, Records, buildInfo, servingCertificates)
+	ctrlmetrics.Registry.MustRegister(decisions, evaluationSeconds, compileErrors, auditDecisions, policyEvaluationErrors, auditDifferences,
+		dryRunRequests, DryRunSeatsInUse, DryRunWaiting, dryRunRejected, abandonedEvaluations, Current, Records, buildInfo, servingCertificates)
 }
 
 // Recorder records metrics under one source label. The zero value is not useful; use
@@ -130,9 +146,24 @@ func (r Recorder) CompileFailed() {
 	compileErrors.WithLabelValues(r.source).Inc()
 }
 
-// Request counts one dry-run request answered with the HTTP status code (the evaluations handler's answers).
+// Request counts one dry-run request answered with the HTTP status code (the evaluations
+// handler's answers; the fair queue's 429s are counted by Rejected).
 func Request(code int) {
 	dryRunRequests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+// Reasons the dry run's fair queue refuses an evaluation (the reason label of Rejected), as
+// API Priority and Fairness names them.
+const (
+	RejectedQueueFull = "queue-full"
+	RejectedTimeOut   = "time-out"
+)
+
+// Rejected counts one evaluation the dry run's fair queue refused with 429, by reason, among
+// the answers (code 429) too.
+func Rejected(reason string) {
+	dryRunRejected.WithLabelValues(reason).Inc()
+	Request(http.StatusTooManyRequests)
 }
 
 // Outcome is the outcome label of d: Error for a failed evaluation, Skipped for another skip,

@@ -757,8 +757,10 @@ func drPolicyObject() map[string]any {
 // port, every API request of the manager (and of the server's delegated authorization)
 // passing through counter. Without leaderElection it is the suite's vmipam manager; with it,
 // a standby: the lease is held by someone else for the whole spec. A timeout other than 0 is
-// the server's --dry-run-timeout. It returns the server, its port and how to stop it.
-func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderElection bool, evalTimeout time.Duration) (*apiserver.Server, int32, func()) {
+// the server's --dry-run-timeout; options change the server's other options. It returns the
+// server, its port and how to stop it.
+func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderElection bool, evalTimeout time.Duration,
+	options ...func(*apiserver.Options)) (*apiserver.Server, int32, func()) {
 	GinkgoHelper()
 	cfg := rest.CopyConfig(vmipamConfig) // the chart's ServiceAccount: only it may write records
 	cfg.Wrap(counter.wrap)
@@ -779,6 +781,9 @@ func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderEl
 		o.EvaluationTimeout = evalTimeout
 	}
 	o.Version = drVersion
+	for _, change := range options {
+		change(o)
+	}
 	srv, err := controller.SetupDryRun(mgr, registry, o)
 	Expect(err).NotTo(HaveOccurred())
 	r := &running{cancel: cancel, done: make(chan struct{})}

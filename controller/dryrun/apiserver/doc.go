@@ -4,9 +4,9 @@
 // leadership).
 //
 // What the library does, and vmipam does not: TLS serving, content negotiation (JSON, YAML,
-// protobuf-free), the body limit (3 MiB, 413), in-flight limits (429), the request timeout,
-// discovery and OpenAPI (v2 and v3, so that `kubectl explain` and kubectl's field validation
-// work), Status responses, and delegated authentication and authorization:
+// protobuf-free), the body limit (3 MiB, 413), the request timeout, discovery and OpenAPI (v2
+// and v3, so that `kubectl explain` and kubectl's field validation work), Status responses,
+// and delegated authentication and authorization:
 //
 //   - Authentication is the API server's: requests arrive through the aggregator, which
 //     authenticated the user by whatever means the cluster has (tokens, client certificates,
@@ -19,6 +19,12 @@
 //     namespace (the library's filter), and in Create, for a VM named by
 //     spec.virtualMachineName, get on that virtualmachine, and for spec.policies the custom
 //     verb evaluate on clusteripampolicies.
+//
+// After authorization, before anything reads the body, evaluations wait for one of
+// --dry-run-max-in-flight seats in a fair queue with one flow per user (fairQueue: the
+// library's API Priority and Fairness queue set), so that one caller cannot starve another
+// and no more bodies than seats are read and decoded at once; what cannot wait is a 429 with
+// Retry-After.
 //
 // Create decodes spec with the dry-run Engine (a malformed spec is a 422 Invalid with field
 // paths such as spec.vm.spec.networks[1].type), evaluates it against the manager's cache and

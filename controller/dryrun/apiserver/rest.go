@@ -67,11 +67,6 @@ type evaluations struct {
 	spec *specSchema
 	// crds are the cluster's CRD schemas, which find the unknown fields of the manifests.
 	crds *clusterSchemas
-	// inFlight holds a token per evaluation being answered; its capacity is
-	// --dry-run-max-in-flight (nil: no limit). The generic server's own max-in-flight filter
-	// is not enough: it exempts system:masters and counts every mutating request, not
-	// evaluations.
-	inFlight chan struct{}
 }
 
 var (
@@ -93,18 +88,9 @@ func (r *evaluations) NamespaceScoped() bool { return true }
 // GetSingularName is "evaluation".
 func (r *evaluations) GetSingularName() string { return "evaluation" }
 
-// Create answers an Evaluation and counts the answer by status code.
+// Create answers an Evaluation and counts the answer by status code. It runs in one of the
+// fair queue's seats (fairQueue), which the request took before its body was read.
 func (r *evaluations) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	if r.inFlight != nil {
-		select {
-		case r.inFlight <- struct{}{}:
-			defer func() { <-r.inFlight }()
-		default:
-			err := apierrors.NewTooManyRequests(fmt.Sprintf("%d dry-run evaluations are being answered (--dry-run-max-in-flight); retry shortly", cap(r.inFlight)), 1)
-			metrics.Request(statusCode(err))
-			return nil, err
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	mode := metav1.FieldValidationWarn // the API server's default when a client asks nothing

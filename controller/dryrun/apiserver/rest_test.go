@@ -220,24 +220,6 @@ type loading struct{}
 func (loading) Set() *evaluator.Set     { return nil }
 func (loading) Loaded() <-chan struct{} { return nil }
 
-func TestCreateBeyondMaxInFlightIs429WithRetryAfter(t *testing.T) {
-	r := newStorage(t, &allow{fn: allowAll}, 2*time.Second)
-	r.inFlight = make(chan struct{}, 1)
-	r.inFlight <- struct{}{} // an evaluation holds the only slot
-	_, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{})
-	var st apierrors.APIStatus
-	if !apierrors.IsTooManyRequests(err) || !errors.As(err, &st) || st.Status().Details.RetryAfterSeconds < 1 {
-		t.Errorf("err = %v, want 429 with a Retry-After", err)
-	}
-	<-r.inFlight
-	if _, err := r.Create(request("team"), evaluation(webVM), nil, &metav1.CreateOptions{}); err != nil {
-		t.Errorf("with the slot free: %v", err)
-	}
-	if len(r.inFlight) != 0 {
-		t.Error("the slot was not given back")
-	}
-}
-
 func TestOpenAPIDefinitionOfEvaluation(t *testing.T) {
 	ref := func(name string) spec.Ref { return spec.MustCreateRef("#/definitions/" + name) }
 	defs := definitions(ref)

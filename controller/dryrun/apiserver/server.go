@@ -32,9 +32,10 @@ const (
 	DefaultPort = 8443
 	// DefaultEvaluationTimeout bounds one evaluation.
 	DefaultEvaluationTimeout = 10 * time.Second
-	// DefaultMaxInFlight bounds the evaluations (creates) served at once; more get 429 with
-	// Retry-After, so that a burst of large dry runs cannot starve the reconciles sharing
-	// the process.
+	// DefaultMaxInFlight is the seats of the dry run: evaluations (creates) read, decoded and
+	// answered at once, shared fairly between callers (fairQueue), so that a burst of large
+	// dry runs can neither starve the reconciles sharing the process nor grow it past the
+	// chart's memory limit. More wait for a seat, in queues of their caller's own.
 	DefaultMaxInFlight = 4
 )
 
@@ -55,7 +56,10 @@ type Options struct {
 	Authorization *genericoptions.DelegatingAuthorizationOptions
 	// EvaluationTimeout bounds one evaluation (--dry-run-timeout); past it the answer is a 504.
 	EvaluationTimeout time.Duration
-	// MaxInFlight bounds the evaluations served at once (--dry-run-max-in-flight).
+	// MaxInFlight is the number of seats (--dry-run-max-in-flight, at least 1): evaluations
+	// read, decoded and answered at once, for all callers together, shared fairly between
+	// them. Each seat may hold a body of up to MaxRequestBytes and what the evaluation makes
+	// of it: docs/SCALING.md relates the seats to the chart's memory limit.
 	MaxInFlight int
 	// Version is the controller's version (its --version), published as info.version of the
 	// dry-run API's OpenAPI documents — where the API server publishes its own — for
@@ -93,7 +97,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		}
 	})
 	fs.DurationVar(&o.EvaluationTimeout, "dry-run-timeout", o.EvaluationTimeout, "longest time one dry-run evaluation may take; past it the answer is 504")
-	fs.IntVar(&o.MaxInFlight, "dry-run-max-in-flight", o.MaxInFlight, "dry-run evaluations served at once; more get 429 Too Many Requests")
+	fs.IntVar(&o.MaxInFlight, "dry-run-max-in-flight", o.MaxInFlight, "dry-run evaluations read, decoded and answered at once by this replica, "+
+		"for all callers together and shared fairly between them; more wait, unread, in queues of their caller's own, and what cannot wait "+
+		"gets 429 Too Many Requests with Retry-After. Each seat holds a body of up to 3 MiB and what it decodes to: "+
+		"budget ~75 MiB of the memory limit per seat (docs/SCALING.md)")
 }
 
 // Enabled says whether the options serve the dry-run API at all (a port other than 0, or a
@@ -133,9 +140,6 @@ func New(o *Options, engine *dryrun.Engine, reader, apiReader client.Reader, pol
 	s := &Server{generic: generic, policies: policies}
 	storage := &evaluations{engine: engine, reader: reader, policies: policies, authorizer: cfg.Authorization.Authorizer,
 		timeout: o.EvaluationTimeout, spec: spec, crds: newClusterSchemas(apiReader)}
-	if o.MaxInFlight > 0 {
-		storage.inFlight = make(chan struct{}, o.MaxInFlight)
-	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(dryrunv1.GroupName, Scheme, parameterCodec, Codecs)
 	group.NegotiatedSerializer = servedSerializers
 	group.VersionedResourcesStorageMap[dryrunv1.SchemeGroupVersion.Version] = map[string]rest.Storage{dryrunv1.Resource: storage}
@@ -164,7 +168,16 @@ func (o *Options) config() (*genericapiserver.RecommendedConfig, error) {
 	}
 	cfg := genericapiserver.NewRecommendedConfig(Codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-	cfg.MaxMutatingRequestsInFlight = o.MaxInFlight
+	// Evaluations wait for a seat in the fair queue instead of the library's mutating
+	// in-flight limit, which exempts system:masters and refuses at once whoever comes fifth.
+	cfg.MaxMutatingRequestsInFlight = 0
+	cfg.MaxRequestBodyBytes = MaxRequestBytes
+	// An evaluation waits for a seat at most a quarter of the request timeout (15 s), as the
+	// library's API Priority and Fairness lets a request wait.
+	fair, err := newFairQueue(o.MaxInFlight, cfg.RequestTimeout/4)
+	if err != nil {
+		return nil, err
+	}
 	namer := openapinamer.NewDefinitionNamer(Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
 	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "vmipam dry-run", o.Version
@@ -172,7 +185,9 @@ func (o *Options) config() (*genericapiserver.RecommendedConfig, error) {
 	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "vmipam dry-run", o.Version
 	cfg.OpenAPIV3Config.PostProcessSpec = advertiseFieldValidation
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(createOnly(h), c)
+		// The fair queue runs after authentication and authorization (it knows the caller) and
+		// before the handler that reads and decodes the body.
+		return genericapiserver.DefaultBuildHandlerChain(createOnly(fair.handler(h)), c)
 	}
 	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("dry-run API server: serving: %w", err)
