@@ -77,7 +77,7 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver
 	if err != nil {
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
-	engine.OnCompileError = metrics.DryRun.CompileFailed
+	engine.OnCompileError, engine.OnDecided = metrics.DryRun.CompileFailed, metrics.DryRun.Decided
 	srv, err := apiserver.New(opts, engine, mgr.GetCache(), mgr.GetAPIReader(), registry)
 	if err != nil {
 		return nil, err
