@@ -10,6 +10,7 @@ import (
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/index/cacheindex"
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/controller/scheme"
@@ -37,7 +38,7 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := index.Setup(ctx, index.CacheIndexer{Cache: mgr.GetCache()}); err != nil {
+	if err := index.Setup(ctx, cacheindex.Indexer{Cache: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	if err := vm.WatchRecordObservation(ctx, mgr.GetCache()); err != nil {
@@ -77,7 +78,7 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver
 	if err != nil {
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
-	engine.OnCompileError = metrics.DryRun.CompileFailed
+	engine.OnCompileError, engine.OnDecided = metrics.DryRun.CompileFailed, metrics.DryRun.Decided
 	srv, err := apiserver.New(opts, engine, mgr.GetCache(), mgr.GetAPIReader(), registry)
 	if err != nil {
 		return nil, err

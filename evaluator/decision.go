@@ -101,7 +101,9 @@ type Provenance struct {
 	Hotplug string `json:"hotplug,omitempty"`
 }
 
-// Trace explains a Decision, for the dry-run endpoint, the CLI and events.
+// Trace explains a Decision, for the dry-run endpoint, the CLI and events. The dry-run API
+// serves its own copy of it (controller/dryrun/v1alpha1.Trace, converted in
+// controller/dryrun/convert).
 type Trace struct {
 	// Matched lists the policies whose match and matchConditions held, Enforce and Audit, in
 	// evaluation order (the built-in default as BuiltinPolicy).
@@ -130,12 +132,7 @@ type Trace struct {
 	// controller to count by policy and mode and to show on the policy.
 	Failures []PolicyFailure `json:"failures,omitempty"`
 	// Input is the input the decision was made from (only with Options.Explain), so that a
-	// dry run shows what the policies saw. Its schema in the dry-run API is left open
-	// (Schemaless): it is output only and holds Go types (time.Time) that the schema
-	// generator cannot describe.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// dry run shows what the policies saw.
 	Input *Input `json:"input,omitempty"`
 }
 

@@ -27,7 +27,8 @@
 // DecodeOptions.Authorize (the API server), the caller is authorized once the VM's namespace
 // is known, before anything is compiled. Engine.Evaluate lays the objects over the base
 // reader (restricted to the VM's namespace and cluster-scoped networks and pools), merges the
-// VM with its live copy and returns an Evaluation's status: per interface the decision with
+// VM with its live copy and returns an Evaluation's status, converted from the plan by package
+// convert (the one place internals become the API's types): per interface the decision with
 // its trace, the actions (Auto IPAddresses to create and release, the record it would write)
 // and, computed with the consumer package, what the VM would look like once the
 // virtualization controller applies that record (networks-spec at the next start and on the

@@ -12,15 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmipam/vmipam/controller/dryrun/convert"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/overlay"
 	"github.com/vmipam/vmipam/controller/plan"
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
-	"github.com/vmipam/vmipam/policies/consumer"
 )
 
 // Engine decodes and evaluates dry-run requests. The API server and ipamctl share one, so the
@@ -35,6 +34,10 @@ type Engine struct {
 	// OnCompileError, when set, is called once for every candidate policy that does not
 	// compile (the API server counts them in a metric).
 	OnCompileError func()
+	// OnDecided, when set, is called by Evaluate with the evaluator's decision of every
+	// interface the spec names, before it is converted to the API (the API server counts
+	// them in metrics, as the reconciler does).
+	OnDecided func(evaluator.Decision)
 }
 
 // NewEngine returns an Engine that compiles candidate policies with compiler (use the
@@ -108,7 +111,14 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 	if err != nil {
 		return nil, fmt.Errorf("evaluating VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
-	return newStatus(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, p), nil
+	if e.OnDecided != nil {
+		for _, it := range p.Interfaces {
+			if !it.Removed { // a removed interface is asked only hotplug: no decision to count
+				e.OnDecided(it.Decision)
+			}
+		}
+	}
+	return convert.Status(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, p), nil
 }
 
 // policySet is req's compiled candidate policies, or installed (nil: Defaults). A request
@@ -243,71 +253,4 @@ func (e *Engine) vmUID(ctx context.Context, reader client.Reader, vm *vmv1.Virtu
 		return other.UID
 	}
 	return standInUID("VirtualMachine", vm.Namespace, name)
-}
-
-// newStatus presents a plan as an Evaluation's status.
-func newStatus(vm *vmv1.VirtualMachine, exists bool, policies dryrunv1.PolicySummary, p *plan.Plan) *dryrunv1.EvaluationStatus {
-	st := &dryrunv1.EvaluationStatus{
-		VM:         dryrunv1.VMSummary{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), Exists: exists},
-		Policies:   policies,
-		Interfaces: p.Interfaces,
-		Actions: dryrunv1.Actions{CreateIPAddresses: p.CreateIPAddresses, RecordChanged: p.RecordChanged,
-			DeleteIPAddresses: p.Releasing, Deferred: p.Deferred},
-		Applied: applied(vm, p),
-	}
-	if p.Record != nil {
-		st.Actions.Record = p.Record.Spec.DeepCopy()
-	}
-	return st
-}
-
-// applied is what vm would look like once p's record is applied: its networks-spec, its
-// status.networks with the address each attached interface carries (what SDN configures), and
-// the conditions a virtualization controller builds from the record (policies/consumer).
-func applied(vm *vmv1.VirtualMachine, p *plan.Plan) dryrunv1.AppliedVM {
-	a := p.Applied
-	out := dryrunv1.AppliedVM{NextBoot: a.NextBoot, Running: a.Live, HeldUntilRestart: a.Held}
-	if out.NextBoot == nil {
-		out.NextBoot = []sdnv1.NetworksSpecEntry{}
-	}
-	addresses := map[int]string{}
-	for _, it := range p.Interfaces {
-		if it.Attached && !it.Removed {
-			addresses[it.Index] = it.Address
-		}
-	}
-	nth := map[string]int{}
-	for i, n := range vm.Spec.Networks {
-		entry := vmv1.NetworksStatus{ID: n.ID, Type: n.Type, Name: n.Name, VirtualMachineMACAddressName: n.VirtualMachineMACAddressName}
-		if prev := nthStatus(vm.Status.Networks, n.Type, n.Name, nth[string(n.Type)+"/"+n.Name]); prev != nil {
-			entry.MACAddress = prev.MACAddress
-		}
-		nth[string(n.Type)+"/"+n.Name]++
-		entry.IPAddress = addresses[i]
-		out.Networks = append(out.Networks, entry)
-	}
-	total := 0
-	for _, it := range p.Interfaces {
-		if !it.Removed {
-			total++
-		}
-	}
-	out.Conditions = []metav1.Condition{consumer.NetworkReady(a.Items, total, vm.Generation)}
-	if c := consumer.AwaitingRestart(a.Held, vm.Generation); c != nil {
-		out.Conditions = append(out.Conditions, *c)
-	}
-	return out
-}
-
-// nthStatus returns the nth (from 0) entry of list for (typ, name), or nil.
-func nthStatus(list []vmv1.NetworksStatus, typ vmv1.NetworkType, name string, nth int) *vmv1.NetworksStatus {
-	for i := range list {
-		if list[i].Type == typ && list[i].Name == name {
-			if nth == 0 {
-				return &list[i]
-			}
-			nth--
-		}
-	}
-	return nil
 }

@@ -36,7 +36,7 @@ func TestANewVMGetsItsAutoIPAddressPlanned(t *testing.T) {
 	e := newEngine(t)
 	res := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
 	it := res.Interfaces[0]
-	if it.Decision.Allocation != evaluator.AllocationAuto || it.Reason != string(evaluator.ReasonIPAddressPending) ||
+	if it.Decision.Allocation != string(evaluator.AllocationAuto) || it.Reason != string(evaluator.ReasonIPAddressPending) ||
 		it.Decision.Policy != "default" || it.Decision.Rule != "auto-pending" {
 		t.Errorf("interface = %+v, want Auto pending, decided by the installed default", it)
 	}
@@ -203,12 +203,26 @@ func TestAVMWhoseLastAdditionalNetworkWasRemovedIsAnswered(t *testing.T) {
 			Name: "web", UID: "uid-web", Controller: ptr.To(true)}}},
 		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: "ClusterNetwork", Name: "corp"}}}
 	res := evaluate(t, e, fakeCluster(t, live, ip, pod), nil, `vm: {metadata: {name: web, namespace: demo}, spec: {networks: [{type: Main}]}}`)
-	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != evaluator.AllocationAuto {
+	if len(res.Interfaces) != 1 || !res.Interfaces[0].Removed || res.Interfaces[0].Decision.Allocation != string(evaluator.AllocationAuto) {
 		t.Errorf("interfaces = %+v, want the removed ClusterNetwork/corp with its applied Auto allocation", res.Interfaces)
 	}
 	if len(res.Actions.DeleteIPAddresses) != 1 || res.Actions.DeleteIPAddresses[0] != auto || !res.Actions.RecordChanged ||
 		len(res.Applied.Running) != 0 {
 		t.Errorf("actions = %+v, applied %+v: want the Auto IPAddress released and the record written, unplugging it", res.Actions, res.Applied)
+	}
+}
+
+// OnDecided sees the evaluator's decision of every interface the spec names (the API server
+// counts them in metrics), before the answer is converted to the API's types; a removed
+// interface, asked only hotplug, is not counted.
+func TestOnDecidedSeesTheEvaluatorsDecisions(t *testing.T) {
+	e := newEngine(t)
+	var decided []evaluator.Decision
+	e.OnDecided = func(d evaluator.Decision) { decided = append(decided, d) }
+	res := evaluate(t, e, nil, nil, vmOnCorp+"objects: ["+corp+"]")
+	if len(decided) != 1 || string(decided[0].Allocation) != res.Interfaces[0].Decision.Allocation ||
+		decided[0].Policy != res.Interfaces[0].Decision.Policy || decided[0].Trace.Input == nil {
+		t.Errorf("decided %+v, want the one interface's decision as answered: %+v", decided, res.Interfaces)
 	}
 }
 

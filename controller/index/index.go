@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,4 +157,11 @@ func recordReleased(o client.Object) []string {
 		}
 	}
 	return out
+}
+
+// ClusterWide reports whether value of the index field is looked up across namespaces
+// (client.List without InNamespace): a VM's reference to a ClusterNetwork, which VMs of
+// every namespace share. Every other lookup names the namespace it reads.
+func ClusterWide(field, value string) bool {
+	return field == VMNetwork && strings.HasPrefix(value, sdnv1.KindClusterNetwork+"/")
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// InterfaceResult is the outcome for one additional interface.
+// InterfaceResult is the outcome for one additional interface. The dry-run API serves its
+// own copy of it (controller/dryrun/v1alpha1.InterfaceResult, converted in
+// controller/dryrun/convert).
 type InterfaceResult struct {
 	// Index is the position in spec.networks; -1 for a removed interface.
 	Index int `json:"index"`

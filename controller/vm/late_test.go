@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/index/cacheindex"
 	"github.com/vmipam/vmipam/controller/scheme"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -64,7 +65,7 @@ func newLateFixture(t *testing.T) *lateFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := index.Setup(ctx, index.CacheIndexer{Cache: c}); err != nil {
+	if err := index.Setup(ctx, cacheindex.Indexer{Cache: c}); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()

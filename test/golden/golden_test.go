@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
+	"github.com/vmipam/vmipam/controller/dryrun/convert"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -106,14 +107,16 @@ func (h *harness) runCase(t *testing.T, dir string) {
 // verdict is what a decision says, with its provenance, without its trace and cost (which
 // depend on every byte of the input; the inputs are compared apart, canonical).
 type verdict struct {
-	Allocation            evaluator.Allocation
+	Allocation            string
 	Skip, Hotplug         bool
-	Reason                evaluator.Reason
+	Reason                string
 	Message, Policy, Rule string
-	Provenance            evaluator.Provenance
+	Provenance            dryrunv1.Provenance
 }
 
-func verdictOf(d evaluator.Decision) verdict {
+// verdictOf is the verdict of a decision as the dry-run API serves it; the evaluator's own
+// decisions are compared through the same conversion (convert.Decision).
+func verdictOf(d dryrunv1.Decision) verdict {
 	return verdict{Allocation: d.Allocation, Skip: d.Skip, Hotplug: d.Hotplug, Reason: d.Reason, Message: d.Message,
 		Policy: d.Policy, Rule: d.Rule, Provenance: d.Provenance}
 }
@@ -122,12 +125,12 @@ func verdictOf(d evaluator.Decision) verdict {
 // UID, creation time and annotations (the controller writes networks-spec there), the owner's
 // UID, an interface spec that only repeats the interface's fields; empty maps and lists as
 // absent.
-func canonical(in evaluator.Input) evaluator.Input {
-	in.VM.UID, in.VM.CreationTimestamp, in.VM.Annotations, in.IPAddress.Owner.UID = "", time.Time{}, nil, ""
-	derived := evaluator.InterfaceSpec{ID: in.Interface.ID, Type: in.Interface.Type, Name: in.Interface.Name,
+func canonical(in dryrunv1.Input) dryrunv1.Input {
+	in.VM.UID, in.VM.CreationTimestamp, in.VM.Annotations, in.IPAddress.Owner.UID = "", "", nil, ""
+	derived := dryrunv1.InputInterfaceSpec{ID: in.Interface.ID, Type: in.Interface.Type, Name: in.Interface.Name,
 		IPAddressName: in.Interface.IPAddressName}
 	if in.Interface.Spec == derived {
-		in.Interface.Spec = evaluator.InterfaceSpec{}
+		in.Interface.Spec = dryrunv1.InputInterfaceSpec{}
 	}
 	for _, m := range []*map[string]string{&in.VM.Labels, &in.Network.Labels, &in.Namespace.Labels} {
 		if len(*m) == 0 {
@@ -142,8 +145,8 @@ func canonical(in evaluator.Input) evaluator.Input {
 
 // evaluatorDecisions runs the case's suite through the evaluator: every expectation must
 // hold; the decisions are what the other paths must match, and the inputs what they must
-// have decided from.
-func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []evaluator.Input) {
+// have decided from, both as the dry-run API serves them (package convert).
+func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir string) ([]verdict, []dryrunv1.Input) {
 	t.Helper()
 	suite, err := policytest.Load(os.DirFS(repoRoot), filepath.ToSlash(filepath.Join("test", "golden", dir, "suite.yaml")), nil)
 	if err != nil {
@@ -153,15 +156,17 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, inputs := make([]verdict, len(results)), make([]evaluator.Input, len(results))
+	out, inputs := make([]verdict, len(results)), make([]dryrunv1.Input, len(results))
 	for i, r := range results {
 		if !r.Passed() {
 			t.Errorf("evaluator: %s", r)
 		}
-		out[i] = verdictOf(r.Decision)
-		if inputs[i], err = suite.CaseInput(i); err != nil {
+		out[i] = verdictOf(convert.Decision(r.Decision))
+		in, err := suite.CaseInput(i)
+		if err != nil {
 			t.Fatal(err)
 		}
+		inputs[i] = *convert.Input(&in)
 	}
 	return out, inputs
 }
@@ -171,7 +176,7 @@ func evaluatorDecisions(t *testing.T, ctx context.Context, h *harness, dir strin
 // resourceVersion) from a second before the question until after the answer, so that the
 // cache the endpoint reads had caught up with them. (The stand-ins may still write once the
 // controller has nothing left to do, e.g. MAC addresses into the VM status.)
-func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []evaluator.Input) (*dryrunv1.EvaluationStatus, []client.Object) {
+func (h *harness) settled(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []dryrunv1.Input) (*dryrunv1.EvaluationStatus, []client.Object) {
 	t.Helper()
 	deadline := time.Now().Add(convergeTimeout)
 	for {
@@ -203,7 +208,7 @@ func versions(objs []client.Object) string {
 // NetworkNotFound, retried periodically, while the ClusterNetwork reaches its cache) when a
 // decision that does not read it — IPAddressInUse — already matches, and a second of no
 // writes did not tell that apart from the end.
-func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []evaluator.Input) *dryrunv1.EvaluationStatus {
+func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, expected []verdict, inputs []dryrunv1.Input) *dryrunv1.EvaluationStatus {
 	t.Helper()
 	var res *dryrunv1.EvaluationStatus
 	var why string
@@ -227,7 +232,7 @@ func (h *harness) converged(t *testing.T, ctx context.Context, ns, vm string, ex
 
 // pending says what the controller still has to do, or how the decisions or their inputs
 // differ, or "".
-func pending(res *dryrunv1.EvaluationStatus, expected []verdict, inputs []evaluator.Input) string {
+func pending(res *dryrunv1.EvaluationStatus, expected []verdict, inputs []dryrunv1.Input) string {
 	a := res.Actions
 	switch {
 	case len(a.CreateIPAddresses)+len(a.DeleteIPAddresses) > 0 || a.RecordChanged || a.Deferred:
@@ -294,14 +299,14 @@ func (h *harness) checkReconcile(t *testing.T, ctx context.Context, ns, name str
 }
 
 // allocationOf reads the allocation an attached networks-spec entry applies.
-func allocationOf(e sdnv1.NetworksSpecEntry, spec vmv1.NetworksSpec) evaluator.Allocation {
+func allocationOf(e sdnv1.NetworksSpecEntry, spec vmv1.NetworksSpec) string {
 	switch {
 	case len(e.IPAddressNames) == 0:
-		return evaluator.AllocationNone
+		return string(evaluator.AllocationNone)
 	case spec.IPAddressName != "" && e.IPAddressNames[0] == spec.IPAddressName:
-		return evaluator.AllocationStatic
+		return string(evaluator.AllocationStatic)
 	}
-	return evaluator.AllocationAuto
+	return string(evaluator.AllocationAuto)
 }
 
 func parseSpec(t *testing.T, annotation string) map[string]sdnv1.NetworksSpecEntry {

@@ -116,7 +116,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		Expect(res.Interfaces).To(HaveLen(1))
 		Expect(res.Interfaces[0]).To(And(HaveField("Attached", true),
 			HaveField("Address", statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, network)),
-			HaveField("Decision.Allocation", evaluator.AllocationAuto), HaveField("Decision.Policy", "default")))
+			HaveField("Decision.Allocation", string(evaluator.AllocationAuto)), HaveField("Decision.Policy", "default")))
 		Expect(res.Actions.CreateIPAddresses).To(BeEmpty())
 		Expect(res.Actions.DeleteIPAddresses).To(BeEmpty())
 		Expect(res.Actions.RecordChanged).To(BeFalse())
@@ -129,7 +129,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		lan.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 			LastTransitionTime: metav1.Now()}}
 		res = drCreate(ctx, evaluatorSA, drEvaluation(ns, changed, drTyped(lan, "Network"), drTyped(build.Pool("", "lan-pool", "10.232.0.0/24"), "IPAddressPool")))
-		Expect(res.Interfaces[1]).To(And(HaveField("Decision.Allocation", evaluator.AllocationAuto),
+		Expect(res.Interfaces[1]).To(And(HaveField("Decision.Allocation", string(evaluator.AllocationAuto)),
 			HaveField("Reason", string(evaluator.ReasonIPAddressPending))))
 		Expect(res.Actions.CreateIPAddresses).To(ConsistOf(HaveField("Spec.NetworkRef.Name", "lan")))
 
@@ -168,7 +168,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		By("with the evaluate verb (and no power to create policies): 201, the candidate decides")
 		res := drCreate(ctx, policyReviewer, withPolicies.DeepCopy())
 		Expect(res.Policies.Source).To(Equal(dryrunv1.PoliciesRequest))
-		Expect(res.Interfaces[0].Decision).To(And(HaveField("Policy", "hold-all"), HaveField("Reason", evaluator.Reason("HeldByCandidate"))))
+		Expect(res.Interfaces[0].Decision).To(And(HaveField("Policy", "hold-all"), HaveField("Reason", "HeldByCandidate")))
 		Expect(apierrors.IsForbidden(policyReviewer.Create(ctx, &unstructured.Unstructured{Object: drPolicyObject()}))).To(BeTrue(),
 			"evaluate grants no create")
 	})
@@ -354,7 +354,7 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		answer := &dryrunv1.Evaluation{}
 		Expect(yaml.Unmarshal([]byte(out), answer)).To(Succeed())
 		Expect(answer.Status.VM).To(And(HaveField("Name", "web"), HaveField("Exists", true)))
-		Expect(answer.Status.Interfaces).To(ConsistOf(HaveField("Decision.Allocation", evaluator.AllocationAuto)))
+		Expect(answer.Status.Interfaces).To(ConsistOf(HaveField("Decision.Allocation", string(evaluator.AllocationAuto))))
 		Expect(run("explain", "evaluations.spec")).To(And(ContainSubstring("virtualMachineName"), ContainSubstring("policies")))
 		Expect(run("explain", "evaluations.status.interfaces.decision")).To(ContainSubstring("allocation"))
 	})

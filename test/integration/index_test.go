@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/index/cacheindex"
 	"github.com/vmipam/vmipam/controller/reads"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -33,7 +34,7 @@ var _ = Describe("The controller's cache indexes", func() {
 
 		c, err := cache.New(testEnv.Config, cache.Options{Scheme: scheme, ByObject: reads.CacheOptions().ByObject})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(index.Setup(ctx, index.CacheIndexer{Cache: c})).To(Succeed())
+		Expect(index.Setup(ctx, cacheindex.Indexer{Cache: c})).To(Succeed())
 		go func() { _ = c.Start(ctx) }()
 		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/vmipam/vmipam/cmd/ipamctl/cli"
 	dryrunv1 "github.com/vmipam/vmipam/controller/dryrun/v1alpha1"
-	"github.com/vmipam/vmipam/evaluator"
 )
 
 // fileWriter returns a function that writes body to the file name in dir and returns its path.
@@ -140,7 +139,7 @@ func TestEvaluateYAMLCarriesProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := ev.Status
-	want := []evaluator.Provenance{
+	want := []dryrunv1.Provenance{
 		{Allocation: "default", Skip: "tenant-shared-network", Hotplug: "prod-changes-at-restart"},
 		{Allocation: "default", Hotplug: "prod-changes-at-restart"},
 		{Hotplug: "prod-changes-at-restart"},

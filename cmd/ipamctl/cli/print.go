@@ -196,7 +196,7 @@ func printPassedOver(w io.Writer, r *dryrunv1.EvaluationStatus) {
 
 // interfaceName is "<Type>/<name>" as the condition and events show it (consumer.Label),
 // marked when the spec no longer names the interface.
-func interfaceName(it plan.InterfaceResult) string {
+func interfaceName(it dryrunv1.InterfaceResult) string {
 	label := consumer.Label(it.Type, it.Name)
 	if it.Removed {
 		return label + " (removed)"
@@ -216,7 +216,7 @@ func quoteName(s string) string {
 
 // skippedBy is the policy and rule that skipped the interface ("policy/rule"), the failing
 // policy of a PolicyError, or "-".
-func skippedBy(d evaluator.Decision) string {
+func skippedBy(d dryrunv1.Decision) string {
 	switch {
 	case d.Provenance.Skip == "":
 		return "-"

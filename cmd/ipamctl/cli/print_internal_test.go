@@ -20,9 +20,9 @@ import (
 // apart, once. Before, the status block held the dry run's notice, which the controller never
 // writes.
 func TestTheDryRunsBudgetNoticeIsPrintedApartFromTheStatus(t *testing.T) {
-	undecided := plan.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: evaluator.Decision{
-		Reason: evaluator.ReasonPolicyError, Message: "operation interrupted: budget spent; " + plan.DryRunBudgetNotice}}
-	r := &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{undecided, undecided},
+	undecided := dryrunv1.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: dryrunv1.Decision{
+		Reason: string(evaluator.ReasonPolicyError), Message: "operation interrupted: budget spent; " + plan.DryRunBudgetNotice}}
+	r := &dryrunv1.EvaluationStatus{Interfaces: []dryrunv1.InterfaceResult{undecided, undecided},
 		Applied: dryrunv1.AppliedVM{Conditions: []metav1.Condition{{Type: "NetworkReady", Status: "False",
 			Reason: "NetworkNotReady", Message: "ClusterNetwork/corp: PolicyError: retried with backoff"}}}}
 	var out bytes.Buffer
@@ -42,9 +42,9 @@ func TestTheDryRunsBudgetNoticeIsPrintedApartFromTheStatus(t *testing.T) {
 // names were printed raw (atk15b finding 2, "the evaluate table prints raw names too").
 func TestTheTableQuotesNamesThatAreNotPlain(t *testing.T) {
 	forged := "corp\nClusterNetwork/db\tAuto\x1b[2J\u202e"
-	it := plan.InterfaceResult{Type: "ClusterNetwork", Name: forged, IPAddressName: "ip\nforged",
-		Decision: evaluator.Decision{Provenance: evaluator.Provenance{Skip: "p"}, Rule: "rule\u202e"}}
-	r := &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{it}}
+	it := dryrunv1.InterfaceResult{Type: "ClusterNetwork", Name: forged, IPAddressName: "ip\nforged",
+		Decision: dryrunv1.Decision{Provenance: dryrunv1.Provenance{Skip: "p"}, Rule: "rule\u202e"}}
+	r := &dryrunv1.EvaluationStatus{Interfaces: []dryrunv1.InterfaceResult{it}}
 	r.Applied.Networks = append(r.Applied.Networks, vmv1.NetworksStatus{Type: "ClusterNetwork", Name: forged, IPAddress: "10.0.0.1"})
 	r.Applied.HeldUntilRestart = []string{consumer.Label("ClusterNetwork", forged)}
 	var out bytes.Buffer
@@ -70,14 +70,14 @@ func TestTheTableQuotesNamesThatAreNotPlain(t *testing.T) {
 // error, and each Audit record that would decide otherwise. Before, they were in the JSON
 // trace only.
 func TestTheTableNotesErrorsPassedOverAndDifferingAuditRecords(t *testing.T) {
-	it := plan.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: evaluator.Decision{
-		Allocation: evaluator.AllocationAuto, Trace: evaluator.Trace{
-			Failures: []evaluator.PolicyFailure{{Policy: "team-labels", Mode: v1alpha1.PolicyModeEnforce,
+	it := dryrunv1.InterfaceResult{Type: "ClusterNetwork", Name: "corp", Decision: dryrunv1.Decision{
+		Allocation: "Auto", Trace: dryrunv1.Trace{
+			Failures: []dryrunv1.PolicyFailure{{Policy: "team-labels", Mode: v1alpha1.PolicyModeEnforce,
 				FailurePolicy: v1alpha1.FailurePolicyIgnore, Field: "spec.hotplug.expression", Error: "no such key: team"}},
-			Audit: []evaluator.AuditRecord{{Policy: "l2-trial", Allocation: evaluator.AllocationNone, Differs: true},
-				{Policy: "same", Allocation: evaluator.AllocationAuto}}}}}
+			Audit: []dryrunv1.AuditRecord{{Policy: "l2-trial", Allocation: "None", Differs: true},
+				{Policy: "same", Allocation: "Auto"}}}}}
 	var out bytes.Buffer
-	printTable(&out, &dryrunv1.EvaluationStatus{Interfaces: []plan.InterfaceResult{it}})
+	printTable(&out, &dryrunv1.EvaluationStatus{Interfaces: []dryrunv1.InterfaceResult{it}})
 	for _, want := range []string{
 		"ClusterNetwork/corp: policy team-labels (failurePolicy Ignore: passed over) failed at spec.hotplug.expression: no such key: team",
 		"ClusterNetwork/corp: Audit policy l2-trial would decide otherwise (not applied)",

@@ -344,12 +344,7 @@ func (r *evaluations) evaluate(ctx context.Context, base client.Reader, req *dry
 	case err != nil:
 		return nil, err // DecodeBody compiled the candidate policies: no *InvalidError here
 	}
-	metrics.DryRun.Evaluated(start)
-	for _, it := range status.Interfaces {
-		if !it.Removed { // a removed interface is asked only hotplug: no decision to count
-			metrics.DryRun.Decided(it.Decision)
-		}
-	}
+	metrics.DryRun.Evaluated(start) // the engine counted the decisions (Engine.OnDecided)
 	return status, nil
 }
 
@@ -378,7 +373,7 @@ func (r *evaluations) redactInstalled(ctx context.Context, caller user.Info, sta
 	}
 	status.Policies.Order = nil
 	for i := range status.Interfaces {
-		status.Interfaces[i].Decision.Trace = evaluator.Trace{}
+		status.Interfaces[i].Decision.Trace = dryrunv1.Trace{}
 		// The cost sums every policy evaluated, hidden Audit ones too: how far their rules
 		// got, and so what their variables hold, would show through it.
 		status.Interfaces[i].Decision.Cost = 0

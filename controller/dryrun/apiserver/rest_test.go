@@ -233,7 +233,7 @@ func TestOpenAPIDefinitionOfEvaluation(t *testing.T) {
 	decision := def.Schema.Properties["status"].Properties["interfaces"].Items.Schema.Properties["decision"]
 	for _, field := range []string{"allocation", "policy", "rule", "trace", "cost"} {
 		if _, ok := decision.Properties[field]; !ok {
-			t.Errorf("status.interfaces[].decision lacks %s: the schema must follow evaluator.Decision", field)
+			t.Errorf("status.interfaces[].decision lacks %s: the schema must follow dryrunv1.Decision", field)
 		}
 	}
 	var required func(path string, s spec.Schema)
@@ -282,7 +282,7 @@ func TestCreateOmitsTheInstalledPoliciesDetailsFromACallerWhoMayNotListThem(t *t
 	st = out.(*dryrunv1.Evaluation).Status
 	// The cost too: it sums every policy evaluated, so it told a caller how far a hidden
 	// Audit policy's rule got (a secret recovered one prefix at a time).
-	if len(st.Policies.Order) != 0 || !reflect.DeepEqual(st.Interfaces[0].Decision.Trace, evaluator.Trace{}) || st.Interfaces[0].Decision.Cost != 0 {
+	if len(st.Policies.Order) != 0 || !reflect.DeepEqual(st.Interfaces[0].Decision.Trace, dryrunv1.Trace{}) || st.Interfaces[0].Decision.Cost != 0 {
 		t.Errorf("order %v, trace %+v, cost %d: want none for a caller who may not list clusteripampolicies", st.Policies.Order, st.Interfaces[0].Decision.Trace, st.Interfaces[0].Decision.Cost)
 	}
 	if !reflect.DeepEqual(st.Omitted, []string{dryrunv1.OmittedPolicyDetails}) {

@@ -6,6 +6,11 @@
 // the group differs from the CRD group ipam.virtualization.deckhouse.io because an APIService
 // and CRDs cannot share a group-version.
 //
+// The types declare their own fields: none embeds a type of the controller or the evaluator,
+// so that no internal change alters what is served. controller/dryrun/convert fills them from
+// the reconciler's plan and the evaluator's decisions, in one place; this package links API
+// packages only (layering_test.go).
+//
 // openapi/ holds the OpenAPI schema of Evaluation that controller-gen derives from these
 // types (`make generate`), served for `kubectl explain` and kubectl's field validation. It
 // has the form of a CustomResourceDefinition because that is what controller-gen writes; it

@@ -4,7 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
@@ -69,8 +68,9 @@ type EvaluationSpec struct {
 // EvaluationStatus is the answer: what one reconcile of the VM would decide and do. Nothing
 // of it was written. It is output only: every field is optional in the schema, so that a
 // client sending an Evaluation with an empty status is not refused (the server ignores it).
-//
-// +kubebuilder:object:generate=false
+// Every type of it is declared in this package (or is another API's: IPAddress, the record's
+// spec, metav1.Condition) and filled from the controller's and the evaluator's types in one
+// place, controller/dryrun/convert, so that no internal change alters what is served.
 type EvaluationStatus struct {
 	// vm identifies the evaluated VM.
 	// +optional
@@ -81,7 +81,7 @@ type EvaluationStatus struct {
 	// interfaces has one entry per additional interface, in spec order, with its decision,
 	// provenance, trace and cost.
 	// +optional
-	Interfaces []plan.InterfaceResult `json:"interfaces"`
+	Interfaces []InterfaceResult `json:"interfaces"`
 	// actions are the writes the controller would make.
 	// +optional
 	Actions Actions `json:"actions"`
@@ -102,9 +102,6 @@ type EvaluationStatus struct {
 const OmittedPolicyDetails = "trace, cost and policies.order omitted: requires list clusteripampolicies"
 
 // VMSummary identifies the evaluated VM.
-// It is copied with EvaluationStatus.
-//
-// +kubebuilder:object:generate=false
 type VMSummary struct {
 	// namespace of the VM.
 	// +optional
@@ -134,9 +131,6 @@ const (
 )
 
 // PolicySummary says which policies decided.
-// It is copied with EvaluationStatus.
-//
-// +kubebuilder:object:generate=false
 type PolicySummary struct {
 	// source is Installed, Request or (offline) Shipped.
 	// +optional
@@ -147,9 +141,6 @@ type PolicySummary struct {
 }
 
 // Actions are the writes one reconcile would make; the dry run makes none of them.
-// It is copied with EvaluationStatus.
-//
-// +kubebuilder:object:generate=false
 type Actions struct {
 	// createIPAddresses are the Auto IPAddresses the controller would create.
 	// +optional
@@ -174,9 +165,6 @@ type Actions struct {
 // AppliedVM is what the VM would look like once the virtualization controller applied the
 // record: its launcher pods' networks-spec, its status.networks and the conditions it builds
 // from the record.
-// It is copied with EvaluationStatus.
-//
-// +kubebuilder:object:generate=false
 type AppliedVM struct {
 	// nextBootNetworksSpec is the networks-spec of the VM's next launcher pod (its next start).
 	// +optional

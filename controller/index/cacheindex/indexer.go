@@ -1,35 +1,34 @@
-package index
+package cacheindex
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	"github.com/vmipam/vmipam/controller/index"
 )
 
-// CacheIndexer registers field indexes on a controller-runtime cache's informers as the
+// Indexer registers field indexes on a controller-runtime cache's informers as the
 // cache's own IndexField does — the same index names and keys, so that client.MatchingFields
 // lookups through the cache find them — but stores a namespaced object's value under its
-// namespaced key only, unless the value is looked up across namespaces (ClusterWide).
+// namespaced key only, unless the value is looked up across namespaces (index.ClusterWide).
 // controller-runtime stores every value twice, namespaced and under "__all_namespaces", and
 // at 10,000 VMs those index sets were the largest share of the controller's heap (26% of
 // the in-use profile, docs/BENCHMARKS.md); vmipam looks across namespaces only for the VMs
 // of a ClusterNetwork.
-type CacheIndexer struct {
+type Indexer struct {
 	// Cache is the manager's cache (manager.Manager.GetCache()).
 	Cache cache.Informers
 }
 
-var _ client.FieldIndexer = CacheIndexer{}
+var _ client.FieldIndexer = Indexer{}
 
 // IndexField implements client.FieldIndexer: it adds the index named field to obj's
 // informer (without waiting for it to sync), keyed by fn's values.
-func (c CacheIndexer) IndexField(ctx context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+func (c Indexer) IndexField(ctx context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
 	informer, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return err
@@ -49,15 +48,8 @@ const (
 
 func fieldIndexName(field string) string { return fieldIndexPrefix + field }
 
-// ClusterWide reports whether value of the index field is looked up across namespaces
-// (client.List without InNamespace): a VM's reference to a ClusterNetwork, which VMs of
-// every namespace share. Every other lookup names the namespace it reads.
-func ClusterWide(field, value string) bool {
-	return field == VMNetwork && strings.HasPrefix(value, sdnv1.KindClusterNetwork+"/")
-}
-
 // indexFunc keys obj by fn's values: a namespaced object's under its namespace only, and
-// under "__all_namespaces" too when ClusterWide; a cluster-scoped object's under
+// under "__all_namespaces" too when index.ClusterWide; a cluster-scoped object's under
 // "__all_namespaces" (as controller-runtime keys it).
 func indexFunc(field string, fn client.IndexerFunc) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
@@ -72,7 +64,7 @@ func indexFunc(field string, fn client.IndexerFunc) toolscache.IndexFunc {
 			if ns != "" {
 				keys = append(keys, ns+"/"+v)
 			}
-			if ns == "" || ClusterWide(field, v) {
+			if ns == "" || index.ClusterWide(field, v) {
 				keys = append(keys, allNamespaces+"/"+v)
 			}
 		}
