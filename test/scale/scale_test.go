@@ -637,8 +637,12 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	h.apiServerIdle(time.Minute)
 	start = time.Now()
 	var fanOut sync.WaitGroup
-	fanOut.Go(func() { h.parallel(k, workers, func(i int) error { return fanOutFloorRecord(ctx, cf, fns, vmName(i)) }) })
-	fanOut.Go(func() { h.parallel(k, floorRuntimeWorkers, func(i int) error { return fanOutFloorPod(ctx, sf, fns, vmName(i)) }) })
+	fanOut.Go(func() {
+		h.parallel(k, workers, func(i int) error { return fanOutFloorRecord(ctx, cf, fns, vmName(i)) })
+	})
+	fanOut.Go(func() {
+		h.parallel(k, floorRuntimeWorkers, func(i int) error { return fanOutFloorPod(ctx, sf, fns, vmName(i)) })
+	})
 	fanOut.Wait()
 	f.FanOut = time.Since(start)
 	h.deleteAll(ctx, fns)
