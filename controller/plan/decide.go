@@ -344,18 +344,22 @@ func appliedEntries(s *scope) map[string]sdnv1.NetworksSpecEntry {
 }
 
 // appliedList is what is applied: the oldest running launcher pod's networks-spec when the VM
-// runs, else what the VM's record last decided to attach (the record is vmipam's memory of a
-// stopped VM: its next start gets that).
+// runs, else what the VM's record decides to attach (the record is vmipam's memory of a
+// stopped VM: its next start gets that; s.nextStart when set).
 func appliedList(s *scope) []sdnv1.NetworksSpecEntry {
 	if len(s.pods) > 0 {
 		return parseNetworksSpec(s.pods[0].Annotations[sdnv1.AnnotationNetworksSpec])
 	}
-	if s.record == nil || s.record.Spec.VMUID != s.vm.UID {
+	rec := s.record
+	if s.nextStart != nil {
+		rec = s.nextStart
+	}
+	if rec == nil || rec.Spec.VMUID != s.vm.UID {
 		return nil
 	}
 	var out []sdnv1.NetworksSpecEntry
-	for i := range s.record.Spec.Interfaces {
-		if d := &s.record.Spec.Interfaces[i]; d.Attach && !d.Removed {
+	for i := range rec.Spec.Interfaces {
+		if d := &rec.Spec.Interfaces[i]; d.Attach && !d.Removed {
 			out = append(out, consumer.Entry(d, ""))
 		}
 	}

@@ -27,6 +27,9 @@ type scope struct {
 	// record is the VM's VirtualMachineIPAM as observed, nil when there is none; it may be an
 	// earlier VM's of the same name (another spec.vmUID).
 	record *v1alpha1.VirtualMachineIPAM
+	// nextStart, when set, stands for what a stopped VM's next start gets instead of record:
+	// the record this reconcile is about to write (Compute's second pass).
+	nextStart *v1alpha1.VirtualMachineIPAM
 	// interfaces are the additional (non-Main) entries of spec.networks, in spec order.
 	interfaces []*iface
 	// removed are the interfaces the running pod carries and the spec no longer names (index

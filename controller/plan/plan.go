@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,10 +102,31 @@ type Options struct {
 // in the cluster. It fails only when reading fails or ctx ends first (the decisions are then
 // incomplete and must not be acted on).
 func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts Options) (*Plan, error) {
-	s, err := observer{reader: reader, now: opts.Now}.observe(ctx, vm, set)
+	observed, err := observer{reader: reader, now: opts.Now}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
+	p, err := decideAndPlan(ctx, observed.clone(), opts)
+	if err != nil || len(observed.pods) > 0 || !p.RecordChanged || p.Deferred || len(p.late) > 0 || p.overBudget {
+		return p, err
+	}
+	// A stopped VM's applied state is its record, which this plan is about to change: decided
+	// against the old record, the change input (and what a policy's hotplug makes of it) would
+	// differ from what the next reconcile sees once the record is written — a record that is
+	// not a fixed point, written again at the next event, and a dry run forever showing a
+	// pending write. Decide once more against the record to be written; keep that plan when it
+	// attaches the same interfaces (a policy could make the two alternate: then the first).
+	again := observed.clone()
+	again.nextStart = p.Record
+	q, err := decideAndPlan(ctx, again, opts)
+	if err != nil || !sameAttachments(p.Record, q.Record) {
+		return p, nil
+	}
+	return q, nil
+}
+
+// decideAndPlan decides every interface of s and plans the writes.
+func decideAndPlan(ctx context.Context, s *scope, opts Options) (*Plan, error) {
 	cause := errVMBudget
 	if opts.DryRun {
 		cause = errDryRunBudget
@@ -116,6 +138,24 @@ func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *
 		asTheControllerWrites(s)
 	}
 	return plan(s), nil
+}
+
+// sameAttachments reports whether two records attach the same interfaces with the same
+// allocations and IPAddresses.
+func sameAttachments(a, b *v1alpha1.VirtualMachineIPAM) bool {
+	key := func(r *v1alpha1.VirtualMachineIPAM) []string {
+		var out []string
+		if r == nil {
+			return nil
+		}
+		for _, d := range r.Spec.Interfaces {
+			if d.Attach && !d.Removed {
+				out = append(out, string(d.Type)+"/"+d.Name+"/"+string(d.Allocation)+"/"+d.IPAddressName)
+			}
+		}
+		return out
+	}
+	return slices.Equal(key(a), key(b))
 }
 
 // asTheControllerWrites rewrites the dry run's budget notice in the problems to the text the
