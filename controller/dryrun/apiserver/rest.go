@@ -110,31 +110,10 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Evaluation: %T", obj))
 	}
-	if errs := validateMeta(ev, genericapirequest.NamespaceValue(ctx)); len(errs) > 0 {
-		return nil, invalid(ev, errs)
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, ev); err != nil {
-			return nil, err
-		}
-	}
-	if n := len(ev.Spec.Objects); n > MaxObjects {
-		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "objects"), n, MaxObjects)})
-	}
-	if n := len(ev.Spec.Policies); n > dryrun.MaxPolicies { // before their CRD lookups and pruning, as objects
-		return nil, invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "policies"), n, dryrun.MaxPolicies)})
-	}
-	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
-	if err := r.namespaceExists(ctx, namespace); err != nil {
+	if err := r.admit(ctx, ev, createValidation, mode); err != nil {
 		return nil, err
 	}
-	if data, problem := ev.Spec.Received(); data != nil {
-		errs, warnings := r.spec.check(data, problem, mode)
-		if len(errs) > 0 {
-			return nil, invalid(ev, errs)
-		}
-		warn(ctx, warnings)
-	}
+	namespace, caller := genericapirequest.NamespaceValue(ctx), callerOf(ctx)
 	body, err := r.body(ctx, ev, namespace, caller)
 	if err != nil {
 		return nil, err
@@ -172,6 +151,40 @@ func (r *evaluations) create(ctx context.Context, obj runtime.Object, createVali
 	ev.Status = *status
 	ev.ManagedFields = nil // the handler's field manager added them; an Evaluation is never stored
 	return ev, nil
+}
+
+// admit checks what an Evaluation must be before anything reads the cluster for it: its
+// metadata as the API server checks a create's, the admission chain's validation, the counts
+// of spec.objects and spec.policies (before their CRD lookups and pruning), the namespace, and
+// the received spec against the served schema by mode (fieldValidation: Strict refuses
+// unknown fields, Warn returns warnings).
+func (r *evaluations) admit(ctx context.Context, ev *dryrunv1.Evaluation, createValidation rest.ValidateObjectFunc, mode string) error {
+	namespace := genericapirequest.NamespaceValue(ctx)
+	if errs := validateMeta(ev, namespace); len(errs) > 0 {
+		return invalid(ev, errs)
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, ev); err != nil {
+			return err
+		}
+	}
+	if n := len(ev.Spec.Objects); n > MaxObjects {
+		return invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "objects"), n, MaxObjects)})
+	}
+	if n := len(ev.Spec.Policies); n > dryrun.MaxPolicies {
+		return invalid(ev, field.ErrorList{field.TooMany(field.NewPath("spec", "policies"), n, dryrun.MaxPolicies)})
+	}
+	if err := r.namespaceExists(ctx, namespace); err != nil {
+		return err
+	}
+	if data, problem := ev.Spec.Received(); data != nil {
+		errs, warnings := r.spec.check(data, problem, mode)
+		if len(errs) > 0 {
+			return invalid(ev, errs)
+		}
+		warn(ctx, warnings)
+	}
+	return nil
 }
 
 // validateMeta checks the Evaluation's metadata as the API server checks a create's (name
