@@ -23,8 +23,8 @@ import (
 // network, and which VM holds it (DESIGN.md §4.4). Who holds an address is decided by what
 // runs, then by what only vmipam writes — never by what a user can write: a VM whose launcher
 // pod carries the address (a terminating one too: its guest may still use it) outranks every
-// other, the pod that has carried it longest first; next comes a VM whose decision record
-// attaches it on that network, then the oldest VM, and only then the name. Ties never go to
+// other — one whose record attaches it too first, then the oldest pod —; next comes a VM whose
+// decision record attaches it on that network, then the oldest VM, and only then the name. Ties never go to
 // the newcomer. A VM that still carries the address counts even when its spec no longer names
 // it. Every contender computes the same holder, so exactly one of them attaches the address
 // and the current holder always keeps it. A VM whose record let go of the address holds it for
@@ -176,6 +176,7 @@ func holder(contenders []contender) string {
 	slices.SortFunc(contenders, func(a, b contender) int {
 		return cmp.Or(
 			-cmp.Compare(rankPod(a), rankPod(b)),
+			-cmp.Compare(rankDecided(a), rankDecided(b)),
 			compareSince(a, b),
 			-cmp.Compare(rank(a.carrier != nil && a.carrier.record), rank(b.carrier != nil && b.carrier.record)),
 			a.vm.CreationTimestamp.Compare(b.vm.CreationTimestamp.Time),
@@ -192,6 +193,13 @@ func rank(b bool) int {
 }
 
 func rankPod(c contender) int { return rank(c.carrier != nil && c.carrier.pod) }
+
+// rankDecided: among pod carriers, the one whose record attaches the address too comes
+// first. since is when a pod was created, not when it began to carry the address: an older pod
+// that has the address hot-plugged (a record forged past the admission policy, which vmipam
+// rewrites at once) would otherwise outrank the pod that has carried it all along, and take it
+// from its guest.
+func rankDecided(c contender) int { return rank(c.carrier != nil && c.carrier.pod && c.carrier.record) }
 
 // compareSince orders two pod carriers by how long their pods have carried the address.
 func compareSince(a, b contender) int {

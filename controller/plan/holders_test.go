@@ -32,6 +32,10 @@ func TestHolderIsWhatRunsThenWhatVmipamDecided(t *testing.T) {
 		{"both pods started in the same second: the record, then the name, cannot tell them apart", podSince(1000), podSince(1000), "vm-a"},
 		{"the copy's pod runs it, the original's does not", &carrier{record: true}, podSince(1001), "vm-a"},
 		{"nothing carries it: the older VM, then the name", nil, nil, "vm-a"},
+		// A record forged past the admission policy had the address hot-plugged onto the
+		// copy's older pod; vmipam rewrote the record at once: the pod that carries it by
+		// vmipam's decision keeps it (before, the older pod won and the original lost its NIC).
+		{"the copy's older pod carries it without a record", podSince(1003), &carrier{pod: true, since: metav1.NewTime(time.Unix(1000, 0))}, "vm-s"},
 	}
 	for _, tt := range tests {
 		if got := holder([]contender{{copied, tt.copied}, {original, tt.orig}}); got != tt.want {
