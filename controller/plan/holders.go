@@ -24,9 +24,9 @@ import (
 // runs, then by what only vmipam writes — never by what a user can write: a VM whose launcher
 // pod carries the address (a terminating one too: its guest may still use it) outranks every
 // other — one whose record attaches it too first, then the oldest pod —; next comes a VM whose
-// decision record attaches it on that network, then the oldest VM, and only then the name. Ties never go to
-// the newcomer. A VM that still carries the address counts even when its spec no longer names
-// it. Every contender computes the same holder, so exactly one of them attaches the address
+// decision record attaches it on that network, then the oldest VM, and only then the name.
+// Ties never go to the newcomer. A VM that still carries the address counts even when its
+// spec no longer names it. Every contender computes the same holder, so exactly one of them attaches the address
 // and the current holder always keeps it. A VM whose record let go of the address holds it for
 // ReleaseGrace more (handoff); wait is how long until then, 0 when nothing is held back.
 func (r observer) holders(ctx context.Context, vm *vmv1.VirtualMachine, spec vmv1.NetworksSpec) (h evaluator.Holders, wait time.Duration, err error) {
