@@ -151,6 +151,7 @@ func (s *Simulator) migrate(ctx context.Context, vm *virtv1.VirtualMachine) (tim
 		}); err != nil {
 			return 0, nil, err
 		}
+		s.wroteForTheVMController(target)
 		pods = append(pods, *target)
 	}
 	if left := migrationLeft(target, s.MigrationDuration, s.now()); left > 0 {
@@ -179,7 +180,7 @@ func (s *Simulator) setPower(ctx context.Context, vm *virtv1.VirtualMachine, sta
 	if err := s.Client.Patch(ctx, vm, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("powering VM %s %s: %w", klog.KObj(vm), state, err)
 	}
-	s.wrote(vm)
+	s.wroteForTheVMController(vm)
 	return nil
 }
 

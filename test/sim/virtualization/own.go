@@ -97,6 +97,14 @@ func (s *Simulator) wrote(obj client.Object) {
 	s.own.wrote(s.ownKeyOf(obj), obj.GetResourceVersion())
 }
 
+// wroteForTheVMController forgets that the stand-in wrote obj: the operation controller
+// wrote it (a power change, a migration target) for the VM controller to act on, so its
+// watch event must reach the VM reconcile — dropping it as an echo left a started VM without
+// a pod until some other event came (the lifecycle spec, one run in two).
+func (s *Simulator) wroteForTheVMController(obj client.Object) {
+	s.own.forget(s.ownKeyOf(obj), obj.GetResourceVersion())
+}
+
 // get reads key into obj from Reader (the cache), or past it (live) while the cache may not
 // show the stand-in's own last write of the object yet (ownWrites).
 func (s *Simulator) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
