@@ -65,6 +65,11 @@ var _ = Describe("Auto, Static and L2-only interfaces", func() {
 
 		Expect(podSpecFor(ctx, ns, fresh.Name, "ClusterNetwork", corp)).To(HaveField("IPAddressNames",
 			ConsistOf(before[0].Name)), "the new pod starts with the VM's networks-spec")
+		// The status shows what SDN configured in a running pod (the virtualization controller
+		// reads it from the pod's networks-status), so between the new pod's start and SDN's
+		// answer it may show none, as on a real cluster; then the same address again.
+		Eventually(func() string { return statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, corp) },
+			timeout, interval).Should(Equal(address))
 		Consistently(func() string { return statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, corp) },
 			"2s", interval).Should(Equal(address))
 		after := ipAddresses(ctx, ns)
