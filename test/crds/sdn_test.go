@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/internal/manifest"
-	"github.com/vmipam/vmipam/test/crds"
 	"github.com/vmipam/vmipam/test/env"
 )
 
@@ -24,22 +23,7 @@ import (
 // manifests written for a real cluster apply unchanged and keep every field, SDN's documented
 // status fields can be written, and a network's spec.ipam cannot change.
 func TestTrimmedSDNCRDs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	third, err := crds.ThirdParty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := env.Start(env.Options{CRDs: third})
-	t.Cleanup(func() {
-		if e != nil {
-			_ = e.Stop()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := env.StartThirdParty(t)
 	c, err := client.New(e.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/vmipam/vmipam/controller"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
-	"github.com/vmipam/vmipam/test/crds"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
 	"github.com/vmipam/vmipam/test/sim/sdn"
@@ -34,22 +33,7 @@ const (
 // subtest per documented behaviour, on a real API server and only through objects, as vmipam
 // and users see SDN.
 func TestStandInFollowsTheDocumentedSDN(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	third, err := crds.ThirdParty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := env.Start(env.Options{CRDs: third})
-	t.Cleanup(func() {
-		if e != nil {
-			_ = e.Stop()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := env.StartThirdParty(t)
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
