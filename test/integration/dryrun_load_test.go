@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,7 +97,7 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 		}
 	})
 
-	It("answers another caller within 2 s while one editor runs 16 loops of the largest evaluation the limits allow", func() {
+	It("answers another caller in turn while one editor runs 16 loops of the largest evaluation the limits allow", func() {
 		big := drLargestEvaluation(ns)
 		small := []byte(drJSON(drEvaluation(ns, getVM(ctx, ns, "web"))))
 		hammer, probe := drPoster(editor, ns), drPoster(prober, ns)
@@ -116,7 +117,7 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 		loadCtx, cancel := context.WithTimeout(ctx, load)
 		defer cancel()
 		var wg sync.WaitGroup
-		hammered := &drTally{}
+		hammered := &drTally{keepTimes: true}
 		for range loops {
 			wg.Go(func() {
 				for loadCtx.Err() == nil {
@@ -125,7 +126,7 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 			})
 		}
 		time.Sleep(time.Second) // the loops have filled every seat
-		probed, gaps := &drTally{}, drGaps{last: time.Now()}
+		probed, gaps := &drTally{keepTimes: true}, drGaps{last: time.Now()}
 		for loadCtx.Err() == nil {
 			a := probe.post(loadCtx, small)
 			if loadCtx.Err() != nil {
@@ -140,12 +141,23 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 		}
 		gaps.answered(time.Now())
 		wg.Wait()
-		GinkgoWriter.Printf("under %d loops of %s for %s: the editor had %s; the prober %s, worst gap %s\n",
-			loops, drSize(len(big)), load, hammered, probed, gaps.worst.Round(time.Millisecond))
+		overtaken := mostAnsweredBetween(hammered.times(), probed.times())
+		GinkgoWriter.Printf("under %d loops of %s for %s: the editor had %s; the prober %s, worst gap %s, at most %d of the editor's answered between two of the prober's\n",
+			loops, drSize(len(big)), load, hammered, probed, gaps.worst.Round(time.Millisecond), overtaken)
 		Expect(hammered.count(http.StatusCreated)).To(BeNumerically(">=", loops), "the editor's loops did load the server: %s", hammered)
-		Expect(probed.count(http.StatusCreated)).To(BeNumerically(">", 0), "the prober was answered: %s", probed)
+		Expect(probed.count(http.StatusCreated)).To(BeNumerically(">", 1), "the prober was answered: %s", probed)
 		Expect(probed.codes()).To(ConsistOf(http.StatusCreated), "the prober was never refused: %s", probed)
-		Expect(gaps.worst).To(BeNumerically("<=", 2*time.Second), "the prober's worst gap between answers")
+		// Fairness, counted rather than timed (times depend on the machine; the worst gap is
+		// printed above, 0.8–2.2 s on a 2-core machine). The editor keeps 16 requests out, the
+		// prober one. Served first come first served, the prober's request would wait behind
+		// every request the editor has out, and it would get 1 answer in loops+1 = 17. Fair
+		// queuing gives each flow's queues turns (the editor's flow spreads over its hand of 2
+		// queues, the prober's uses 1), so the prober gets a turn whenever it waits: up to a third
+		// of the answers (25–27% measured). The test asks for twice the first-come-first-served
+		// share.
+		answered, theirs := probed.count(http.StatusCreated), hammered.count(http.StatusCreated)
+		Expect(float64(answered)/float64(answered+theirs)).To(BeNumerically(">=", 2.0/(loops+1)),
+			"the prober's share of the answers (%d of %d) while the editor kept %d requests out", answered, answered+theirs, loops)
 	})
 
 	// Memory is measured in this process, which runs the dry-run server (kube-apiserver and
@@ -360,11 +372,14 @@ func (p *drPosting) post(ctx context.Context, body []byte) drAnswer {
 	return a
 }
 
-// drTally counts answers by status code and keeps a message of each code.
+// drTally counts answers by status code and keeps a message of each code and, with
+// keepTimes, when each 201 Created came back.
 type drTally struct {
-	mu       sync.Mutex
-	byCode   map[int]int
-	messages map[int]string
+	mu        sync.Mutex
+	byCode    map[int]int
+	messages  map[int]string
+	keepTimes bool
+	created   []time.Time
 }
 
 func (t *drTally) add(a drAnswer) {
@@ -374,6 +389,9 @@ func (t *drTally) add(a drAnswer) {
 		t.byCode, t.messages = map[int]int{}, map[int]string{}
 	}
 	t.byCode[a.code]++
+	if t.keepTimes && a.code == http.StatusCreated {
+		t.created = append(t.created, time.Now())
+	}
 	if a.message != "" {
 		t.messages[a.code] = a.message
 	}
@@ -415,6 +433,25 @@ func (t *drTally) String() string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// times are when each 201 Created came back, in order (keepTimes only).
+func (t *drTally) times() []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.SortedFunc(slices.Values(t.created), time.Time.Compare)
+}
+
+// mostAnsweredBetween is the most of others' answers that came back between two consecutive
+// answers of ours (both sorted by time).
+func mostAnsweredBetween(others, ours []time.Time) int {
+	most := 0
+	for i := 1; i < len(ours); i++ {
+		from := sort.Search(len(others), func(j int) bool { return others[j].After(ours[i-1]) })
+		to := sort.Search(len(others), func(j int) bool { return others[j].After(ours[i]) })
+		most = max(most, to-from)
+	}
+	return most
 }
 
 // drGaps keeps the longest time between two answers.
