@@ -13,13 +13,15 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/internal/intern"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
 // the same cache) reads: only launcher pods (label vm.kubevirt.io/name), and every kind trimmed
 // by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
 // IPAddresses reduced to their projections (VM, LauncherPod, Namespace, IPAddressAnnotations),
-// their repeating strings and small maps interned. The informers still report every update, so
+// their repeating strings and small maps interned, and decision records kept whole with their
+// repeating strings interned (slimRecord). The informers still report every update, so
 // an update that changed only trimmed fields arrives as an event whose old and new objects are
 // equal: the watches drop those (Changed).
 func CacheOptions() cache.Options {
@@ -30,10 +32,11 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:          {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
-			&vmv1.VirtualMachine{}: {Transform: slimVM},
-			&sdnv1.IPAddress{}:     {Transform: slimIPAddress},
-			&corev1.Namespace{}:    {Transform: slimNamespace},
+			&corev1.Pod{}:                  {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
+			&vmv1.VirtualMachine{}:         {Transform: slimVM},
+			&sdnv1.IPAddress{}:             {Transform: slimIPAddress},
+			&corev1.Namespace{}:            {Transform: slimNamespace},
+			&v1alpha1.VirtualMachineIPAM{}: {Transform: slimRecord},
 		},
 	}
 }
@@ -112,6 +115,31 @@ func slimNamespace(obj any) (any, error) {
 	slim := Namespace(ns)
 	intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
 	return slim, nil
+}
+
+// slimRecord is the cache transform of decision records: no managedFields, and the strings
+// that repeat across records interned — network types and names, allocations, reasons and
+// messages, the policies that decided, the summary and the consumer's conditions. Every field
+// stays: vmipam reads its records whole (a stopped VM's applied state, releases, what the
+// consumer observed). Its label map is the record's own (nothing shares it).
+func slimRecord(obj any) (any, error) {
+	rec, ok := obj.(*v1alpha1.VirtualMachineIPAM)
+	if !ok {
+		return obj, nil
+	}
+	rec.ManagedFields = nil
+	intern.Meta(&rec.TypeMeta, &rec.ObjectMeta)
+	for i := range rec.Spec.Interfaces {
+		d := &rec.Spec.Interfaces[i]
+		d.Type, d.Name, d.Allocation = intern.String(d.Type), intern.String(d.Name), intern.String(d.Allocation)
+		d.Reason, d.Message = intern.String(d.Reason), intern.String(d.Message)
+		if p := d.DecidedBy; p != nil {
+			p.Allocation, p.Hotplug, p.Skip = intern.String(p.Allocation), intern.String(p.Hotplug), intern.String(p.Skip)
+		}
+	}
+	rec.Spec.Summary.Attached, rec.Spec.Summary.Reason = intern.String(rec.Spec.Summary.Attached), intern.String(rec.Spec.Summary.Reason)
+	intern.Conditions(rec.Status.Conditions)
+	return rec, nil
 }
 
 // internValues interns m's values in place (m is a map the caller built) and returns it.

@@ -11,6 +11,7 @@ import (
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 func TestSlimLauncherPodKeepsWhatVMIPAMReads(t *testing.T) {
@@ -112,5 +113,37 @@ func TestSlimNamespaceAndIPAddressKeepMetadata(t *testing.T) {
 		s.Status.Address != "10.0.0.1" || len(s.OwnerReferences) != 1 || s.Annotations["ipam.virtualization.deckhouse.io/interface"] == "" ||
 		s.Status.Routes != nil || s.Status.UsedByPods != nil || len(s.Status.Conditions) != 1 || s.Status.Conditions[0].Type != sdnv1.ConditionAllocated {
 		t.Errorf("slim IPAddress: %+v", s)
+	}
+}
+
+func TestSlimRecordKeepsEverythingButManagedFields(t *testing.T) {
+	now := metav1.NowMicro()
+	id := int64(2)
+	rec := &v1alpha1.VirtualMachineIPAM{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VirtualMachineIPAM"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-rec", ResourceVersion: "9", Generation: 3,
+			Labels:          map[string]string{"a": "b"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine", Name: "web", UID: "uid-web"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "ipam-controller"}}},
+		Spec: v1alpha1.VirtualMachineIPAMSpec{VMUID: "uid-web", VMGeneration: 4,
+			Interfaces: []v1alpha1.InterfaceDecision{{ID: &id, Type: "ClusterNetwork", Name: "corp", Allocation: v1alpha1.AllocationAuto,
+				IPAddressName: "web-cn-corp-abcdef", Address: "10.0.0.1", Attach: true, Hotplug: true, Reason: "IPAddressPending",
+				Message: "waiting for SDN", DecidedBy: &v1alpha1.Provenance{Allocation: "default", Hotplug: "hp", Skip: "skip"}}},
+			Releases: []v1alpha1.Release{{Type: v1alpha1.ReleaseStatic, IPAddressName: "db", UID: "uid-db", Since: now}},
+			Summary:  v1alpha1.RecordSummary{Attached: "0/1", Reason: "IPAddressPending"}},
+		Status: v1alpha1.VirtualMachineIPAMStatus{ObservedGeneration: 3,
+			Conditions: []metav1.Condition{{Type: "Applied", Status: metav1.ConditionTrue, Reason: "Applied", Message: "ok"}}},
+	}
+	want := rec.DeepCopy()
+	want.ManagedFields = nil
+	out, err := slimRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*v1alpha1.VirtualMachineIPAM); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("slimRecord changed the record:\n got %+v\nwant %+v", got, want)
+	}
+	if tomb, _ := slimRecord(cache.DeletedFinalStateUnknown{Key: "ns/web"}); tomb == nil {
+		t.Error("a tombstone must pass through")
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller/reads"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // CacheOptions are vmipam's cache options (reads.CacheOptions) for a manager the
@@ -23,6 +24,11 @@ func CacheOptions() cache.Options {
 			by.Transform = launcherPodMetadata
 		case *sdnv1.IPAddress:
 			by.Transform = cache.TransformStripManagedFields()
+		case *v1alpha1.VirtualMachineIPAM:
+			// The default transform serves (vmipam's only interns); and the SDN stand-in runs
+			// where vmipam's CRDs are not installed, where an entry would fail the cache.
+			delete(opts.ByObject, obj)
+			continue
 		default:
 			continue
 		}
