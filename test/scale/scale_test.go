@@ -28,6 +28,7 @@ import (
 	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
+	"github.com/vmipam/vmipam/test/sim/sdn"
 	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
@@ -575,14 +576,15 @@ type systemFloor struct {
 	CPU float64
 	// FanOut is the time of the writes of a policy change re-deciding fanOutK(n) VMs (every
 	// interface L2 only) that the guests wait for: per VM the record's patch by the
-	// controller's bare client at its limits and concurrency and, at once, the launcher pod's
-	// networks-spec by the virtualization controller's at its own (fanOutFloorWrites).
+	// controller's bare client at its limits and concurrency and, once that is written, the
+	// launcher pod's networks-spec by the virtualization controller's at its own
+	// (fanOutFloorRecord, fanOutFloorPod).
 	FanOut time.Duration
 }
 
 // Stand-in concurrency in the floor: the stand-ins' workers (virtualization.Workers for the
-// virtualization controller's writes, the SDN stand-in's 4 for IPAddress status, 1 for
-// networks-status).
+// virtualization controller's writes, the SDN stand-in's 4 for an IPAddress's answer, lease
+// and attachment, 1 for networks-status).
 const (
 	floorRuntimeWorkers = virtualization.Workers
 	floorSDNWorkers     = 4
@@ -592,7 +594,8 @@ const (
 // floor times every write of the outcome with nothing else running — the controller's (2
 // IPAddress creates and the record's: floorWrites) and the stand-ins' (the virtualization
 // controller's KVVM, launcher pod, pod networks-spec, VM status and record status:
-// runtimeFloorWrites; SDN's 2 IPAddress statuses and the pod's networks-status) — each part by
+// runtimeFloorWrites; SDN's answer, lease and attachment of each IPAddress: sdnFloorWrites;
+// and the pod's networks-status) — each part by
 // a bare client with its writer's QPS, burst and concurrency, all parts at once, and the
 // kube-apiserver's CPU seconds meanwhile. The objects written to are created beforehand
 // (untimed) in a namespace of their own, so no write waits on another; they are removed
@@ -635,13 +638,26 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	cf := h.client(floorUser+"-fanout", controllerQPS, controllerBurst)
 	sf := h.client(floorUser+"-fanout-standins", standInQPS, standInBurst)
 	h.apiServerIdle(time.Minute)
+	// A VM's pod patch follows its record's (the virtualization controller applies what the
+	// record decides), so each VM's pod write waits for its record write; the two writers
+	// otherwise run side by side, each with its own workers.
+	recorded := make([]chan struct{}, k)
+	for i := range recorded {
+		recorded[i] = make(chan struct{})
+	}
 	start = time.Now()
 	var fanOut sync.WaitGroup
 	fanOut.Go(func() {
-		h.parallel(k, workers, func(i int) error { return fanOutFloorRecord(ctx, cf, fns, vmName(i)) })
+		h.parallel(k, workers, func(i int) error {
+			defer close(recorded[i])
+			return fanOutFloorRecord(ctx, cf, fns, vmName(i))
+		})
 	})
 	fanOut.Go(func() {
-		h.parallel(k, floorRuntimeWorkers, func(i int) error { return fanOutFloorPod(ctx, sf, fns, vmName(i)) })
+		h.parallel(k, floorRuntimeWorkers, func(i int) error {
+			<-recorded[i]
+			return fanOutFloorPod(ctx, sf, fns, vmName(i))
+		})
 	})
 	fanOut.Wait()
 	f.FanOut = time.Since(start)
@@ -738,17 +754,44 @@ func floorRecord(namespace, name, a, b string) *v1alpha1.VirtualMachineIPAM {
 			Summary: v1alpha1.RecordSummary{Attached: "2/2"}}}
 }
 
-// sdnFloorWrites are SDN's answers to one VM's two IPAddresses.
+// sdnFloorWrites are SDN's three writes for each of one VM's two IPAddresses, as the SDN
+// stand-in's IPAddress controller makes them one after the other on one of its workers: the
+// answer (status Allocated with the address), the address's IPAddressLease and, once the
+// launcher pod reports the address configured, the attachment (condition Attached and
+// status.usedByPods).
 func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
 	for i, net := range []string{"a", "b"} {
-		status := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Allocated","status":"True",`+
-			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
 		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
-		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, status)); err != nil {
+		allocated := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Allocated","status":"True",`+
+			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
+		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, allocated)); err != nil {
+			return err
+		}
+		if err := c.Create(ctx, floorLease(namespace, ip.Name, i)); err != nil {
+			return err
+		}
+		attached := fmt.Appendf(nil, `{"status":{"usedByPods":[{"namespace":%q,"name":%q}],"conditions":[{"type":"Allocated","status":"True",`+
+			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"Attached","status":"True",`+
+			`"reason":"StandInConfiguredInPod","message":"configured in pod %s","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, namespace, name, name)
+		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, attached)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// floorLeaseLabel marks the floor's IPAddressLeases, which are cluster-scoped, for deleteAll.
+const floorLeaseLabel = "scale.vmipam.io/floor"
+
+// floorLease is the lease SDN keeps for the address of the floor's IPAddress ip (the i-th of
+// its VM), as the SDN stand-in writes one.
+func floorLease(namespace, ip string, i int) *sdnv1.IPAddressLease {
+	return &sdnv1.IPAddressLease{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + ip, Labels: map[string]string{floorLeaseLabel: "true"},
+			Annotations: map[string]string{sdn.AnnotationLeasePool: "ClusterNetwork//" + []string{"a", "b"}[i],
+				sdn.AnnotationLeaseIPAddress: namespace + "/" + ip, sdn.AnnotationLeaseIPAddressUID: "uid"}},
+		Spec: sdnv1.IPAddressLeaseSpec{IP: fmt.Sprintf("10.%d.0.1", i)},
+	}
 }
 
 // podStatusFloorWrite is SDN's networks-status on one launcher pod.
@@ -815,6 +858,13 @@ func (h *harness) deleteAll(ctx context.Context, namespace string) {
 			return true
 		})
 	}
+	leases := &sdnv1.IPAddressLeaseList{}
+	h.eventually(10*time.Minute, "floor cleanup of IPAddressLeases", func() bool {
+		if err := h.bench.DeleteAllOf(ctx, &sdnv1.IPAddressLease{}, client.MatchingLabels{floorLeaseLabel: "true"}, client.GracePeriodSeconds(0)); err != nil {
+			h.t.Logf("floor cleanup: %v (asked again until nothing is left)", err)
+		}
+		return h.bench.List(ctx, leases, client.MatchingLabels{floorLeaseLabel: "true"}, client.Limit(1)) == nil && len(leases.Items) == 0
+	})
 }
 
 // floorWrites are the controller's three writes one converged VM needs: two IPAddresses and
