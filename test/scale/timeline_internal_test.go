@@ -12,8 +12,8 @@ import (
 )
 
 // TestHotplugTimelineStages builds the timeline of one hotplug from an audit log and a
-// controller log written here, with a failed write and another namespace's lines that must
-// not count.
+// controller log written here, with a failed write, another namespace's lines and the
+// record's and pod's patches of an earlier skip that must not count.
 func TestHotplugTimelineStages(t *testing.T) {
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log")}
@@ -25,6 +25,9 @@ func TestHotplugTimelineStages(t *testing.T) {
 			verb, user, resource, sub, ns, name, code, received.Format(time.RFC3339Nano), done.Format(time.RFC3339Nano))
 	}
 	writeLines(t, h.audit,
+		// The skip before SDN answered: the record's and the pod's patches of it are not the hotplug's.
+		audit(controllerUser, "patch", "virtualmachineipams", "", hns, "hp-0", 200, at(-10), at(-9)),
+		audit(standInUser, "patch", "pods", "", hns, "launcher-0", 200, at(-8), at(-7)),
 		audit(standInUser, "patch", "ipaddresses", "status", hns, "ip-0", 409, at(-5), at(-4)), // a conflict: not the answer
 		audit(standInUser, "patch", "ipaddresses", "status", hns, "ip-0", 200, at(-1), at(0)),
 		audit(controllerUser, "patch", "virtualmachineipams", "", "elsewhere", "hp-0", 200, at(1), at(2)),

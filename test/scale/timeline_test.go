@@ -117,6 +117,20 @@ type hotplugMarks struct {
 	ip, vm, pod                             string
 	answered, enqueued, started             time.Time
 	recordPatched, podPatched, observedTime time.Time
+	// recordPatches and podPatches are every patch of the VM's record and of its pod after the
+	// mark: the stages take the first after the mark before them (a VM whose record was
+	// patched before SDN answered, for the skip, must not pair the hotplug with that patch).
+	recordPatches, podPatches []time.Time
+}
+
+// firstAfter is the first of ts not before t, or zero.
+func firstAfter(ts []time.Time, t time.Time) time.Time {
+	for _, v := range ts {
+		if !v.Before(t) {
+			return v
+		}
+	}
+	return time.Time{}
 }
 
 // controllerLogLine is the part of a controller log line the timeline reads.
@@ -177,9 +191,11 @@ func (h *harness) hotplugTimeline(hns string, marks []*hotplugMarks, auditMark, 
 		case e.User.Username == standInUser && e.resource() == "ipaddresses/status" && byIP[e.ObjectRef.Name] != nil:
 			setFirst(&byIP[e.ObjectRef.Name].answered, e.Done)
 		case e.User.Username == controllerUser && e.resource() == "virtualmachineipams" && byVM[e.ObjectRef.Name] != nil:
-			setFirst(&byVM[e.ObjectRef.Name].recordPatched, e.Received)
+			m := byVM[e.ObjectRef.Name]
+			m.recordPatches = append(m.recordPatches, e.Received)
 		case e.User.Username == standInUser && e.resource() == "pods" && byPod[e.ObjectRef.Name] != nil:
-			setFirst(&byPod[e.ObjectRef.Name].podPatched, e.Done)
+			m := byPod[e.ObjectRef.Name]
+			m.podPatches = append(m.podPatches, e.Done)
 			last = maxTime(last, e.Done)
 		}
 	}
@@ -204,6 +220,12 @@ func (h *harness) hotplugTimeline(hns string, marks []*hotplugMarks, auditMark, 
 		}
 	}
 	for _, m := range marks {
+		if !m.started.IsZero() {
+			m.recordPatched = firstAfter(m.recordPatches, m.started)
+		}
+		if !m.recordPatched.IsZero() {
+			m.podPatched = firstAfter(m.podPatches, m.recordPatched)
+		}
 		chain := []time.Time{m.answered, m.enqueued, m.started, m.recordPatched, m.podPatched, m.observedTime}
 		for i, s := range stages {
 			if chain[i].IsZero() || chain[i+1].IsZero() {
