@@ -21,8 +21,8 @@ import (
 // AlreadyExists); the record is created and patched (and read past the cache by nobody);
 // the controller references of both to the VM set blockOwnerDeletion, which the
 // OwnerReferencesPermissionEnforcement admission plugin allows only to whoever may update the
-// VM's finalizers; events (the events.k8s.io recorder) say what was created or deleted and
-// why an interface is skipped. vmipam writes no VirtualMachine, no VM status and no pod.
+// VM's finalizers; events (the events.k8s.io recorder) say what was deleted and why an
+// interface is skipped. vmipam writes no VirtualMachine, no VM status and no pod.
 // +kubebuilder:rbac:groups=network.deckhouse.io,resources=ipaddresses,verbs=create;delete
 // +kubebuilder:rbac:groups=ipam.virtualization.deckhouse.io,resources=virtualmachineipams,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=virtualization.deckhouse.io,resources=virtualmachines/finalizers,verbs=update
@@ -84,8 +84,8 @@ func (r *Reconciler) create(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 	switch {
 	case err == nil:
 		// No event: the IPAddress records its own creation (creationTimestamp, the VM as its
-		// controller, the interface annotation), and one Normal event per address was half
-		// of vmipam's writes at 10,000 VMs and a quarter of its memory, client-go's events
+		// controller, the interface annotation), and one Normal event per address was two
+		// fifths of vmipam's writes at 10,000 VMs and a quarter of its memory, client-go's events
 		// broadcaster keeping each event 6–12 minutes (docs/OPERATING.md, "Events").
 		return missed, nil
 	case apierrors.IsAlreadyExists(err):
