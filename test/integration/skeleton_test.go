@@ -67,7 +67,16 @@ var _ = Describe("Auto, Static and L2-only interfaces", func() {
 			ConsistOf(before[0].Name)), "the new pod starts with the VM's networks-spec")
 		// The status shows what SDN configured in a running pod (the virtualization controller
 		// reads it from the pod's networks-status), so between the new pod's start and SDN's
-		// answer it may show none, as on a real cluster; then the same address again.
+		// answer it may show none, as on a real cluster; then the same address again. Until
+		// SDN has configured the new pod, the status may still be the old pod's (the address)
+		// and turn empty a moment later, so the address is awaited only after that.
+		Eventually(func() string {
+			pod := &corev1.Pod{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(&fresh), pod); err != nil {
+				return ""
+			}
+			return pod.Annotations[sdnv1.AnnotationNetworksStatus]
+		}, timeout, interval).Should(ContainSubstring(`"address":"`+address), "SDN configured the new pod with the address")
 		Eventually(func() string { return statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, corp) },
 			timeout, interval).Should(Equal(address))
 		Consistently(func() string { return statusAddress(ctx, ns, "web", vmv1.NetworkTypeClusterNetwork, corp) },
