@@ -208,8 +208,8 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 			Expect(answers.codes()).To(HaveEach(BeElementOf(http.StatusCreated, http.StatusTooManyRequests)), "the others were asked to retry: %s", answers)
 			Expect(high.seats).To(BeNumerically("<=", chart.maxInFlight), "no more evaluations than seats were read and decoded at once")
 			Expect(high.waiting).To(BeNumerically(">=", requests/2), "the others waited with their bodies unread")
-			live := int64(chart.maxInFlight) * apiserver.MaxRequestBytes * drLiveFactor
-			Expect(high.live-baseline.live).To(BeNumerically("<=", live), "what the seats hold live")
+			live := int64(chart.maxInFlight)*apiserver.MaxRequestBytes*drLiveFactor + drProcessNoise
+			Expect(high.live-baseline.live).To(BeNumerically("<=", live), "what the seats hold live, and the rest of the process")
 			Expect(high.heap-baseline.heap).To(BeNumerically("<=", 2*live), "the heap: what the seats hold and its garbage")
 			Expect(high.rss).To(BeNumerically("<", chart.memory), "the process stays below the chart's memory limit")
 		},
@@ -222,6 +222,12 @@ var _ = Describe("Dry-run API under load", Ordered, func() {
 // its decoded objects, the answer (docs/SCALING.md measured ~6 for long strings and ~11–12
 // for many small fields).
 const drLiveFactor = 14
+
+// drProcessNoise is what the rest of the test process may add to its live heap during the
+// burst: the heap is the whole process's, which also runs the suite's managers, still busy with
+// earlier specs' namespaces when the suite runs whole (many small fields: +117–121 MiB alone,
+// +168.7 MiB once in `make test`). Before #29 the burst added 840 MiB.
+const drProcessNoise = 64 << 20
 
 // drChartLimits is what the chart, rendered with its defaults, gives the controller.
 type drChartLimits struct {
