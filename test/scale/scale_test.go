@@ -762,12 +762,13 @@ func floorRecord(namespace, name, a, b string) *v1alpha1.VirtualMachineIPAM {
 func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
 	for i, net := range []string{"a", "b"} {
 		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
-		allocated := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","conditions":[{"type":"Allocated","status":"True",`+
-			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i)
+		addr := fmt.Sprintf("10.%d.0.1", i)
+		allocated := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":%q,"conditions":[{"type":"Allocated","status":"True",`+
+			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, addr)
 		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, allocated)); err != nil {
 			return err
 		}
-		if err := c.Create(ctx, floorLease(namespace, ip.Name, i)); err != nil {
+		if err := c.Create(ctx, floorLease(namespace, ip.Name, net, addr)); err != nil {
 			return err
 		}
 		attached := fmt.Appendf(nil, `{"status":{"usedByPods":[{"namespace":%q,"name":%q}],"conditions":[{"type":"Allocated","status":"True",`+
@@ -783,14 +784,14 @@ func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string
 // floorLeaseLabel marks the floor's IPAddressLeases, which are cluster-scoped, for deleteAll.
 const floorLeaseLabel = "scale.vmipam.io/floor"
 
-// floorLease is the lease SDN keeps for the address of the floor's IPAddress ip (the i-th of
-// its VM), as the SDN stand-in writes one.
-func floorLease(namespace, ip string, i int) *sdnv1.IPAddressLease {
+// floorLease is the lease SDN keeps for addr, the address of the floor's IPAddress ip on
+// ClusterNetwork net, as the SDN stand-in writes one.
+func floorLease(namespace, ip, net, addr string) *sdnv1.IPAddressLease {
 	return &sdnv1.IPAddressLease{
 		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + ip, Labels: map[string]string{floorLeaseLabel: "true"},
-			Annotations: map[string]string{sdn.AnnotationLeasePool: "ClusterNetwork//" + []string{"a", "b"}[i],
+			Annotations: map[string]string{sdn.AnnotationLeasePool: "ClusterNetwork//" + net,
 				sdn.AnnotationLeaseIPAddress: namespace + "/" + ip, sdn.AnnotationLeaseIPAddressUID: "uid"}},
-		Spec: sdnv1.IPAddressLeaseSpec{IP: fmt.Sprintf("10.%d.0.1", i)},
+		Spec: sdnv1.IPAddressLeaseSpec{IP: addr},
 	}
 }
 
