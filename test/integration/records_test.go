@@ -20,6 +20,7 @@ import (
 	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/build"
@@ -110,7 +111,14 @@ var _ = Describe("The decision record", func() {
 
 	It("is rewritten when someone deletes it or edits it past the admission policy", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "missing-ip")))
-		Eventually(func() *v1alpha1.VirtualMachineIPAM { return recordOf(ctx, ns, "v") }, timeout, interval).ShouldNot(BeNil())
+		// The settled decision, not the first record: that may predate the network's Ready
+		// (NetworkNotReady) and be re-decided a moment later.
+		Eventually(func() string {
+			if rec := recordOf(ctx, ns, "v"); rec != nil && len(rec.Spec.Interfaces) == 1 {
+				return rec.Spec.Interfaces[0].Reason
+			}
+			return ""
+		}, timeout, interval).Should(Equal(string(evaluator.ReasonIPAddressNotFound)))
 		first := recordOf(ctx, ns, "v")
 
 		By("deleted: vmipam writes it again")
