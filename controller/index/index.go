@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmipam/vmipam/controller/naming"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
@@ -25,10 +26,11 @@ const (
 	// PodVM indexes pods by the value of their vm.kubevirt.io/name label.
 	PodVM = "vmipam.metadata.labels.vmName"
 	// CarriedIPAddress indexes launcher pods by every IPAddress name their networks-spec
-	// annotation attaches: who uses an address, whatever the spec says now.
+	// annotation attaches — who uses an address, whatever the spec says now — except the
+	// pod's VM's own Auto IPAddress of each entry (see OwnAuto).
 	CarriedIPAddress = "vmipam.metadata.annotations.networksSpec.ipAddressNames"
 	// RecordIPAddress indexes VirtualMachineIPAMs by every IPAddress name their decisions
-	// attach.
+	// attach, except the VM's own Auto IPAddress of each decision (see OwnAuto).
 	RecordIPAddress = "vmipam.spec.interfaces.ipAddressName"
 	// RecordReleased indexes VirtualMachineIPAMs by every static IPAddress name their
 	// releases hand over (spec.releases of type Static).
@@ -114,8 +116,30 @@ func podVM(o client.Object) []string {
 	return nil
 }
 
+// carried is the index function of CarriedIPAddress.
 func carried(o client.Object) []string {
-	return CarriedNames(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec])
+	vm := o.GetLabels()[vmv1.LabelLauncherVMName]
+	entries, _ := sdnv1.ParseNetworksSpec(o.GetAnnotations()[sdnv1.AnnotationNetworksSpec]) // unreadable: attaches nothing
+	var out []string
+	for _, e := range entries {
+		for _, name := range e.IPAddressNames {
+			if !OwnAuto(vm, e.Type, e.Name, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// OwnAuto reports whether name is the Auto IPAddress of VM vm's interface on the network of
+// type networkType and name network (naming.AutoIPAddress). CarriedIPAddress and
+// RecordIPAddress leave such names out: they answer who else uses a *static* IPAddress
+// (plan's holders), and nearly every name a VM carries is its own Auto one — at 10,000 VMs
+// those were 40,000 one-name index sets, a tenth of the controller's live heap
+// (docs/BENCHMARKS.md). A static name that could be someone's Auto name
+// (naming.MayBeAutoIPAddress) is looked up without these indexes.
+func OwnAuto(vm, networkType, network, name string) bool {
+	return vm != "" && naming.MayBeAutoIPAddress(name) && name == naming.AutoIPAddress(vm, networkType, network)
 }
 
 // CarriedNames returns the IPAddress names a networks-spec annotation attaches; an unreadable
@@ -137,7 +161,7 @@ func recordAttached(o client.Object) []string {
 	}
 	var out []string
 	for _, d := range rec.Spec.Interfaces {
-		if d.Attach && d.IPAddressName != "" {
+		if d.Attach && d.IPAddressName != "" && !OwnAuto(rec.Name, string(d.Type), d.Name, d.IPAddressName) {
 			out = append(out, d.IPAddressName)
 		}
 	}

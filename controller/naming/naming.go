@@ -43,6 +43,22 @@ func AutoIPAddress(vm, networkType, network string) string {
 	return prefix + "-" + suffix
 }
 
+// MayBeAutoIPAddress reports whether name has the shape of an AutoIPAddress result: it ends
+// in "-" and hashLen characters of the hash alphabet. A false answer is certain (no VM's Auto
+// IPAddress has that name); a true one only says the name may be one, which costs a hash to
+// check for a given VM and network.
+func MayBeAutoIPAddress(name string) bool {
+	if len(name) < hashLen+2 || name[len(name)-hashLen-1] != '-' {
+		return false
+	}
+	for _, c := range name[len(name)-hashLen:] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
 // sanitize lower-cases s and replaces every character outside [a-z0-9-] with '-'.
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {

@@ -65,3 +65,23 @@ func TestIfNameFitsIFNAMSIZ(t *testing.T) {
 		t.Error("Network and ClusterNetwork of one name share an ifName")
 	}
 }
+
+// Every Auto IPAddress name has the shape MayBeAutoIPAddress looks for (a false answer must be
+// certain: the indexes leave own Auto names out on its word), and many static names do not
+// (a name ending in a six-letter word, "web-static", does: it only costs a scan).
+func TestMayBeAutoIPAddressAcceptsEveryAutoName(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	for _, tc := range [][3]string{
+		{"web", "ClusterNetwork", "corp"}, {long, "ClusterNetwork", long}, {"-", "Network", "."},
+		{"vm.with.dots", "Network", "x.y"}, {"VM", "Network", "Upper"},
+	} {
+		if got := naming.AutoIPAddress(tc[0], tc[1], tc[2]); !naming.MayBeAutoIPAddress(got) {
+			t.Errorf("MayBeAutoIPAddress(%q) = false for the Auto name of %q on %s %q", got, tc[0], tc[1], tc[2])
+		}
+	}
+	for _, name := range []string{"web-static-1", "db-10-0-0-5", "ip-abc", "corp-abcdef1", "-abcde", "x-abc-ef", "a-ABCDEF", "a-abcde8"} {
+		if naming.MayBeAutoIPAddress(name) {
+			t.Errorf("MayBeAutoIPAddress(%q) = true, want false", name)
+		}
+	}
+}

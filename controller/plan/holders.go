@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/naming"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
@@ -83,7 +84,10 @@ type contender struct {
 
 // carriers returns, by VM name, what carries the IPAddress of spec: the VMs whose record
 // attaches it on spec's network, and the VMs whose launcher pods (running or terminating, not
-// finished) carry it.
+// finished) carry it. The indexes leave out every VM's own Auto IPAddress (index.OwnAuto), so a
+// name that may be one — another VM's Auto IPAddress named as static, which that VM still
+// carries after its owner reference was removed — is looked up in the namespace's records and
+// pods one by one.
 func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.NetworksSpec) (map[string]*carrier, error) {
 	out := map[string]*carrier{}
 	get := func(name string) *carrier {
@@ -92,9 +96,9 @@ func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.Netw
 		}
 		return out[name]
 	}
+	scan := naming.MayBeAutoIPAddress(spec.IPAddressName)
 	var records v1alpha1.VirtualMachineIPAMList
-	if err := r.reader.List(ctx, &records, client.InNamespace(namespace),
-		client.MatchingFields{index.RecordIPAddress: spec.IPAddressName}); err != nil {
+	if err := r.reader.List(ctx, &records, lookup(namespace, index.RecordIPAddress, spec.IPAddressName, scan)...); err != nil {
 		return nil, fmt.Errorf("list records attaching IPAddress %s: %w", spec.IPAddressName, err)
 	}
 	for i := range records.Items {
@@ -103,14 +107,13 @@ func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.Netw
 		}
 	}
 	var pods corev1.PodList
-	if err := r.reader.List(ctx, &pods, client.InNamespace(namespace),
-		client.MatchingFields{index.CarriedIPAddress: spec.IPAddressName}); err != nil {
+	if err := r.reader.List(ctx, &pods, lookup(namespace, index.CarriedIPAddress, spec.IPAddressName, scan)...); err != nil {
 		return nil, fmt.Errorf("list pods carrying IPAddress %s: %w", spec.IPAddressName, err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		name := p.Labels[vmv1.LabelLauncherVMName]
-		if name == "" || !usesAddresses(p) {
+		if name == "" || !usesAddresses(p) || scan && !slices.Contains(index.CarriedNames(p.Annotations[sdnv1.AnnotationNetworksSpec]), spec.IPAddressName) {
 			continue
 		}
 		c := get(name)
@@ -119,6 +122,15 @@ func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.Netw
 		}
 	}
 	return out, nil
+}
+
+// lookup is the list options of a carrier lookup: the objects of namespace that field indexes
+// under value, or every object of namespace when scan (the caller filters them).
+func lookup(namespace, field, value string, scan bool) []client.ListOption {
+	if scan {
+		return []client.ListOption{client.InNamespace(namespace)}
+	}
+	return []client.ListOption{client.InNamespace(namespace), client.MatchingFields{field: value}}
 }
 
 // attaches reports whether rec attaches spec's IPAddress on spec's network.

@@ -1,12 +1,18 @@
 package plan
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmipam/vmipam/controller/index"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
 // TestHolderIsWhatRunsThenWhatVmipamDecided: a copy of a running VM's manifest, made in the same
@@ -41,5 +47,42 @@ func TestHolderIsWhatRunsThenWhatVmipamDecided(t *testing.T) {
 		if got := holder([]contender{{copied, tt.copied}, {original, tt.orig}}); got != tt.want {
 			t.Errorf("%s: holder = %s, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// Another VM's Auto IPAddress named as static is found carried although the indexes leave
+// every VM's own Auto name out: VM x's pod carries its Auto IPAddress of corp and its record
+// attaches it (its owner reference was removed, so nothing else refuses y the address), and
+// x — not y — holds it.
+func TestAnOwnAutoNameNamedAsStaticIsFoundWithoutTheIndexes(t *testing.T) {
+	x := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x", UID: "uid-x", CreationTimestamp: metav1.NewTime(t0)}}
+	y := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "y", UID: "uid-y", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}}
+	ip := autoOf(x, "corp", "10.0.0.9")
+	ip.OwnerReferences = nil
+	spec := vmv1.NetworksSpec{Type: "ClusterNetwork", Name: "corp", IPAddressName: ip.Name}
+	y.Spec.Networks = []vmv1.NetworksSpec{{Type: "Main"}, spec}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-x-1", CreationTimestamp: metav1.NewTime(t0),
+		Labels: map[string]string{vmv1.LabelLauncherVMName: "x"}, Annotations: carrying(t, entryFor("corp", ip.Name))},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	world := fakeWorld(t, x, y, &ip, pod, recordAttaching(x, "corp", &ip))
+
+	var records v1alpha1.VirtualMachineIPAMList
+	var pods corev1.PodList
+	if err := world.List(context.Background(), &records, client.MatchingFields{index.RecordIPAddress: ip.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if err := world.List(context.Background(), &pods, client.MatchingFields{index.CarriedIPAddress: ip.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(records.Items)+len(pods.Items) != 0 {
+		t.Errorf("the indexes hold x's own Auto name (%d records, %d pods), want it left out", len(records.Items), len(pods.Items))
+	}
+
+	h, _, err := observer{reader: world, now: t0}.holders(context.Background(), y, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Holder != "x" || !slices.Equal(h.VMs, []string{"x"}) {
+		t.Errorf("holders = %+v, want x holding it (its pod carries it)", h)
 	}
 }
