@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -86,5 +87,111 @@ func TestAFailedRecordWriteDeletesNothing(t *testing.T) {
 	}
 	if deletes != 0 {
 		t.Errorf("%d deletes after the record write failed, want none", deletes)
+	}
+}
+
+// The record's patch is conditional on what vmipam writes, not on the resourceVersion: it
+// applies over the consumer's status write that came after the version it was computed from
+// (the spec and owner references become the written ones, the status stays), and it fails
+// when another writer changed the spec meanwhile.
+func TestTheRecordPatchIgnoresStatusWritesAndRefusesSpecChanges(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", Generation: 3,
+		OwnerReferences: []metav1.OwnerReference{plan.VMOwnerRef(vm)}}, Spec: v1alpha1.VirtualMachineIPAMSpec{VMUID: "u", VMGeneration: 1}}
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(observed).WithStatusSubresource(observed).Build()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(observed), observed); err != nil {
+		t.Fatal(err)
+	}
+	consumer := observed.DeepCopy()
+	consumer.Status.ObservedGeneration = 3
+	if err := c.Status().Update(ctx, consumer); err != nil {
+		t.Fatal(err)
+	}
+
+	written := observed.DeepCopy()
+	written.Spec.VMGeneration = 2
+	written.OwnerReferences = append(written.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"})
+	r := &Reconciler{Client: c, APIReader: c}
+	if err := r.patchRecord(ctx, observed, written.DeepCopy()); err != nil {
+		t.Fatalf("patch over the consumer's status write: %v", err)
+	}
+	got := &v1alpha1.VirtualMachineIPAM{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(observed), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.VMGeneration != 2 || len(got.OwnerReferences) != 2 || got.Status.ObservedGeneration != 3 {
+		t.Errorf("after the patch: spec.vmGeneration %d, %d owner references, status.observedGeneration %d; want 2, 2, 3",
+			got.Spec.VMGeneration, len(got.OwnerReferences), got.Status.ObservedGeneration)
+	}
+
+	stale := got.DeepCopy()
+	stale.Generation-- // decided from a version before another spec write
+	if err := r.patchRecord(ctx, stale, written.DeepCopy()); err == nil {
+		t.Error("a patch computed before another writer's spec change was applied")
+	}
+}
+
+// The API server answers a JSON patch whose test failed with a bare 422 (k8s.io/apiserver's
+// patch handler, as for every error of applying one): vmipam treats it as the conflict it is
+// when the live record changed since it was read, and as the refusal it is when it did not.
+func TestAFailedRecordPatchIsAConflictOnlyWhenTheRecordChanged(t *testing.T) {
+	refused := apierrors.NewGenericServerResponse(422, "", schema.GroupResource{}, "", "testing value /metadata/generation failed: test failed", 0, false)
+	live := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", Generation: 2}}
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(live).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return refused
+		},
+	}).Build()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(live), live); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c, APIReader: c}
+	stale := live.DeepCopy()
+	stale.Generation = 1
+	if err := r.patchRecord(context.Background(), stale, stale.DeepCopy()); !apierrors.IsConflict(err) {
+		t.Errorf("record changed since read: error %v, want a Conflict", err)
+	}
+	if err := r.patchRecord(context.Background(), live, live.DeepCopy()); apierrors.IsConflict(err) || !apierrors.IsInvalid(err) {
+		t.Errorf("record as read: error %v, want the 422 itself", err)
+	}
+}
+
+// A release is deleted under the resourceVersion it was decided from; SDN's status write in
+// between (Attached turning False as the pod lets go of the address) does not stop it, while an
+// edit of what vmipam decided from — the owner reference removed, adopting the address — does.
+func TestAReleaseIsDeletedOverSDNsStatusWriteButNotOverAnEdit(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
+	for _, tc := range []struct {
+		name     string
+		edit     func(ctx context.Context, c client.Client, ip *sdnv1.IPAddress) error
+		wantGone bool
+	}{
+		{"SDN's status write", func(ctx context.Context, c client.Client, ip *sdnv1.IPAddress) error {
+			ip.Status.Phase = sdnv1.IPAddressPhaseAllocated
+			return c.Status().Update(ctx, ip)
+		}, true},
+		{"an adoption", func(ctx context.Context, c client.Client, ip *sdnv1.IPAddress) error {
+			ip.OwnerReferences = nil
+			return c.Update(ctx, ip)
+		}, false},
+	} {
+		ip := autoIP(vm)
+		c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(ip).WithStatusSubresource(ip).Build()
+		ctx := context.Background()
+		decided := &sdnv1.IPAddress{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ip), decided); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.edit(ctx, c, decided.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&Reconciler{Client: c, APIReader: c}).delete(ctx, vm, decided); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(ip), &sdnv1.IPAddress{})
+		if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+			t.Errorf("after %s: deleted = %v, want %v", tc.name, gone, tc.wantGone)
+		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,10 +28,11 @@ const ExpectationTTL = time.Minute
 //   - created: the Auto IPAddresses it created, as the API server returned them. A reconcile
 //     that runs before the cache shows one (another event brought the VM back) reads it from
 //     here instead of creating it again and being refused with AlreadyExists.
-//   - records: per VM, the record as its last write returned it and the resourceVersion that
-//     write was made from. A reconcile that runs before the cache shows the write reads the
-//     written record instead of deciding from the older one (and losing a conflict), and the
-//     watch event of exactly that write shows nothing new and does not bring the VM back.
+//   - records: per VM, the record as its last write returned it and what that write was made
+//     over (its generation and owner references: what vmipam writes). A reconcile that runs
+//     before the cache shows the write reads the written record instead of deciding from the
+//     older one (and losing a conflict), and the watch event of exactly that write shows
+//     nothing new and does not bring the VM back.
 //
 // Expectations are consumed by the event that shows them and lapse after ExpectationTTL.
 type writeExpectations struct {
@@ -50,11 +53,32 @@ type expected[T any] struct {
 	at  time.Time
 }
 
-// recordWrite is a record as vmipam's write returned it, the resourceVersion it was written
-// over ("" for a create), and when.
+// recordWrite is a record as vmipam's write returned it, what it was written over (nil for a
+// create), and when.
 type recordWrite struct {
 	expected[*v1alpha1.VirtualMachineIPAM]
-	from string
+	from *recordIntent
+}
+
+// recordIntent is what vmipam writes of a record, as one version of it shows it: a change of
+// its spec moves the generation; the owner references are metadata. The consumer's status
+// writes and other metadata leave both, so two versions with the same intent differ only in
+// what others write.
+type recordIntent struct {
+	uid        types.UID
+	generation int64
+	owners     []metav1.OwnerReference
+}
+
+// intentOf is rec's recordIntent.
+func intentOf(rec *v1alpha1.VirtualMachineIPAM) *recordIntent {
+	return &recordIntent{uid: rec.UID, generation: rec.Generation, owners: rec.OwnerReferences}
+}
+
+// shows reports whether rec has intent i.
+func (i *recordIntent) shows(rec *v1alpha1.VirtualMachineIPAM) bool {
+	return i != nil && rec != nil && rec.UID == i.uid && rec.Generation == i.generation &&
+		equality.Semantic.DeepEqual(rec.OwnerReferences, i.owners)
 }
 
 // writeKey names a written object: its kind and key.
@@ -127,16 +151,17 @@ func (o *writeExpectations) wroteRecord(observed, written *v1alpha1.VirtualMachi
 	}
 	w := recordWrite{expected: expected[*v1alpha1.VirtualMachineIPAM]{obj: written.DeepCopy(), at: now}}
 	if observed != nil {
-		w.from = observed.ResourceVersion
+		w.from = intentOf(observed)
 	}
 	o.records[client.ObjectKeyFromObject(written)] = w
 }
 
-// newerRecord returns a copy of the record as vmipam's own last write left it when cached is
-// the version that write was made over, or absent (nil) when it was a create: the cache has not
-// caught up with vmipam's write. Otherwise nil; a cached version that is neither the one
-// written over nor the one written is another writer's, and the expectation is forgotten (the
-// event of the write itself consumes it: recordWriteObserved).
+// newerRecord returns a copy of the record as vmipam's own last write left it when cached
+// predates that write — absent (nil) when it was a create, else a version with the intent it
+// was written over, whatever the consumer wrote to its status since —: the cache has not caught
+// up with vmipam's write. Otherwise nil; a cached version that shows neither that intent nor the
+// written one is another writer's, and the expectation is forgotten (the event of the write
+// itself consumes it: recordWriteObserved).
 func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -144,14 +169,11 @@ func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alph
 	if !ok {
 		return nil
 	}
-	cachedVersion := ""
-	if cached != nil {
-		cachedVersion = cached.ResourceVersion
-	}
+	predates := cached == nil && w.from == nil || w.from.shows(cached)
 	switch {
-	case cachedVersion == w.from && o.now().Sub(w.at) <= ExpectationTTL:
+	case predates && o.now().Sub(w.at) <= ExpectationTTL:
 		return w.obj.DeepCopy()
-	case cachedVersion != w.from && cachedVersion != w.obj.ResourceVersion:
+	case !predates && !intentOf(w.obj).shows(cached):
 		delete(o.records, key)
 	}
 	return nil

@@ -117,3 +117,38 @@ func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
 		t.Error("with no write in flight an event is judged at once")
 	}
 }
+
+// The consumer writes the record's status after each of vmipam's writes, and vmipam's next
+// write may be made over that status write: a cache that shows only the status write still
+// predates vmipam's write (same generation and owners as what it was written over) and is read
+// as written; once it shows the written generation it is current.
+func TestARecordWrittenOverAStatusWriteIsReadAsWrittenUntilTheCacheShowsIt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3", UID: "rec", Generation: 1}}
+	written := observed.DeepCopy()
+	written.ResourceVersion, written.Generation, written.Spec.VMGeneration = "5", 2, 2 // made over the status write "4"
+	own.wroteRecord(observed, written)
+
+	statusOnly := observed.DeepCopy()
+	statusOnly.ResourceVersion, statusOnly.Status.ObservedGeneration = "4", 1
+	if got := own.newerRecord(key, statusOnly); got == nil || got.Spec.VMGeneration != 2 {
+		t.Errorf("cache shows the consumer's status write: got %v, want vmipam's write", got)
+	}
+	if got := own.newerRecord(key, written); got != nil {
+		t.Errorf("cache shows the write: got %v, want the cache", got)
+	}
+	if !own.recordWriteObserved(written) {
+		t.Error("the write's own event was not recognised after the cache showed it")
+	}
+	own.wroteRecord(observed, written)
+	theirs := observed.DeepCopy()
+	theirs.ResourceVersion, theirs.Generation = "6", 3
+	if got := own.newerRecord(key, theirs); got != nil {
+		t.Errorf("cache shows another writer's spec: got %v, want the cache", got)
+	}
+	if got := own.newerRecord(key, statusOnly); got != nil {
+		t.Error("the expectation outlived another writer's version")
+	}
+}
