@@ -76,11 +76,15 @@ func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPoli
 		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines after a policy change; they are not re-evaluated", "policy", p.Name)
 		return nil
 	}
+	selectors := make([]matchSelectors, len(matches))
+	for i, m := range matches {
+		selectors[i] = parseMatch(m)
+	}
 	nsLabels := map[string]labels.Set{}
 	var out []reconcile.Request
 	for i := range list.Items {
 		vm := &list.Items[i]
-		for _, m := range matches {
+		for _, m := range selectors {
 			if f.matches(ctx, m, vm, nsLabels) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vm)})
 				break
@@ -90,14 +94,39 @@ func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPoli
 	return out
 }
 
-// matches reports whether m selects any additional interface of vm. A selector that does not
-// parse matches everything: the policy's compile status reports it, and re-evaluating too many
-// VMs is only slower, never wrong.
-func (f *policyFanOut) matches(ctx context.Context, m v1alpha1.Match, vm *vmv1.VirtualMachine, nsLabels map[string]labels.Set) bool {
-	if !selects(m.VMSelector, labels.Set(vm.Labels)) {
+// matchSelectors is a policy's match block with its label selectors parsed, once per fan-out
+// instead of once per VM.
+type matchSelectors struct {
+	vms, namespaces labels.Selector // nil: no selector
+	networks        []v1alpha1.NetworkSelector
+}
+
+// parseMatch parses m's selectors. A selector that does not parse selects everything: the
+// policy's compile status reports it, and re-evaluating too many VMs is only slower, never
+// wrong.
+func parseMatch(m v1alpha1.Match) matchSelectors {
+	return matchSelectors{vms: selector(m.VMSelector), namespaces: selector(m.NamespaceSelector), networks: m.Networks}
+}
+
+// selector is s as a labels.Selector: nil for no selector, labels.Everything() for one that
+// does not parse.
+func selector(s *metav1.LabelSelector) labels.Selector {
+	if s == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return labels.Everything()
+	}
+	return sel
+}
+
+// matches reports whether m selects any additional interface of vm.
+func (f *policyFanOut) matches(ctx context.Context, m matchSelectors, vm *vmv1.VirtualMachine, nsLabels map[string]labels.Set) bool {
+	if m.vms != nil && !m.vms.Matches(labels.Set(vm.Labels)) {
 		return false
 	}
-	if m.NamespaceSelector != nil {
+	if m.namespaces != nil {
 		set, ok := nsLabels[vm.Namespace]
 		if !ok {
 			ns := &corev1.Namespace{}
@@ -106,24 +135,16 @@ func (f *policyFanOut) matches(ctx context.Context, m v1alpha1.Match, vm *vmv1.V
 			}
 			nsLabels[vm.Namespace] = set
 		}
-		if !selects(m.NamespaceSelector, set) {
+		if !m.namespaces.Matches(set) {
 			return false
 		}
 	}
 	for _, n := range vm.Spec.Networks {
-		if n.Type != vmv1.NetworkTypeMain && networkSelected(m.Networks, n) {
+		if n.Type != vmv1.NetworkTypeMain && networkSelected(m.networks, n) {
 			return true
 		}
 	}
 	return false
-}
-
-func selects(s *metav1.LabelSelector, set labels.Set) bool {
-	if s == nil {
-		return true
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	return err != nil || sel.Matches(set)
 }
 
 func networkSelected(selectors []v1alpha1.NetworkSelector, n vmv1.NetworksSpec) bool {

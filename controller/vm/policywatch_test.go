@@ -61,3 +61,22 @@ func TestPolicyFanOutEnqueuesOnlyVMsTheOldOrNewMatchSelects(t *testing.T) {
 		t.Errorf("removal re-evaluates what the last version matched: %v", got)
 	}
 }
+
+// A selector that does not parse selects every VM (its policy's status reports the error;
+// re-evaluating too many VMs is only slower), while the rest of the match still narrows.
+func TestPolicyFanOutTreatsAnUnparsableSelectorAsEverything(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(
+		fanOutVM("prod", "gold", map[string]string{"tier": "gold"}, "corp"),
+		fanOutVM("prod", "plain", nil, "corp"),
+		fanOutVM("prod", "other-net", nil, "lab"),
+	).Build()
+	f := &policyFanOut{r: &Reconciler{Client: c}, seen: map[string]v1alpha1.Match{}}
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1, CreationTimestamp: metav1.Now()}}
+	p.Spec.Match = v1alpha1.Match{
+		VMSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}},
+		Networks:   []v1alpha1.NetworkSelector{{Type: "ClusterNetwork", Name: "corp"}},
+	}
+	if got := names(f.affected(context.Background(), p)); len(got) != 2 || got[0] != "prod/gold" || got[1] != "prod/plain" {
+		t.Errorf("affected = %v, want [prod/gold prod/plain]", got)
+	}
+}

@@ -393,6 +393,48 @@ func (h *harness) heapProfile() {
 	}
 }
 
+// cpuProfiles starts a CPU profile of the kube-apiserver and one of the controller over the
+// next seconds and, when they end, keeps them in VMIPAM_SCALE_PROFILE_DIR as
+// apiserver-<what>-<unix>.pb.gz and controller-<what>-<unix>.pb.gz; without that variable it
+// does nothing. They show where each process's CPU goes during a phase (`go tool pprof -top
+// <file>`). The controller's is skipped when it is not running (the floor).
+func (h *harness) cpuProfiles(what string, seconds int) {
+	dir := os.Getenv("VMIPAM_SCALE_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	u, err := url.JoinPath(h.benchCfg.Host, "debug/pprof/profile")
+	must(h.t, err)
+	query := "?seconds=" + strconv.Itoa(seconds)
+	go h.keepProfile(*h.apiHTTP, u+query, filepath.Join(dir, fmt.Sprintf("apiserver-%s-%d.pb.gz", what, time.Now().Unix())), seconds)
+	if h.controller != nil {
+		go h.keepProfile(http.Client{}, "http://"+h.pprofAddr+"/debug/pprof/profile"+query,
+			filepath.Join(dir, fmt.Sprintf("controller-%s-%d.pb.gz", what, time.Now().Unix())), seconds)
+	}
+}
+
+// keepProfile fetches the profile at u, which takes seconds, into file; a failure is logged
+// (a profile explains a run, it is not one of its figures).
+func (h *harness) keepProfile(c http.Client, u, file string, seconds int) {
+	c.Timeout = time.Duration(seconds+60) * time.Second
+	resp, err := c.Get(u)
+	if err != nil {
+		h.t.Logf("CPU profile %s: %v", file, err)
+		return
+	}
+	defer resp.Body.Close()
+	profile, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", resp.Status)
+	}
+	if err == nil {
+		err = os.WriteFile(file, profile, 0o644)
+	}
+	if err != nil {
+		h.t.Logf("CPU profile %s: %v", file, err)
+	}
+}
+
 // auditEntry is the part of an audit event the suite reads.
 type auditEntry struct {
 	Verb string `json:"verb"`

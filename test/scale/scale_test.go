@@ -209,6 +209,7 @@ func run(t testing.TB, n, hp int) result {
 	mark := h.auditMark()
 	cpu, ctrlCPU := h.apiServerCPU(), h.controllerCPU()
 	start := time.Now()
+	h.cpuProfiles("convergence", envInt(t, "VMIPAM_SCALE_PROFILE_SECONDS", 30))
 	h.createVMs(ctx, n, netA, netB)
 	progress := time.Now()
 	h.eventually(time.Duration(n)*time.Second+time.Minute, "convergence", func() bool {
@@ -608,6 +609,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
 	var f systemFloor
 	cpu, start := h.apiServerCPU(), time.Now()
+	h.cpuProfiles("floor", envInt(h.t, "VMIPAM_SCALE_PROFILE_SECONDS", 30)*2/3)
 	var wg sync.WaitGroup
 	for _, part := range []struct {
 		workers int
