@@ -227,9 +227,10 @@ func (r *Reconciler) namedLive(ctx context.Context, vm *vmv1.VirtualMachine) (ma
 // deleteUnnamed deletes the released IPAddresses that nothing names in the live read (named):
 // the plan decided from the cache, which may lag. Each delete carries the UID and
 // resourceVersion seen as preconditions, so that a concurrent edit of the IPAddress wins over
-// the delete (sdnStatusOnly: SDN's status writes do not count as one). The deletes are independent of each other and go side by side; each error is
-// returned, and the retry deletes what is left. One still named stays until it is not: the
-// change of what names it brings the VM back.
+// the delete (SDN's status writes do not count as one: sdnStatusOnly). The deletes are
+// independent of each other and go side by side; each error is returned, and the retry deletes
+// what is left. One still named stays until it is not: the change of what names it brings the
+// VM back.
 func (r *Reconciler) deleteUnnamed(ctx context.Context, vm *vmv1.VirtualMachine, ips []*sdnv1.IPAddress, named map[string]bool) error {
 	var g errgroup.Group
 	for _, ip := range ips {
@@ -259,11 +260,11 @@ func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 }
 
 // sdnStatusOnly reads ip live after its delete lost a resourceVersion race and returns it when
-// only its status changed since ip was read (as far as vmipam reads an IPAddress: labels and
-// most annotations are not cached) — SDN's node agent writes Attached and usedByPods
-// as the pods that carried the address go, which is what precedes a release — so that the
+// only its status changed since ip was read — SDN's node agent writes Attached and usedByPods
+// as the pods that carried the address go, which is what precedes a release —, so that the
 // delete can be made again at once under the live resourceVersion. A change of anything vmipam
-// decided from (spec, owner references, labels, annotations) still wins over the delete.
+// decided from (what reads.IPAddress keeps of the metadata: owner references, the interface
+// annotation, deletion; and the spec) still wins over the delete.
 func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (*sdnv1.IPAddress, bool) {
 	live := &sdnv1.IPAddress{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ip), live); err != nil {
@@ -273,8 +274,7 @@ func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (*s
 	was, now := reads.IPAddress(ip), reads.IPAddress(live)
 	same := now.UID == was.UID && now.Generation == was.Generation && now.DeletionTimestamp == nil &&
 		equality.Semantic.DeepEqual(now.OwnerReferences, was.OwnerReferences) &&
-		equality.Semantic.DeepEqual(now.Labels, was.Labels) && equality.Semantic.DeepEqual(now.Annotations, was.Annotations) &&
-		equality.Semantic.DeepEqual(now.Spec, was.Spec)
+		equality.Semantic.DeepEqual(now.Annotations, was.Annotations) && equality.Semantic.DeepEqual(now.Spec, was.Spec)
 	return live, same
 }
 
