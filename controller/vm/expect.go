@@ -158,8 +158,10 @@ func (o *writeExpectations) wroteRecord(observed, written *v1alpha1.VirtualMachi
 
 // newerRecord returns a copy of the record as vmipam's own last write left it when cached
 // predates that write — absent (nil) when it was a create, else a version with the intent it
-// was written over, whatever the consumer wrote to its status since —: the cache has not caught
-// up with vmipam's write. Otherwise nil; a cached version that shows neither that intent nor the
+// was written over, whatever the consumer wrote to its status since, or any version of an older
+// generation (a cache more than one of vmipam's writes behind: the generation only grows, and
+// the write's test proved no other spec write came between) —: the cache has not caught up
+// with vmipam's write. Otherwise nil; a cached version that shows neither that intent nor the
 // written one is another writer's, and the expectation is forgotten (the event of the write
 // itself consumes it: recordWriteObserved).
 func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
@@ -169,7 +171,8 @@ func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alph
 	if !ok {
 		return nil
 	}
-	predates := cached == nil && w.from == nil || w.from.shows(cached)
+	predates := cached == nil && w.from == nil || w.from.shows(cached) ||
+		cached != nil && cached.UID == w.obj.UID && cached.Generation < w.obj.Generation
 	switch {
 	case predates && o.now().Sub(w.at) <= ExpectationTTL:
 		return w.obj.DeepCopy()

@@ -152,3 +152,28 @@ func TestARecordWrittenOverAStatusWriteIsReadAsWrittenUntilTheCacheShowsIt(t *te
 		t.Error("the expectation outlived another writer's version")
 	}
 }
+
+// Three writes in quick succession: the cache may still show the version before the first
+// when the third is decided. It predates the last write (an older generation) and is read as
+// that write left it, not as another writer's version (which made the third write a conflict:
+// 3 of 20,000 record patches in round 11 at 10k).
+func TestACacheTwoWritesBehindIsReadAsTheLastWrite(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	first := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3", UID: "rec", Generation: 1}}
+	second := first.DeepCopy()
+	second.ResourceVersion, second.Generation = "4", 2
+	third := second.DeepCopy()
+	third.ResourceVersion, third.Generation, third.Spec.VMGeneration = "5", 3, 7
+	own.wroteRecord(first, second)
+	own.wroteRecord(second, third)
+	if got := own.newerRecord(key, first); got == nil || got.Spec.VMGeneration != 7 {
+		t.Errorf("cache two writes behind: got %v, want the last write", got)
+	}
+	recreated := first.DeepCopy()
+	recreated.UID = "rec2"
+	if got := own.newerRecord(key, recreated); got != nil {
+		t.Errorf("a record recreated under the same name (older generation, other UID): got %v, want the cache", got)
+	}
+}
