@@ -113,7 +113,7 @@ func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.Netw
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		name := p.Labels[vmv1.LabelLauncherVMName]
-		if name == "" || !usesAddresses(p) || scan && !slices.Contains(index.CarriedNames(p.Annotations[sdnv1.AnnotationNetworksSpec]), spec.IPAddressName) {
+		if name == "" || !usesAddresses(p) || scan && !carries(p, spec.IPAddressName) {
 			continue
 		}
 		c := get(name)
@@ -125,12 +125,23 @@ func (r observer) carriers(ctx context.Context, namespace string, spec vmv1.Netw
 }
 
 // lookup is the list options of a carrier lookup: the objects of namespace that field indexes
-// under value, or every object of namespace when scan (the caller filters them).
+// under value, or every object of namespace when scan (the caller filters them). A scan reads
+// the cache's own objects, not a copy of each: carriers only reads them, and a name of Auto
+// shape is common enough among static ones ("web-static", "db-public") that copying every
+// record and pod of the namespace per reconcile would cost O(namespace) allocations.
 func lookup(namespace, field, value string, scan bool) []client.ListOption {
 	if scan {
-		return []client.ListOption{client.InNamespace(namespace)}
+		return []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	}
 	return []client.ListOption{client.InNamespace(namespace), client.MatchingFields{field: value}}
+}
+
+// carries reports whether launcher pod p's networks-spec attaches IPAddress name. The
+// annotation is parsed only when it contains the name at all, so a scan of a namespace's pods
+// costs a substring search of each.
+func carries(p *corev1.Pod, name string) bool {
+	annotation := p.Annotations[sdnv1.AnnotationNetworksSpec]
+	return strings.Contains(annotation, name) && slices.Contains(index.CarriedNames(annotation), name)
 }
 
 // attaches reports whether rec attaches spec's IPAddress on spec's network.

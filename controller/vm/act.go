@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,10 +155,12 @@ func (r *Reconciler) patchRecord(ctx context.Context, observed, written *v1alpha
 }
 
 // recordPatch is the JSON patch (RFC 6902) that turns the record observed into written: it
-// replaces the spec, and the owner references when they changed, under two tests — the
-// observed metadata.generation (which only a change of the spec moves: the consumer's status
-// writes and metadata edits leave it) and the observed owner references when they are
-// replaced. It is not conditional on the resourceVersion, as a merge patch under optimistic
+// replaces the spec, and the owner references when they changed, under tests of the observed
+// UID (a record deleted and made again under the name is another), metadata.generation (which
+// only a change of the spec moves: the consumer's status writes and metadata edits leave it)
+// and, when they are replaced, the observed owner references (none observed is not tested: a
+// record vmipam wrote always has its VM's, so an owner added by someone else to a record
+// stripped of all of them would be replaced). It is not conditional on the resourceVersion, as a merge patch under optimistic
 // locking is: the virtualization controller writes the record's status after each spec write,
 // so a spec write that followed it closely, from a cache that had not seen the status write
 // yet, was rejected as a conflict for a field it does not touch (docs/BENCHMARKS.md round 11).
@@ -167,7 +170,7 @@ func recordPatch(observed, written *v1alpha1.VirtualMachineIPAM) (client.Patch, 
 		Path  string `json:"path"`
 		Value any    `json:"value"`
 	}
-	ops := []op{{"test", "/metadata/generation", observed.Generation}}
+	ops := []op{{"test", "/metadata/uid", observed.UID}, {"test", "/metadata/generation", observed.Generation}}
 	if !equality.Semantic.DeepEqual(observed.OwnerReferences, written.OwnerReferences) {
 		if observed.OwnerReferences != nil {
 			ops = append(ops, op{"test", "/metadata/ownerReferences", observed.OwnerReferences})
@@ -260,9 +263,12 @@ func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 }
 
 // sdnStatusOnly reads ip live after its delete lost a resourceVersion race and returns it when
-// only its status changed since ip was read — SDN's node agent writes Attached and usedByPods
-// as the pods that carried the address go, which is what precedes a release —, so that the
-// delete can be made again at once under the live resourceVersion. A change of anything vmipam
+// only its status changed since ip was read and that status says no pod uses the address (no
+// usedByPods, Attached not True) — SDN's node agent writes Attached False as the pods that
+// carried the address go, which is what precedes a release —, so that the delete can be made
+// again at once under the live resourceVersion. A status that shows a pod using the address
+// (one made from an older read that SDN has just configured) ends the delete: the next
+// reconcile sees the pod. A change of anything vmipam
 // decided from (what reads.IPAddress keeps of the metadata: owner references, the interface
 // annotation, deletion; and the spec) still wins over the delete.
 func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (*sdnv1.IPAddress, bool) {
@@ -275,7 +281,8 @@ func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (*s
 	same := now.UID == was.UID && now.Generation == was.Generation && now.DeletionTimestamp == nil &&
 		equality.Semantic.DeepEqual(now.OwnerReferences, was.OwnerReferences) &&
 		equality.Semantic.DeepEqual(now.Annotations, was.Annotations) && equality.Semantic.DeepEqual(now.Spec, was.Spec)
-	return live, same
+	unused := len(live.Status.UsedByPods) == 0 && !apimeta.IsStatusConditionTrue(live.Status.Conditions, sdnv1.ConditionAttached)
+	return live, same && unused
 }
 
 // issue runs write, a write of obj that records its expectations when it succeeds, as an

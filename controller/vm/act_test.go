@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,7 +97,7 @@ func TestAFailedRecordWriteDeletesNothing(t *testing.T) {
 // when another writer changed the spec meanwhile.
 func TestTheRecordPatchIgnoresStatusWritesAndRefusesSpecChanges(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
-	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", Generation: 3,
+	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", Generation: 3, UID: "rec",
 		OwnerReferences: []metav1.OwnerReference{plan.VMOwnerRef(vm)}}, Spec: v1alpha1.VirtualMachineIPAMSpec{VMUID: "u", VMGeneration: 1}}
 	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(observed).WithStatusSubresource(observed).Build()
 	ctx := context.Background()
@@ -130,6 +131,11 @@ func TestTheRecordPatchIgnoresStatusWritesAndRefusesSpecChanges(t *testing.T) {
 	if err := r.patchRecord(ctx, stale, written.DeepCopy()); err == nil {
 		t.Error("a patch computed before another writer's spec change was applied")
 	}
+	other := got.DeepCopy()
+	other.UID = "an-earlier-record" // decided from a record since deleted and made again
+	if err := r.patchRecord(ctx, other, written.DeepCopy()); err == nil {
+		t.Error("a patch computed from another record of the same name was applied")
+	}
 }
 
 // The API server answers a JSON patch whose test failed with a bare 422 (k8s.io/apiserver's
@@ -158,8 +164,9 @@ func TestAFailedRecordPatchIsAConflictOnlyWhenTheRecordChanged(t *testing.T) {
 }
 
 // A release is deleted under the resourceVersion it was decided from; SDN's status write in
-// between (Attached turning False as the pod lets go of the address) does not stop it, while an
-// edit of what vmipam decided from — the owner reference removed, adopting the address — does.
+// between (Attached turning False as the pod lets go of the address) does not stop it, while a
+// status that shows a pod using the address (one made from an older read) or an edit of what
+// vmipam decided from — the owner reference removed, adopting the address — does.
 func TestAReleaseIsDeletedOverSDNsStatusWriteButNotOverAnEdit(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u"}}
 	for _, tc := range []struct {
@@ -171,6 +178,10 @@ func TestAReleaseIsDeletedOverSDNsStatusWriteButNotOverAnEdit(t *testing.T) {
 			ip.Status.Phase = sdnv1.IPAddressPhaseAllocated
 			return c.Status().Update(ctx, ip)
 		}, true},
+		{"SDN's status write that a pod uses it", func(ctx context.Context, c client.Client, ip *sdnv1.IPAddress) error {
+			ip.Status.UsedByPods = []apiextensionsv1.JSON{{Raw: []byte(`{"namespace":"ns","name":"virt-launcher-v-late"}`)}}
+			return c.Status().Update(ctx, ip)
+		}, false},
 		{"an adoption", func(ctx context.Context, c client.Client, ip *sdnv1.IPAddress) error {
 			ip.OwnerReferences = nil
 			return c.Update(ctx, ip)

@@ -28,8 +28,8 @@ const ExpectationTTL = time.Minute
 //   - created: the Auto IPAddresses it created, as the API server returned them. A reconcile
 //     that runs before the cache shows one (another event brought the VM back) reads it from
 //     here instead of creating it again and being refused with AlreadyExists.
-//   - records: per VM, the record as its last write returned it and what that write was made
-//     over (its generation and owner references: what vmipam writes). A reconcile that runs
+//   - records: per VM, the record as its last write returned it and the resourceVersion that
+//     write was made over. A reconcile that runs
 //     before the cache shows the write reads the written record instead of deciding from the
 //     older one (and losing a conflict), and the watch event of exactly that write shows
 //     nothing new and does not bring the VM back.
@@ -53,17 +53,17 @@ type expected[T any] struct {
 	at  time.Time
 }
 
-// recordWrite is a record as vmipam's write returned it, what it was written over (nil for a
-// create), and when.
+// recordWrite is a record as vmipam's write returned it, the resourceVersion it was written
+// over ("" for a create), and when.
 type recordWrite struct {
 	expected[*v1alpha1.VirtualMachineIPAM]
-	from *recordIntent
+	from string
 }
 
 // recordIntent is what vmipam writes of a record, as one version of it shows it: a change of
 // its spec moves the generation; the owner references are metadata. The consumer's status
-// writes and other metadata leave both, so two versions with the same intent differ only in
-// what others write.
+// writes and other metadata leave both, so a version with the written intent has caught up
+// with vmipam's write.
 type recordIntent struct {
 	uid        types.UID
 	generation int64
@@ -151,19 +151,20 @@ func (o *writeExpectations) wroteRecord(observed, written *v1alpha1.VirtualMachi
 	}
 	w := recordWrite{expected: expected[*v1alpha1.VirtualMachineIPAM]{obj: written.DeepCopy(), at: now}}
 	if observed != nil {
-		w.from = intentOf(observed)
+		w.from = observed.ResourceVersion
 	}
 	o.records[client.ObjectKeyFromObject(written)] = w
 }
 
 // newerRecord returns a copy of the record as vmipam's own last write left it when cached
-// predates that write — absent (nil) when it was a create, else a version with the intent it
-// was written over, whatever the consumer wrote to its status since, or any version of an older
-// generation (a cache more than one of vmipam's writes behind: the generation only grows, and
-// the write's test proved no other spec write came between) —: the cache has not caught up
-// with vmipam's write. Otherwise nil; a cached version that shows neither that intent nor the
-// written one is another writer's, and the expectation is forgotten (the event of the write
-// itself consumes it: recordWriteObserved).
+// predates that write — absent (nil) when it was a create, else the version it was written
+// over or any version of an older generation (the consumer's status write that came between,
+// or a cache more than one of vmipam's writes behind: the generation only grows, and the
+// write's test proved no other spec write came between) —: the cache has not caught up with
+// vmipam's write. Otherwise nil; a cached version that shows neither that nor the written
+// generation and owners is another writer's (an owner reference removed again after vmipam's
+// write too), and the expectation is forgotten (the event of the write itself consumes it:
+// recordWriteObserved).
 func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alpha1.VirtualMachineIPAM) *v1alpha1.VirtualMachineIPAM {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -171,8 +172,8 @@ func (o *writeExpectations) newerRecord(key types.NamespacedName, cached *v1alph
 	if !ok {
 		return nil
 	}
-	predates := cached == nil && w.from == nil || w.from.shows(cached) ||
-		cached != nil && cached.UID == w.obj.UID && cached.Generation < w.obj.Generation
+	predates := cached == nil && w.from == "" ||
+		cached != nil && (cached.ResourceVersion == w.from || cached.UID == w.obj.UID && cached.Generation < w.obj.Generation)
 	switch {
 	case predates && o.now().Sub(w.at) <= ExpectationTTL:
 		return w.obj.DeepCopy()

@@ -177,3 +177,22 @@ func TestACacheTwoWritesBehindIsReadAsTheLastWrite(t *testing.T) {
 		t.Errorf("a record recreated under the same name (older generation, other UID): got %v, want the cache", got)
 	}
 }
+
+// An owner reference vmipam added and someone removed again leaves the generation where it
+// was; that version is another writer's, not one that predates vmipam's write, and the cache
+// wins (the reconcile then puts the reference back).
+func TestAnOwnerReferenceRemovedAfterVmipamAddedItIsAnotherWritersVersion(t *testing.T) {
+	now := time.Unix(1000, 0)
+	own := newOwnWrites(func() time.Time { return now })
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "10", UID: "rec", Generation: 3}}
+	written := observed.DeepCopy()
+	written.ResourceVersion = "11"
+	written.OwnerReferences = []metav1.OwnerReference{{APIVersion: "virtualization.deckhouse.io/v1alpha2", Kind: "VirtualMachine", Name: "web", UID: "vm"}}
+	own.wroteRecord(observed, written)
+	reverted := observed.DeepCopy()
+	reverted.ResourceVersion = "12"
+	if got := own.newerRecord(key, reverted); got != nil {
+		t.Errorf("owner reference removed after vmipam's write: got vmipam's write, want the cache")
+	}
+}
