@@ -120,13 +120,11 @@ func TestEventDuringAWriteIsJudgedAfterItsAnswer(t *testing.T) {
 
 // The consumer writes the record's status after each of vmipam's writes, and vmipam's next
 // write may be made over that status write: a cache that shows only the status write still
-// predates vmipam's write (same generation and owners as what it was written over) and is read
-// as written; once it shows the written generation it is current.
+// predates vmipam's write (an older generation) and is read as written; once it shows the
+// written generation it is current.
 func TestARecordWrittenOverAStatusWriteIsReadAsWrittenUntilTheCacheShowsIt(t *testing.T) {
-	now := time.Unix(1000, 0)
-	own := newOwnWrites(func() time.Time { return now })
-	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3", UID: "rec", Generation: 1}}
+	own, key := recordExpectations()
+	observed := webRecord("3", 1)
 	written := observed.DeepCopy()
 	written.ResourceVersion, written.Generation, written.Spec.VMGeneration = "5", 2, 2 // made over the status write "4"
 	own.wroteRecord(observed, written)
@@ -158,10 +156,8 @@ func TestARecordWrittenOverAStatusWriteIsReadAsWrittenUntilTheCacheShowsIt(t *te
 // that write left it, not as another writer's version (which made the third write a conflict:
 // 3 of 20,000 record patches in round 11 at 10k).
 func TestACacheTwoWritesBehindIsReadAsTheLastWrite(t *testing.T) {
-	now := time.Unix(1000, 0)
-	own := newOwnWrites(func() time.Time { return now })
-	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	first := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "3", UID: "rec", Generation: 1}}
+	own, key := recordExpectations()
+	first := webRecord("3", 1)
 	second := first.DeepCopy()
 	second.ResourceVersion, second.Generation = "4", 2
 	third := second.DeepCopy()
@@ -182,10 +178,8 @@ func TestACacheTwoWritesBehindIsReadAsTheLastWrite(t *testing.T) {
 // was; that version is another writer's, not one that predates vmipam's write, and the cache
 // wins (the reconcile then puts the reference back).
 func TestAnOwnerReferenceRemovedAfterVmipamAddedItIsAnotherWritersVersion(t *testing.T) {
-	now := time.Unix(1000, 0)
-	own := newOwnWrites(func() time.Time { return now })
-	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	observed := &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "10", UID: "rec", Generation: 3}}
+	own, key := recordExpectations()
+	observed := webRecord("10", 3)
 	written := observed.DeepCopy()
 	written.ResourceVersion = "11"
 	written.OwnerReferences = []metav1.OwnerReference{{APIVersion: "virtualization.deckhouse.io/v1alpha2", Kind: "VirtualMachine", Name: "web", UID: "vm"}}
@@ -195,4 +189,15 @@ func TestAnOwnerReferenceRemovedAfterVmipamAddedItIsAnotherWritersVersion(t *tes
 	if got := own.newerRecord(key, reverted); got != nil {
 		t.Errorf("owner reference removed after vmipam's write: got vmipam's write, want the cache")
 	}
+}
+
+// recordExpectations are write expectations at a fixed time, and the key of record ns/web.
+func recordExpectations() (*writeExpectations, types.NamespacedName) {
+	now := time.Unix(1000, 0)
+	return newOwnWrites(func() time.Time { return now }), types.NamespacedName{Namespace: "ns", Name: "web"}
+}
+
+// webRecord is record ns/web (UID rec) at resourceVersion rv and generation.
+func webRecord(rv string, generation int64) *v1alpha1.VirtualMachineIPAM {
+	return &v1alpha1.VirtualMachineIPAM{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: rv, UID: "rec", Generation: generation}}
 }
