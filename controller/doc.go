@@ -7,12 +7,14 @@
 // with ipamctl), index (the field indexes every reader shares), naming (deterministic object
 // and interface names), policy (ClusterIPAMPolicy compilation, status and the published policy
 // snapshot), plan (a VM's observe → decide → plan, writing nothing), vm (the VirtualMachine
-// reconciler: carries a plan out — Auto IPAddresses and the decision record), dryrun (the
+// reconciler: carries a plan out — Auto IPAddresses and the decision record), backlog (when
+// SDN last answered an IPAddress, and a notice when it falls quiet), dryrun (the
 // Evaluation API over plan), webhook (policy admission) and metrics. Dependencies point down:
 //
 //	controller → vm → plan → evaluator → policies
 //	controller → policy → evaluator
 //	controller → dryrun → plan
+//	controller → backlog
 //	plan → policies/consumer, naming, index
 //	vm → reads
 package controller

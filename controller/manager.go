@@ -7,11 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/vmipam/vmipam/controller/backlog"
 	"github.com/vmipam/vmipam/controller/dryrun"
 	"github.com/vmipam/vmipam/controller/dryrun/apiserver"
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/index/cacheindex"
 	"github.com/vmipam/vmipam/controller/metrics"
+	"github.com/vmipam/vmipam/controller/plan"
 	"github.com/vmipam/vmipam/controller/policy"
 	"github.com/vmipam/vmipam/controller/scheme"
 	"github.com/vmipam/vmipam/controller/vm"
@@ -54,12 +56,30 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	if err := (&policy.Reconciler{Client: mgr.GetClient(), Registry: registry, Findings: findings}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("policy reconciler: %w", err)
 	}
+	sdn, err := watchSDN(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sdn); err != nil {
+		return nil, err
+	}
 	vmr := &vm.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policies: registry,
-		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded(), Findings: findings}
+		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded(), Findings: findings,
+		SDNLastAnswer: sdn.LastAnswer, SDNStalls: sdn.Stalls()}
 	if err := vmr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
 	}
 	return registry, nil
+}
+
+// watchSDN returns a backlog.Tracker of SDN's answers on the IPAddresses of mgr's cache; its
+// stall notice comes plan.UnansweredGrace after SDN's last answer.
+func watchSDN(ctx context.Context, mgr manager.Manager) (*backlog.Tracker, error) {
+	t := backlog.New(plan.UnansweredGrace, nil)
+	if err := t.Watch(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // The dry-run API server authenticates and authorizes its callers through the API server
@@ -79,6 +99,13 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver
 		return nil, fmt.Errorf("dry-run engine: %w", err)
 	}
 	engine.OnCompileError, engine.OnDecided = metrics.DryRun.CompileFailed, metrics.DryRun.Decided
+	// The dry run judges a pending Auto IPAddress as the leader's reconciles do; its own
+	// tracker (a second handler on the same informer) keeps the two setups independent.
+	sdn, err := watchSDN(context.Background(), mgr)
+	if err != nil {
+		return nil, err
+	}
+	engine.SDNLastAnswer = sdn.LastAnswer
 	srv, err := apiserver.New(opts, engine, mgr.GetCache(), mgr.GetAPIReader(), registry)
 	if err != nil {
 		return nil, err

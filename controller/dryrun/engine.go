@@ -38,6 +38,11 @@ type Engine struct {
 	// interface the spec names, before it is converted to the API (the API server counts
 	// them in metrics, as the reconciler does).
 	OnDecided func(evaluator.Decision)
+	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress
+	// (backlog.Tracker.LastAnswer), so that a pending Auto IPAddress is judged as the
+	// controller judges it (plan.Options.SDNLastAnswer); nil (ipamctl without a cluster's
+	// history): each unanswered one waits plan.UnansweredGrace.
+	SDNLastAnswer func() time.Time
 }
 
 // NewEngine returns an Engine that compiles candidate policies with compiler (use the
@@ -107,7 +112,8 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Compute(ctx, reader, set, vm, plan.Options{Now: e.now(), Evaluator: evaluator.Options{Explain: true}, DryRun: true})
+	p, err := plan.Compute(ctx, reader, set, vm, plan.Options{Now: e.now(), Evaluator: evaluator.Options{Explain: true}, DryRun: true,
+		SDNLastAnswer: e.sdnLastAnswer()})
 	if err != nil {
 		return nil, fmt.Errorf("evaluating VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
@@ -119,6 +125,14 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 		}
 	}
 	return convert.Status(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, p), nil
+}
+
+// sdnLastAnswer is SDNLastAnswer's reading, zero when it is not set.
+func (e *Engine) sdnLastAnswer() time.Time {
+	if e.SDNLastAnswer == nil {
+		return time.Time{}
+	}
+	return e.SDNLastAnswer()
 }
 
 // policySet is req's compiled candidate policies, or installed (nil: Defaults). A request

@@ -48,6 +48,8 @@ type scope struct {
 	set         *evaluator.Set
 	// now is when the world was observed.
 	now time.Time
+	// sdnLastAnswer is Options.SDNLastAnswer.
+	sdnLastAnswer time.Time
 	// budget is the VM's evaluation budget, DefaultVMEvaluationBudget when zero; overBudget
 	// says that decide ran out of it (some interfaces got a PolicyError naming it).
 	budget     time.Duration
@@ -96,11 +98,13 @@ type observer struct {
 	reader client.Reader
 	// now is the time of the observation.
 	now time.Time
+	// sdnLastAnswer is Options.SDNLastAnswer.
+	sdnLastAnswer time.Time
 }
 
 // observe gathers everything the decisions and the plan need about vm.
 func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
-	s := &scope{vm: vm, set: set, now: r.now, ipAddresses: map[string]*sdnv1.IPAddress{}}
+	s := &scope{vm: vm, set: set, now: r.now, sdnLastAnswer: r.sdnLastAnswer, ipAddresses: map[string]*sdnv1.IPAddress{}}
 	steps := []func(context.Context, *scope) error{ // pods before interfaces: what runs is applied
 		r.observeNamespace, r.observeRecord, r.observePods, r.observeInterfaces, r.observeOwned,
 	}

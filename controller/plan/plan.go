@@ -95,6 +95,10 @@ type Options struct {
 	// DryRun makes the decisions left undecided for want of budget say that nothing retries
 	// them, and the NetworkReady items the controller's text.
 	DryRun bool
+	// SDNLastAnswer is when SDN was last seen answering an IPAddress (writing the first
+	// status on it); zero when unknown. An unanswered Auto IPAddress waits longer while SDN
+	// is answering others (unansweredLeft).
+	SDNLastAnswer time.Time
 }
 
 // Compute observes vm's world through reader (the cache, or a cache with overlaid objects),
@@ -102,7 +106,7 @@ type Options struct {
 // in the cluster. It fails only when reading fails or ctx ends first (the decisions are then
 // incomplete and must not be acted on).
 func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts Options) (*Plan, error) {
-	observed, err := observer{reader: reader, now: opts.Now}.observe(ctx, vm, set)
+	observed, err := observer{reader: reader, now: opts.Now, sdnLastAnswer: opts.SDNLastAnswer}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
@@ -260,8 +264,8 @@ func macOf(vm *vmv1.VirtualMachine, it *iface) string {
 }
 
 // freshPending reports whether every problem is an IPAddress SDN is about to answer, within
-// its grace before s.now (graceLeft), and how long until the last such IPAddress is out of
-// grace. Nothing is deferred while a change is held until restart.
+// its grace before s.now (graceLeft), and how long until the VM must be looked at again if no
+// event brings it back sooner. Nothing is deferred while a change is held until restart.
 func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.Applied.Held) > 0 {
 		return 0, false
@@ -275,11 +279,11 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 		if it.problem == nil {
 			continue
 		}
-		left := graceLeft(s, it, created)
+		left, recheck := graceLeft(s, it, created)
 		if left <= 0 {
 			return 0, false
 		}
-		wait, any = max(wait, left), true
+		wait, any = max(wait, recheck), true
 	}
 	return wait, any
 }
@@ -287,43 +291,71 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 // FreshPendingGrace is how long a VM's record may wait for SDN to allocate its newly created
 // Auto IPAddresses. UnansweredGrace applies instead while SDN has not written any status on the
 // IPAddress yet: on a cold start, or when vmipam creates thousands of IPAddresses at once, its
-// first answer can take longer than a fresh allocation normally does.
+// first answer can take longer than a fresh allocation normally does. BacklogGrace is the
+// longest an unanswered Auto IPAddress waits while SDN keeps answering others (unansweredLeft).
 const (
 	FreshPendingGrace = 5 * time.Second
 	UnansweredGrace   = 30 * time.Second
+	BacklogGrace      = 10 * time.Minute
 )
 
 // graceLeft is how long the interface's problem may still wait for SDN's answer, ≤ 0 when it
-// must be reported now:
+// must be reported now, and when to look again if no event comes first (recheck ≥ left):
 //   - IPAddressPending of its Auto IPAddress: FreshPendingGrace from the IPAddress's creation
-//     (by this plan, created), or UnansweredGrace while SDN has not written any status on it;
+//     (by this plan, created), or, while SDN has not written any status on it, unansweredLeft;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
 //     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
 //     SDN answered (Pending with a reason, or refused) the answer is reported as it is.
-func graceLeft(s *scope, it *iface, created map[string]bool) time.Duration {
+func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time.Duration) {
 	switch it.problem.reason {
 	case string(evaluator.ReasonIPAddressPending):
 		if created[it.autoName] {
-			return FreshPendingGrace
+			return FreshPendingGrace, FreshPendingGrace
 		}
 		if it.auto == nil {
-			return 0
+			return 0, 0
 		}
-		grace := FreshPendingGrace
 		if unanswered(it.auto) {
-			grace = UnansweredGrace
+			return unansweredLeft(s.now, it.auto.CreationTimestamp.Time, s.sdnLastAnswer)
 		}
-		return grace - s.now.Sub(it.auto.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
+		return left, left
 	case string(evaluator.ReasonIPAddressNotAllocated):
 		if it.static == nil || !unanswered(it.static) {
-			return 0
+			return 0, 0
 		}
-		return FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+		return left, left
 	}
-	return 0
+	return 0, 0
+}
+
+// unansweredLeft is graceLeft for an Auto IPAddress created at created that SDN has not
+// answered yet, lastAnswer being when SDN was last seen answering any IPAddress (zero:
+// unknown). SDN is quiet (no answer since created): UnansweredGrace from the creation, so a
+// stopped or broken SDN is reported within it. SDN answers others but not this one yet: it is
+// working through a backlog (thousands of VMs created at once), and the address is in its
+// queue; it waits until SDN has been quiet for UnansweredGrace, at most BacklogGrace from its
+// creation. Skipping it earlier would help nobody — without the record the virtualization
+// controller starts the VM without the interface and reports it pending anyway — and would
+// cost a record write now and another at the answer (each applied to the pod and the VM's
+// status again), plus a Warning event, for every queued address: more work for an API server
+// and an SDN already behind. recheck is then the cap, since an answer of its own or SDN
+// falling quiet (the stall notice the reconciler subscribes to) brings the VM back sooner.
+func unansweredLeft(now, created, lastAnswer time.Time) (left, recheck time.Duration) {
+	deadline := created.Add(UnansweredGrace)
+	if !lastAnswer.After(created) {
+		return deadline.Sub(now), deadline.Sub(now)
+	}
+	limit := created.Add(BacklogGrace)
+	if quiet := lastAnswer.Add(UnansweredGrace); quiet.After(deadline) {
+		deadline = quiet
+	}
+	if deadline.After(limit) {
+		deadline = limit
+	}
+	return deadline.Sub(now), limit.Sub(now)
 }
 
 // unanswered: SDN has not written any status on the IPAddress yet.
-func unanswered(ip *sdnv1.IPAddress) bool {
-	return ip.Status.Phase == "" && len(ip.Status.Conditions) == 0 && ip.Status.Address == ""
-}
+func unanswered(ip *sdnv1.IPAddress) bool { return !ip.Status.Answered() }

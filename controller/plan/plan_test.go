@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -203,5 +204,45 @@ func TestARemovedInterfaceIsHeldByTheRecordOnlyWhenHotplugSaysNo(t *testing.T) {
 	ds := plan(s).Record.Spec.Interfaces
 	if len(ds) != 2 || !ds[1].Removed || !ds[1].Attach || ds[1].IPAddressName != s.owned[0].Name || ds[1].Address != "10.0.0.5" {
 		t.Errorf("decisions %+v, want corp held, attached with its address, until the restart", ds)
+	}
+}
+
+// TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers: an Auto IPAddress SDN has not
+// answered is reported pending UnansweredGrace after its creation when SDN is quiet, but waits
+// while SDN keeps answering other IPAddresses (a backlog), until SDN has been quiet for
+// UnansweredGrace or BacklogGrace has passed.
+func TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers(t *testing.T) {
+	s := switchedScope(t)
+	fresh := s.interfaces[0].auto
+	fresh.Status = sdnv1.IPAddressStatus{} // SDN has written nothing on it
+	age := UnansweredGrace + 10*time.Second
+	fresh.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+	for _, c := range []struct {
+		name          string
+		created, last time.Duration // before t0
+		deferred      bool
+		retry         time.Duration
+	}{
+		{"SDN never seen answering", age, -1, false, 0},
+		{"SDN quiet since before the creation", age, age + time.Second, false, 0},
+		{"SDN answered others a second ago", age, time.Second, true, BacklogGrace - age},
+		{"SDN answered others, then fell quiet", age, UnansweredGrace, false, 0},
+		{"past BacklogGrace", BacklogGrace, time.Second, false, 0},
+		{"within UnansweredGrace, SDN quiet", 10 * time.Second, -1, true, UnansweredGrace - 10*time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fresh.CreationTimestamp = metav1.NewTime(t0.Add(-c.created))
+			s.sdnLastAnswer = time.Time{}
+			if c.last >= 0 {
+				s.sdnLastAnswer = t0.Add(-c.last)
+			}
+			p := plan(s)
+			if p.Deferred != c.deferred || (c.deferred && p.RetryAfter != c.retry) {
+				t.Errorf("deferred %v, retry after %v; want deferred %v, retry after %v", p.Deferred, p.RetryAfter, c.deferred, c.retry)
+			}
+			if !c.deferred && !p.RecordChanged {
+				t.Errorf("not deferred, but the record is not written: the skip is not reported")
+			}
+		})
 	}
 }

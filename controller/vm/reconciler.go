@@ -60,6 +60,14 @@ type Reconciler struct {
 	// Policies (policy.Registry.Loaded). Reconciles wait for it, so that after a restart no VM
 	// is decided by the built-in default alone and then flipped back by the real policy.
 	PoliciesLoaded <-chan struct{}
+	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress
+	// (backlog.Tracker.LastAnswer): an unanswered Auto IPAddress waits while SDN answers
+	// others (plan.Options.SDNLastAnswer). Nil: never known, each waits UnansweredGrace.
+	SDNLastAnswer func() time.Time
+	// SDNStalls, when set, delivers a notice whenever SDN falls quiet with IPAddresses
+	// unanswered (backlog.Tracker.Stalls); the VMs whose Auto IPAddresses wait are then
+	// reconciled again, to report them past their grace.
+	SDNStalls <-chan event.GenericEvent
 
 	backoffOnce sync.Once
 	backoff     *retryBackoff
@@ -112,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now()})
+	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.sdnLastAnswer()})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -147,6 +155,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeueIfMissed(missed, reconcile.Result{RequeueAfter: p.RetryAfter}), nil
 	}
 	return requeueIfMissed(missed, untilRelease(p, r.retry(req, p))), nil
+}
+
+// sdnLastAnswer is SDNLastAnswer's reading, zero when it is not set.
+func (r *Reconciler) sdnLastAnswer() time.Time {
+	if r.SDNLastAnswer == nil {
+		return time.Time{}
+	}
+	return r.SDNLastAnswer()
 }
 
 // forgetVM drops what the Reconciler keeps about req's VM: it is gone or being deleted.

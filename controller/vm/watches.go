@@ -59,7 +59,29 @@ func (r *Reconciler) watches(b *builder.Builder) *builder.Builder {
 		fanOut := &policyFanOut{r: r, seen: map[string]v1alpha1.Match{}}
 		b = b.WatchesRawSource(source.Channel(r.PolicyChanges, fanOut))
 	}
+	if r.SDNStalls != nil {
+		b = b.WatchesRawSource(source.Channel(r.SDNStalls, handler.EnqueueRequestsFromMapFunc(r.vmsWaitingForSDN)))
+	}
 	return b
+}
+
+// vmsWaitingForSDN maps SDN's stall notice to the VMs whose Auto IPAddresses SDN has not
+// answered: once SDN is quiet their grace runs out (plan.UnansweredGrace after its last
+// answer), and their requeue, set for the backlog's longer grace, would come too late.
+func (r *Reconciler) vmsWaitingForSDN(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list sdnv1.IPAddressList // only read: no deep copy of every IPAddress
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing IPAddresses after SDN fell quiet; their VMs are reconciled at their own retry")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		ip := &list.Items[i]
+		if ref := index.ControllerVM(ip); ref != nil && !ip.Status.Answered() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ip.Namespace, Name: ref.Name}})
+		}
+	}
+	return out
 }
 
 func requests(list []vmv1.VirtualMachine) []reconcile.Request {

@@ -88,6 +88,14 @@ type IPAddressStatus struct {
 	UsedByPods []apiextensionsv1.JSON `json:"usedByPods,omitempty"`
 }
 
+// Answered reports whether SDN has written any status on the IPAddress: a phase, a condition
+// or an address. SDN's first write on a new IPAddress sets its phase and its Allocated
+// condition (Allocated, or Pending with a reason), so an empty status means SDN has not looked
+// at it yet.
+func (s *IPAddressStatus) Answered() bool {
+	return s.Phase != "" || len(s.Conditions) > 0 || s.Address != ""
+}
+
 // PodRef names a pod in status.usedByPods, as the SDN stand-in writes it. (Its fields are in
 // the order the API server serves them, so that an entry read back equals the one written.)
 type PodRef struct {
