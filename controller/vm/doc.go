@@ -14,7 +14,7 @@
 //     record, the IPAddresses and networks it uses, the records contending for its statics —
 //     with predicates that drop changes vmipam does not read.
 //   - policywatch.go: a policy change re-enqueues only the VMs whose decisions can change,
-//     rate limited.
+//     at a priority below new VMs and SDN's answers.
 //   - observation.go: how long records wait for the virtualization controller to observe them
 //     (the vmipam_records_unobserved metric).
 package vm

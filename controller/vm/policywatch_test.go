@@ -2,11 +2,16 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -78,5 +83,43 @@ func TestPolicyFanOutTreatsAnUnparsableSelectorAsEverything(t *testing.T) {
 	}
 	if got := names(f.affected(context.Background(), p)); len(got) != 2 || got[0] != "prod/gold" || got[1] != "prod/plain" {
 		t.Errorf("affected = %v, want [prod/gold prod/plain]", got)
+	}
+}
+
+// TestPolicyFanOutQueuesEveryVMAtOnceBelowNewWork: a change over more VMs than the default
+// rate limiter's burst is ready at once — no token bucket spreads it over seconds — at
+// PolicyChangePriority, and a VM already queued keeps its higher priority.
+func TestPolicyFanOutQueuesEveryVMAtOnceBelowNewWork(t *testing.T) {
+	const n = 250 // more than client-go's default controller rate limiter's burst of 100
+	b := fake.NewClientBuilder().WithScheme(runtimeScheme(t))
+	for i := range n {
+		b = b.WithObjects(fanOutVM("prod", fmt.Sprintf("vm-%03d", i), map[string]string{"tier": "gold"}, "corp"))
+	}
+	f := &policyFanOut{r: &Reconciler{Client: b.Build()}, seen: map[string]v1alpha1.Match{}}
+	q := priorityqueue.New[reconcile.Request]("fanout", func(o *priorityqueue.Opts[reconcile.Request]) {
+		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]() // the controller's
+	})
+	defer q.ShutDown()
+	first := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "prod", Name: "vm-000"}}
+	q.Add(first) // a new VM's event, priority 0
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1, CreationTimestamp: metav1.Now()}}
+	p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+	f.Generic(context.Background(), event.GenericEvent{Object: p}, q)
+	if got := q.Len(); got != n {
+		t.Fatalf("%d VMs ready right after the change, want all %d", got, n)
+	}
+	for i := range n {
+		req, prio, _ := q.GetWithPriority()
+		want := PolicyChangePriority
+		if i == 0 {
+			if req != first {
+				t.Fatalf("first out: %v, want the VM queued before the change", req)
+			}
+			want = 0
+		}
+		if prio != want {
+			t.Fatalf("%v at priority %d, want %d", req, prio, want)
+		}
+		q.Done(req)
 	}
 }
