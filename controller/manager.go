@@ -105,6 +105,9 @@ func SetupDryRun(mgr manager.Manager, registry *policy.Registry, opts *apiserver
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(sdn); err != nil {
+		return nil, err
+	}
 	engine.SDNLastAnswer = sdn.LastAnswer
 	srv, err := apiserver.New(opts, engine, mgr.GetCache(), mgr.GetAPIReader(), registry)
 	if err != nil {

@@ -2,6 +2,7 @@ package backlog
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,12 +13,29 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 )
 
+// ipAddress is an IPAddress of ClusterNetwork corp, answered or not.
 func ipAddress(name string, answered bool) *sdnv1.IPAddress {
-	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	return onNetwork("corp", name, answered)
+}
+
+// onNetwork is an IPAddress of ClusterNetwork net, answered or not.
+func onNetwork(net, name string, answered bool) *sdnv1.IPAddress {
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: sdnv1.KindClusterNetwork, Name: net}}}
 	if answered {
 		ip.Status.Phase = sdnv1.IPAddressPhaseAllocated
 	}
 	return ip
+}
+
+// synced returns a Tracker whose informer has synced, at clk's time.
+func synced(clk *clocktesting.FakeClock) *Tracker {
+	tr := New(30*time.Second, clk)
+	tr.synced = func() bool { return true }
+	tr.mu.Lock()
+	tr.syncedLocked() // as Start's first tick does
+	tr.mu.Unlock()
+	return tr
 }
 
 // stalled reports whether a stall notice is waiting.
@@ -34,21 +52,65 @@ func stalled(tr *Tracker) bool {
 // answer; later writes, creations and deletions are not.
 func TestTheLastAnswerIsTheLatestFirstStatusSDNWrote(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	tr := New(30*time.Second, clk)
+	tr := synced(clk)
 	h := tr.handler()
-	if got := tr.LastAnswer(); !got.Equal(clk.Now()) {
-		t.Fatalf("before any answer: %v, want the tracker's creation %v", got, clk.Now())
+	if got := tr.LastAnswer(ipAddress("a", false)); !got.Equal(clk.Now()) {
+		t.Fatalf("before any answer: %v, want when the informer was found synced, %v", got, clk.Now())
 	}
 	h.OnAdd(ipAddress("a", false), true)
 	h.OnAdd(ipAddress("b", true), true)
 	clk.Step(5 * time.Second)
 	h.OnUpdate(ipAddress("b", true), ipAddress("b", true)) // an attachment: not an answer
-	if got := tr.LastAnswer(); !got.Equal(time.Unix(1000, 0)) {
+	if got := tr.LastAnswer(ipAddress("a", false)); !got.Equal(time.Unix(1000, 0)) {
 		t.Errorf("after a later write: %v, want no answer noted", got)
 	}
 	h.OnUpdate(ipAddress("a", false), ipAddress("a", true))
-	if got := tr.LastAnswer(); !got.Equal(clk.Now()) {
+	if got := tr.LastAnswer(ipAddress("c", false)); !got.Equal(clk.Now()) {
 		t.Errorf("after a's first status: %v, want %v", got, clk.Now())
+	}
+	if got := tr.LastAnswer(onNetwork("lab", "d", false)); !got.Equal(time.Unix(1000, 0)) {
+		t.Errorf("on another network: %v, want no answer noted there", got)
+	}
+}
+
+// TestNothingIsKnownBeforeTheInformerSynced: a process that has just started — a new leader
+// whose initial list of a large cluster takes long — has seen no update yet, so it neither
+// declares a stall nor dates SDN's last answer before it could have seen one.
+func TestNothingIsKnownBeforeTheInformerSynced(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tr := New(30*time.Second, clk)
+	listed := false
+	tr.synced = func() bool { return listed }
+	h := tr.handler()
+	clk.Step(40 * time.Second) // leader election and the initial list
+	for _, name := range []string{"a", "b", "c"} {
+		h.OnAdd(ipAddress(name, false), true)
+	}
+	tr.check()
+	if stalled(tr) {
+		t.Fatal("a stall notice before the informer synced")
+	}
+	if got := tr.LastAnswer(ipAddress("a", false)); !got.Equal(clk.Now()) {
+		t.Errorf("last answer before the sync: %v, want now (nothing known)", got)
+	}
+	listed = true
+	tr.check()
+	if stalled(tr) {
+		t.Fatal("a stall notice right after the sync")
+	}
+	synced := clk.Now()
+	clk.Step(29 * time.Second)
+	if got := tr.LastAnswer(ipAddress("a", false)); !got.Equal(synced) {
+		t.Errorf("last answer after the sync: %v, want the sync %v", got, synced)
+	}
+	tr.check()
+	if stalled(tr) {
+		t.Fatal("a stall notice 29 s after the sync")
+	}
+	clk.Step(time.Second)
+	tr.check()
+	if !stalled(tr) {
+		t.Fatal("no stall notice 30 s after the sync with three IPAddresses unanswered")
 	}
 }
 
@@ -56,7 +118,7 @@ func TestTheLastAnswerIsTheLatestFirstStatusSDNWrote(t *testing.T) {
 // an IPAddress unanswered sends one notice; an answer re-arms it; nothing unanswered, no notice.
 func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	tr := New(30*time.Second, clk)
+	tr := synced(clk)
 	h := tr.handler()
 	clk.Step(time.Minute)
 	tr.check()
@@ -94,11 +156,33 @@ func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	}
 }
 
+// TestAQuietNetworkStallsWhileSDNAnswersAnother: answers on one network are no evidence that
+// SDN serves another (its IPAM broken, its pool's component down): the quiet one is noticed.
+func TestAQuietNetworkStallsWhileSDNAnswersAnother(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tr := synced(clk)
+	h := tr.handler()
+	h.OnAdd(onNetwork("lab", "stuck", false), false)
+	for i := range 40 {
+		clk.Step(time.Second)
+		name := fmt.Sprintf("busy-%d", i)
+		h.OnAdd(ipAddress(name, false), false)
+		h.OnUpdate(ipAddress(name, false), ipAddress(name, true))
+		tr.check()
+	}
+	if !stalled(tr) {
+		t.Fatal("no notice: lab quiet for 40 s with an IPAddress unanswered while corp was answered every second")
+	}
+	if got := tr.LastAnswer(onNetwork("lab", "stuck", false)); !got.Equal(time.Unix(1000, 0)) {
+		t.Errorf("lab's last answer %v, want none since the sync", got)
+	}
+}
+
 // TestADeletedUnansweredIPAddressNoLongerWaits: a deletion, also one the informer learned of
 // late (DeletedFinalStateUnknown), leaves nothing waiting.
 func TestADeletedUnansweredIPAddressNoLongerWaits(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	tr := New(30*time.Second, clk)
+	tr := synced(clk)
 	h := tr.handler()
 	h.OnAdd(ipAddress("a", false), false)
 	h.OnAdd(ipAddress("b", false), false)
@@ -115,7 +199,7 @@ func TestADeletedUnansweredIPAddressNoLongerWaits(t *testing.T) {
 // DefaultCheckInterval, and stops with its context.
 func TestStartSendsTheNoticeOnItsTicks(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	tr := New(30*time.Second, clk)
+	tr := synced(clk)
 	tr.handler().OnAdd(ipAddress("a", false), false)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

@@ -17,6 +17,7 @@ import (
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/overlay"
 	"github.com/vmipam/vmipam/controller/plan"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies"
@@ -38,11 +39,11 @@ type Engine struct {
 	// interface the spec names, before it is converted to the API (the API server counts
 	// them in metrics, as the reconciler does).
 	OnDecided func(evaluator.Decision)
-	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress
-	// (backlog.Tracker.LastAnswer), so that a pending Auto IPAddress is judged as the
-	// controller judges it (plan.Options.SDNLastAnswer); nil (ipamctl without a cluster's
-	// history): each unanswered one waits plan.UnansweredGrace.
-	SDNLastAnswer func() time.Time
+	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress on the
+	// network of the one given (backlog.Tracker.LastAnswer), so that a pending Auto
+	// IPAddress is judged as the controller judges it (plan.Options.SDNLastAnswer); nil
+	// (ipamctl without a cluster's history): each unanswered one waits plan.UnansweredGrace.
+	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
 }
 
 // NewEngine returns an Engine that compiles candidate policies with compiler (use the
@@ -113,7 +114,7 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 		return nil, err
 	}
 	p, err := plan.Compute(ctx, reader, set, vm, plan.Options{Now: e.now(), Evaluator: evaluator.Options{Explain: true}, DryRun: true,
-		SDNLastAnswer: e.sdnLastAnswer()})
+		SDNLastAnswer: e.SDNLastAnswer})
 	if err != nil {
 		return nil, fmt.Errorf("evaluating VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
@@ -125,14 +126,6 @@ func (e *Engine) Evaluate(ctx context.Context, base client.Reader, installed *ev
 		}
 	}
 	return convert.Status(vm, exists, dryrunv1.PolicySummary{Source: source, Order: set.Policies()}, p), nil
-}
-
-// sdnLastAnswer is SDNLastAnswer's reading, zero when it is not set.
-func (e *Engine) sdnLastAnswer() time.Time {
-	if e.SDNLastAnswer == nil {
-		return time.Time{}
-	}
-	return e.SDNLastAnswer()
 }
 
 // policySet is req's compiled candidate policies, or installed (nil: Defaults). A request

@@ -49,7 +49,7 @@ type scope struct {
 	// now is when the world was observed.
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
-	sdnLastAnswer time.Time
+	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
 	// budget is the VM's evaluation budget, DefaultVMEvaluationBudget when zero; overBudget
 	// says that decide ran out of it (some interfaces got a PolicyError naming it).
 	budget     time.Duration
@@ -99,7 +99,7 @@ type observer struct {
 	// now is the time of the observation.
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
-	sdnLastAnswer time.Time
+	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
 }
 
 // observe gathers everything the decisions and the plan need about vm.

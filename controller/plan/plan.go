@@ -37,8 +37,10 @@ type Plan struct {
 	// (consumer.Apply): the networks-spec of its next start and of its running pods, the
 	// interfaces held until restart and the NetworkReady items.
 	Applied consumer.Result `json:"applied"`
-	// Deferred: the only problems are IPAddresses SDN is about to answer — Auto IPAddresses
-	// created less than FreshPendingGrace ago that SDN has not allocated yet, and static
+	// Deferred: the only problems are IPAddresses SDN is about to answer, within their grace
+	// (graceLeft) — Auto IPAddresses SDN has not allocated yet (FreshPendingGrace from their
+	// creation; UnansweredGrace while SDN has not answered them at all, longer for a new VM
+	// while SDN works through a backlog on the network: unansweredLeft), and static
 	// IPAddresses created less than FreshPendingGrace ago that SDN has not answered at all.
 	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
 	// final record, so the record is written once per VM instead of once per allocation; past
@@ -95,10 +97,11 @@ type Options struct {
 	// DryRun makes the decisions left undecided for want of budget say that nothing retries
 	// them, and the NetworkReady items the controller's text.
 	DryRun bool
-	// SDNLastAnswer is when SDN was last seen answering an IPAddress (writing the first
-	// status on it); zero when unknown. An unanswered Auto IPAddress waits longer while SDN
-	// is answering others (unansweredLeft).
-	SDNLastAnswer time.Time
+	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress (writing
+	// the first status on it) on the network of the one given; zero when unknown. A new VM's
+	// unanswered Auto IPAddress waits longer while SDN answers others on its network
+	// (unansweredLeft). Nil: each waits UnansweredGrace.
+	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
 }
 
 // Compute observes vm's world through reader (the cache, or a cache with overlaid objects),
@@ -265,7 +268,8 @@ func macOf(vm *vmv1.VirtualMachine, it *iface) string {
 
 // freshPending reports whether every problem is an IPAddress SDN is about to answer, within
 // its grace before s.now (graceLeft), and how long until the VM must be looked at again if no
-// event brings it back sooner. Nothing is deferred while a change is held until restart.
+// event brings it back sooner: when the first grace ends (the plan is then no longer
+// deferred, and every problem is reported). Nothing is deferred while a change is held until restart.
 func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.Applied.Held) > 0 {
 		return 0, false
@@ -283,7 +287,10 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 		if left <= 0 {
 			return 0, false
 		}
-		wait, any = max(wait, recheck), true
+		if !any || recheck < wait {
+			wait = recheck
+		}
+		any = true
 	}
 	return wait, any
 }
@@ -316,7 +323,7 @@ func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time
 			return 0, 0
 		}
 		if unanswered(it.auto) {
-			return unansweredLeft(s.now, it.auto.CreationTimestamp.Time, s.sdnLastAnswer)
+			return unansweredLeft(s.now, it.auto.CreationTimestamp.Time, backlogEvidence(s, it.auto))
 		}
 		left := FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
 		return left, left
@@ -330,13 +337,26 @@ func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time
 	return 0, 0
 }
 
+// backlogEvidence is when SDN was last seen answering on ip's network, for a new VM (no record
+// yet) only; zero otherwise. A VM with a record keeps UnansweredGrace: deferring its record
+// would hold back every other change of it (an interface removed or switched to another
+// network, a sibling allocated meanwhile) for as long as the backlog lasts, while a new VM
+// without a record starts without its pooled interfaces anyway (DESIGN.md §2.3).
+func backlogEvidence(s *scope, ip *sdnv1.IPAddress) time.Time {
+	if s.record != nil || s.sdnLastAnswer == nil {
+		return time.Time{}
+	}
+	return s.sdnLastAnswer(ip)
+}
+
 // unansweredLeft is graceLeft for an Auto IPAddress created at created that SDN has not
-// answered yet, lastAnswer being when SDN was last seen answering any IPAddress (zero:
-// unknown). SDN is quiet (no answer since created): UnansweredGrace from the creation, so a
-// stopped or broken SDN is reported within it. SDN answers others but not this one yet: it is
-// working through a backlog (thousands of VMs created at once), and the address is in its
-// queue; it waits until SDN has been quiet for UnansweredGrace, at most BacklogGrace from its
-// creation. Skipping it earlier would help nobody — without the record the virtualization
+// answered yet, lastAnswer being when SDN was last seen answering an IPAddress of its network
+// (zero: unknown, or not to be used: backlogEvidence). SDN is quiet on the network (no answer
+// since created): UnansweredGrace from the creation, so a stopped SDN, or a network whose IPAM
+// SDN does not serve, is reported within it. SDN answers others on the network but not this
+// one yet: it is working through a backlog (thousands of VMs created at once), and the
+// address is in its queue; it waits until SDN has been quiet on the network for
+// UnansweredGrace, at most BacklogGrace from its creation. Skipping it earlier would help nobody — without the record the virtualization
 // controller starts the VM without the interface and reports it pending anyway — and would
 // cost a record write now and another at the answer (each applied to the pod and the VM's
 // status again), plus a Warning event, for every queued address: more work for an API server

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
@@ -207,34 +208,44 @@ func TestARemovedInterfaceIsHeldByTheRecordOnlyWhenHotplugSaysNo(t *testing.T) {
 	}
 }
 
-// TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers: an Auto IPAddress SDN has not
-// answered is reported pending UnansweredGrace after its creation when SDN is quiet, but waits
-// while SDN keeps answering other IPAddresses (a backlog), until SDN has been quiet for
-// UnansweredGrace or BacklogGrace has passed.
+// TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers: a new VM's Auto IPAddress SDN has
+// not answered is reported pending UnansweredGrace after its creation when SDN is quiet on its
+// network, but waits while SDN keeps answering others there (a backlog), until SDN has been
+// quiet for UnansweredGrace or BacklogGrace has passed. A VM with a record keeps
+// UnansweredGrace: its other changes must not wait for the backlog.
 func TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers(t *testing.T) {
-	s := switchedScope(t)
-	fresh := s.interfaces[0].auto
-	fresh.Status = sdnv1.IPAddressStatus{} // SDN has written nothing on it
+	fresh := func(s *scope) *sdnv1.IPAddress { return s.interfaces[0].auto }
+	newVM := func(t *testing.T) *scope { // no record, no pod yet: only corp2, just created
+		s := switchedScope(t)
+		s.record, s.pods, s.removed, s.owned = nil, nil, nil, []sdnv1.IPAddress{*fresh(s)}
+		fresh(s).Status = sdnv1.IPAddressStatus{} // SDN has written nothing on it
+		return s
+	}
 	age := UnansweredGrace + 10*time.Second
-	fresh.CreationTimestamp = metav1.NewTime(t0.Add(-age))
 	for _, c := range []struct {
 		name          string
-		created, last time.Duration // before t0
+		record        bool
+		created, last time.Duration // before t0; last < 0: SDNLastAnswer not set
 		deferred      bool
 		retry         time.Duration
 	}{
-		{"SDN never seen answering", age, -1, false, 0},
-		{"SDN quiet since before the creation", age, age + time.Second, false, 0},
-		{"SDN answered others a second ago", age, time.Second, true, BacklogGrace - age},
-		{"SDN answered others, then fell quiet", age, UnansweredGrace, false, 0},
-		{"past BacklogGrace", BacklogGrace, time.Second, false, 0},
-		{"within UnansweredGrace, SDN quiet", 10 * time.Second, -1, true, UnansweredGrace - 10*time.Second},
+		{"SDN never seen answering", false, age, -1, false, 0},
+		{"SDN quiet since before the creation", false, age, age + time.Second, false, 0},
+		{"SDN answered others a second ago", false, age, time.Second, true, BacklogGrace - age},
+		{"SDN answered others, then fell quiet", false, age, UnansweredGrace, false, 0},
+		{"past BacklogGrace", false, BacklogGrace, time.Second, false, 0},
+		{"within UnansweredGrace, SDN quiet", false, 10 * time.Second, -1, true, UnansweredGrace - 10*time.Second},
+		{"a VM with a record: SDN answering others is no reason to hold it back", true, age, time.Second, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fresh.CreationTimestamp = metav1.NewTime(t0.Add(-c.created))
-			s.sdnLastAnswer = time.Time{}
+			s := newVM(t)
+			if c.record {
+				s = switchedScope(t)
+				fresh(s).Status = sdnv1.IPAddressStatus{}
+			}
+			fresh(s).CreationTimestamp = metav1.NewTime(t0.Add(-c.created))
 			if c.last >= 0 {
-				s.sdnLastAnswer = t0.Add(-c.last)
+				s.sdnLastAnswer = func(*sdnv1.IPAddress) time.Time { return t0.Add(-c.last) }
 			}
 			p := plan(s)
 			if p.Deferred != c.deferred || (c.deferred && p.RetryAfter != c.retry) {
@@ -244,5 +255,31 @@ func TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers(t *testing.T) {
 				t.Errorf("not deferred, but the record is not written: the skip is not reported")
 			}
 		})
+	}
+}
+
+// TestADeferredVMIsLookedAtAgainWhenItsFirstGraceEnds: of several interfaces waiting for SDN,
+// the one whose grace ends first decides when the VM is reconciled again — then its problem
+// is reported — not a backlogged one waiting up to BacklogGrace.
+func TestADeferredVMIsLookedAtAgainWhenItsFirstGraceEnds(t *testing.T) {
+	s := switchedScope(t)
+	s.record, s.pods, s.removed = nil, nil, nil
+	corp2 := s.interfaces[0].auto
+	corp2.Status = sdnv1.IPAddressStatus{} // unanswered, SDN busy with others: backlogged
+	corp2.CreationTimestamp = metav1.NewTime(t0.Add(-10 * time.Second))
+	s.sdnLastAnswer = func(*sdnv1.IPAddress) time.Time { return t0.Add(-time.Second) }
+	s.vm.Spec.Networks = append(s.vm.Spec.Networks, vmv1.NetworksSpec{Type: "ClusterNetwork", Name: "corp3"})
+	corp3 := autoOf(s.vm, "corp3", "")
+	corp3.Status = sdnv1.IPAddressStatus{Phase: sdnv1.IPAddressPhasePending} // answered, not allocated yet
+	corp3.CreationTimestamp = metav1.NewTime(t0.Add(-time.Second))
+	s.interfaces = append(s.interfaces, &iface{index: 2, spec: s.vm.Spec.Networks[2], key: "ClusterNetwork/corp3", dupOf: -1,
+		autoName: corp3.Name, network: pooled(), auto: &corp3,
+		decision: evaluator.Decision{Allocation: evaluator.AllocationAuto, Skip: true, Reason: evaluator.ReasonIPAddressPending, Hotplug: true},
+		problem:  &problem{string(evaluator.ReasonIPAddressPending), "waiting for SDN"}})
+	s.owned = []sdnv1.IPAddress{*corp2, corp3}
+	s.ipAddresses[corp3.Name] = &corp3
+	p := plan(s)
+	if want := FreshPendingGrace - time.Second; !p.Deferred || p.RetryAfter != want {
+		t.Errorf("deferred %v, retry after %v; want deferred, retry after %v (corp3's grace)", p.Deferred, p.RetryAfter, want)
 	}
 }

@@ -14,7 +14,7 @@
 //     record, the IPAddresses and networks it uses, the records contending for its statics —
 //     with predicates that drop changes vmipam does not read.
 //   - policywatch.go: a policy change re-enqueues only the VMs whose decisions can change,
-//     at a priority below new VMs and SDN's answers.
+//     in turn with every other change.
 //   - observation.go: how long records wait for the virtualization controller to observe them
 //     (the vmipam_records_unobserved metric).
 package vm

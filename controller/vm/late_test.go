@@ -155,6 +155,9 @@ func TestADecisionOutOfTimeOnceIsRetriedBeforeItsRecordIsWritten(t *testing.T) {
 	if res.RequeueAfter <= 0 {
 		t.Fatalf("result %+v, want a retry with backoff", res)
 	}
+	if res.Priority == nil || *res.Priority != 0 {
+		t.Errorf("retry at priority %v, want 0: the VM's own timer, not the priority it was last woken at", res.Priority)
+	}
 	_, d = f.reconcile(t, compiledSet(t))
 	if n := f.recordWrites.Load(); n != 1 || d == nil || !d.Attach {
 		t.Errorf("after the retry decided: %d record writes, decision %+v; want 1 write, attached", n, d)

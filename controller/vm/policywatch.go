@@ -9,10 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -24,11 +22,13 @@ import (
 // policyFanOut turns a changed policy into the VMs whose decisions it can change: those its
 // previous or its new match block selects (namespaceSelector, vmSelector, networks). CEL
 // matchConditions cannot be pre-evaluated, so they do not narrow the set. The requests are
-// queued at PolicyChangePriority, not through the queue's rate limiter: its token bucket
-// (client-go's default, 10 a second after a burst of 100) would spread a change over 1,000
-// VMs across 90 s, although a re-evaluation that changes nothing writes nothing, and the
-// writes of those that do are bounded by the client's QPS and burst (--kube-api-qps,
-// --kube-api-burst) and the workers, as every other write is.
+// queued as any other change of a VM is (priority 0, in turn with new VMs), not through the
+// queue's rate limiter: its token bucket (client-go's default, 10 a second after a burst of
+// 100) spread a change over 1,000 VMs across 90 s and over 10,000 across 17 minutes, although a
+// re-evaluation that changes nothing writes nothing, and the writes of those that do are
+// bounded by the client's QPS and burst (--kube-api-qps, --kube-api-burst) and the workers, as
+// every other write is. (A lower priority would let a steady stream of new VMs hold a policy
+// change back indefinitely: controller-runtime's priority queue never ages an item up.)
 type policyFanOut struct {
 	r    *Reconciler
 	mu   sync.Mutex
@@ -51,22 +51,10 @@ func (f *policyFanOut) Generic(ctx context.Context, e event.GenericEvent, q work
 	if !ok {
 		return
 	}
-	reqs := f.affected(ctx, p)
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(PolicyChangePriority)}, reqs...)
-		return
-	}
-	for _, req := range reqs {
+	for _, req := range f.affected(ctx, p) {
 		q.Add(req)
 	}
 }
-
-// PolicyChangePriority is the work-queue priority of a VM re-evaluated after a policy change:
-// below the default 0 of new and changed VMs and AnsweredPriority, so that a policy edit over
-// many VMs does not hold back VMs waiting to start or to get their addresses; those come
-// first and the re-evaluations fill the workers' time around them. (A VM already queued keeps
-// its higher priority.)
-const PolicyChangePriority = -10
 
 // affected returns the VMs the previous or the current version of p matches.
 func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) []reconcile.Request {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/plan"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/evaluator"
 	"github.com/vmipam/vmipam/policies/consumer"
@@ -60,10 +62,11 @@ type Reconciler struct {
 	// Policies (policy.Registry.Loaded). Reconciles wait for it, so that after a restart no VM
 	// is decided by the built-in default alone and then flipped back by the real policy.
 	PoliciesLoaded <-chan struct{}
-	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress
-	// (backlog.Tracker.LastAnswer): an unanswered Auto IPAddress waits while SDN answers
-	// others (plan.Options.SDNLastAnswer). Nil: never known, each waits UnansweredGrace.
-	SDNLastAnswer func() time.Time
+	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress on the
+	// network of the one given (backlog.Tracker.LastAnswer): a new VM's unanswered Auto
+	// IPAddress waits while SDN answers others (plan.Options.SDNLastAnswer). Nil: never
+	// known, each waits UnansweredGrace.
+	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
 	// SDNStalls, when set, delivers a notice whenever SDN falls quiet with IPAddresses
 	// unanswered (backlog.Tracker.Stalls); the VMs whose Auto IPAddresses wait are then
 	// reconciled again, to report them past their grace.
@@ -98,8 +101,10 @@ const (
 // Reconcile runs observe → decide → act on IPAddresses → one record write for one VM. It
 // returns an error (and the record stays as it was) when the API server fails; a VM that is
 // gone or being deleted ends quietly — garbage collection removes its record and Auto
-// IPAddresses.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// IPAddresses. Every requeue it asks for (a grace's end, a release, a retry) is queued at
+// priority 0 (ownRequeue).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+	defer func() { res = ownRequeue(res) }()
 	if r.PoliciesLoaded != nil {
 		select {
 		case <-r.PoliciesLoaded:
@@ -120,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.sdnLastAnswer()})
+	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.SDNLastAnswer})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -157,12 +162,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return requeueIfMissed(missed, untilRelease(p, r.retry(req, p))), nil
 }
 
-// sdnLastAnswer is SDNLastAnswer's reading, zero when it is not set.
-func (r *Reconciler) sdnLastAnswer() time.Time {
-	if r.SDNLastAnswer == nil {
-		return time.Time{}
+// ownRequeue gives res the priority of the VM's own timers: 0, the default of a change. Without
+// it controller-runtime requeues the VM at the priority it was last taken out with — the
+// initial list's low priority after a restart, AnsweredPriority after an answer — and a timer
+// of a VM last woken at a low priority could wait behind a steady stream of new work.
+func ownRequeue(res reconcile.Result) reconcile.Result {
+	if res.Priority == nil {
+		res.Priority = ptr.To(0)
 	}
-	return r.SDNLastAnswer()
+	return res
 }
 
 // forgetVM drops what the Reconciler keeps about req's VM: it is gone or being deleted.

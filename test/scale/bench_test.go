@@ -131,7 +131,7 @@ func detailTable(rs []result) string {
 	row("vmipam's writes per VM but events (IPAddress creates, record writes; nothing of the VM or its pods)", collect(rs, func(r result) float64 { return float64(r.vmWrites()) / float64(r.N) }).fmt("", 1, 2))
 	row("minimum for the outcome (2 IPAddress creates + 1 record create)",
 		collect(rs, func(r result) float64 { return float64(r.MinWrites) / float64(r.N) }).fmt("", 1, 2))
-	row("IPAddresses SDN answered past UnansweredGrace (each allows one more record patch: the skip, then the hotplug)",
+	row("IPAddresses SDN answered after vmipam could report them pending (SDN quiet on their network for UnansweredGrace, or past BacklogGrace; each allows one more record patch: the skip, then the hotplug)",
 		collect(rs, func(r result) float64 { return float64(r.LateAnswers) }).fmt("", 1, 0))
 	row("… every write issued, per VM by verb and resource (medians)", byVerb(rs))
 	row("events per VM", collect(rs, func(r result) float64 { return float64(r.Writes.OK["create events"]) / float64(r.N) }).fmt("", 1, 2))

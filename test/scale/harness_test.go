@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/vmipam/vmipam/controller"
+	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 	"github.com/vmipam/vmipam/test/env"
@@ -546,10 +547,14 @@ func (h *harness) writes(user string, mark int64) writeCount {
 	return w
 }
 
-// lateAnswers counts the IPAddresses the controller created after mark whose first successful
-// status write by the stand-ins (SDN's answer) came more than grace after the create.
-func (h *harness) lateAnswers(mark int64, grace time.Duration) int {
-	created, late := map[string]time.Time{}, map[string]bool{}
+// lateAnswers counts the IPAddresses the controller created after mark that vmipam could have
+// reported pending before SDN answered them (plan.unansweredLeft, for new VMs): those whose
+// first successful status write by the stand-ins (SDN's answer) came more than grace after the
+// create with SDN quiet on their network (networkOf, by IPAddress name) for grace at some
+// point in between, or more than plan.BacklogGrace after the create. Each allows one record
+// patch: the skip, then the attach.
+func (h *harness) lateAnswers(mark int64, grace time.Duration, networkOf func(name string) string) int {
+	created, answered := map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range h.auditEntries(mark) {
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 		switch {
@@ -557,22 +562,59 @@ func (h *harness) lateAnswers(mark int64, grace time.Duration) int {
 		case e.User.Username == controllerUser && e.Verb == "create":
 			created[key] = e.Done
 		case e.User.Username == standInUser && e.ObjectRef.Subresource == "status":
-			if at, ok := created[key]; ok {
-				// vmipam times the grace from the IPAddress's creationTimestamp, which the API
-				// server keeps to the second: an answer in the grace's last second may find it
-				// over already (a skip, then the attach), so it counts as late.
-				late[key] = e.Done.Sub(at) > grace-time.Second
-				delete(created, key) // the first answer only
+			if _, ok := answered[key]; !ok {
+				answered[key] = e.Done // the first answer only
 			}
 		}
 	}
+	return countLate(created, answered, grace, func(key string) string {
+		_, name, _ := strings.Cut(key, "/")
+		return networkOf(name)
+	})
+}
+
+// countLate is lateAnswers over the creation and first-answer times by IPAddress key. Its
+// margins count an address late rather than not: vmipam times the grace from the IPAddress's
+// creationTimestamp, which the API server keeps to the second, and sees an answer only when its
+// watch delivers it (lateSlack).
+func countLate(created, answered map[string]time.Time, grace time.Duration, networkOf func(key string) string) int {
+	byNet := map[string][]time.Time{}
+	for key, at := range answered {
+		byNet[networkOf(key)] = append(byNet[networkOf(key)], at)
+	}
+	for _, times := range byNet {
+		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	}
+	quiet := grace - lateSlack
 	n := 0
-	for _, l := range late {
-		if l {
+	for key, c := range created {
+		x, ok := answered[key]
+		if !ok || x.Sub(c) <= quiet {
+			continue
+		}
+		if x.Sub(c) > plan.BacklogGrace-lateSlack || quietBetween(byNet[networkOf(key)], c, x, quiet) {
 			n++
 		}
 	}
 	return n
+}
+
+// lateSlack is countLate's margin: the second the creationTimestamp drops, and a second for
+// the watch that brings vmipam SDN's answers.
+const lateSlack = 2 * time.Second
+
+// quietBetween reports whether the sorted answer times leave a gap of at least quiet between
+// from and to (the answers in between, and from and to themselves, bounding the gaps).
+func quietBetween(times []time.Time, from, to time.Time, quiet time.Duration) bool {
+	i, _ := slices.BinarySearchFunc(times, from, func(a, b time.Time) int { return a.Compare(b) })
+	prev := from
+	for ; i < len(times) && times[i].Before(to); i++ {
+		if times[i].Sub(prev) >= quiet {
+			return true
+		}
+		prev = times[i]
+	}
+	return to.Sub(prev) >= quiet
 }
 
 // eventually polls cond every 250 ms until it holds, failing the test after timeout.

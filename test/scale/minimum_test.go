@@ -1,12 +1,17 @@
 package scale
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/vmipam/vmipam/controller/plan"
 )
 
 // minimal is a run of n VMs whose writes are exactly the minimum of the record design (two
-// IPAddresses and one record per VM), with late answers IPAddresses SDN answered past
-// UnansweredGrace.
+// IPAddresses and one record per VM), with late answers IPAddresses vmipam could have
+// reported pending before SDN answered them (lateAnswers).
 func minimal(n, late int) result {
 	return result{N: n, LateAnswers: late, Writes: writeCount{
 		OK: map[string]int{"create ipaddresses": 2 * n, "create virtualmachineipams": n},
@@ -42,5 +47,28 @@ func TestCheckMinimum(t *testing.T) {
 				t.Errorf("checkMinimum = %q, want %d failures", got, c.fails)
 			}
 		})
+	}
+}
+
+// TestLateAnswersAreThoseVmipamCouldHaveSkipped: an answer counts as late (allowing a skip,
+// then the attach) only when SDN was quiet on the address's network for UnansweredGrace
+// before it, or it came after BacklogGrace; an answer in a backlog SDN kept working through
+// does not.
+func TestLateAnswersAreThoseVmipamCouldHaveSkipped(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	created := map[string]time.Time{"a/fast": t0, "a/queued": t0, "a/after-quiet": t0, "b/alone": t0, "a/past-backlog": t0}
+	answered := map[string]time.Time{"a/fast": at(20 * time.Second), "a/queued": at(100 * time.Second),
+		"b/alone": at(50 * time.Second), "a/past-backlog": at(plan.BacklogGrace + time.Minute)}
+	for d := 5 * time.Second; d < 100*time.Second; d += 5 * time.Second { // SDN busy on a
+		answered[fmt.Sprintf("a/other-%d", d/time.Second)] = at(d)
+	}
+	for d := 140 * time.Second; d <= plan.BacklogGrace; d += 5 * time.Second { // busy on a again
+		answered[fmt.Sprintf("a/later-%d", d/time.Second)] = at(d)
+	}
+	answered["a/after-quiet"] = at(135 * time.Second) // after 35 s of quiet on a (100 s → 135 s)
+	network := func(key string) string { n, _, _ := strings.Cut(key, "/"); return n }
+	if got := countLate(created, answered, plan.UnansweredGrace, network); got != 3 {
+		t.Errorf("late answers %d, want 3 (after-quiet, alone, past-backlog)", got)
 	}
 }

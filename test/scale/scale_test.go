@@ -232,7 +232,7 @@ func run(t testing.TB, n, hp int) result {
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
-	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace)
+	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace, networkByAutoName(n, netA, netB))
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
 	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
@@ -298,6 +298,18 @@ func (h *harness) parallel(n, w int, f func(i int) error) {
 	for err := range errs {
 		h.t.Fatal(err)
 	}
+}
+
+// networkByAutoName maps the Auto IPAddress names of the n VMs on netA and netB to their
+// network ("" for any other name).
+func networkByAutoName(n int, netA, netB string) func(name string) string {
+	byName := make(map[string]string, 2*n)
+	for i := range n {
+		for _, net := range []string{netA, netB} {
+			byName[naming.AutoIPAddress(vmName(i), "ClusterNetwork", net)] = net
+		}
+	}
+	return func(name string) string { return byName[name] }
 }
 
 func (h *harness) createVMs(ctx context.Context, n int, netA, netB string) {

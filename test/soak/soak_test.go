@@ -67,7 +67,8 @@ func settingsFromEnv(t *testing.T) settings {
 }
 
 // convergeBound is how long the world may take to settle after the stream pauses: a lease
-// takeover after a kill (15 s), SDN's first answers (UnansweredGrace, 30 s), and margin.
+// takeover after a kill (15 s), SDN's first answers (UnansweredGrace, 30 s, while SDN is quiet; the
+// soak's VMs are too few for the longer wait of a backlog, BacklogGrace), and margin.
 const convergeBound = 2 * time.Minute
 
 // results are the soak's figures.
