@@ -50,6 +50,9 @@ type netState struct {
 	last time.Time
 	// unanswered counts the cached IPAddresses of the network whose status is empty.
 	unanswered int
+	// waiting is when unanswered last rose from 0: a quiet spell counts from then at the
+	// earliest, so that the first address on a network idle for hours is not a stall.
+	waiting time.Time
 	// noticed: a stall notice was sent for the current quiet spell.
 	noticed bool
 }
@@ -121,8 +124,12 @@ func (t *Tracker) syncedLocked() bool {
 }
 
 // Stalls delivers a notice (its Object an empty IPAddress, naming none) each time SDN falls
-// quiet for the Tracker's quiet time on a network whose IPAddresses wait for its answer: once
-// per quiet spell. A notice the receiver has not taken yet is not repeated.
+// quiet for the Tracker's quiet time on a network whose IPAddresses wait for its answer — the
+// quiet counted from the latest of SDN's last answer there, the informer's sync and the
+// moment the network's first unanswered IPAddress appeared: once per quiet spell. A notice
+// the receiver has not taken yet is not repeated. The notice does not name the network: its
+// receiver looks at every VM with an unanswered IPAddress (those not yet past their grace
+// stay deferred, writing nothing).
 func (t *Tracker) Stalls() <-chan event.GenericEvent { return t.stalls }
 
 // handler counts the unanswered IPAddresses and notes every first answer.
@@ -137,6 +144,15 @@ func (t *Tracker) handler() toolscache.ResourceEventHandlerFuncs {
 			o, ok1 := oldObj.(*sdnv1.IPAddress)
 			n, ok2 := newObj.(*sdnv1.IPAddress)
 			if !ok1 || !ok2 {
+				return
+			}
+			if networkOf(o) != networkOf(n) { // its networkRef was edited: it moved
+				if !o.Status.Answered() {
+					t.count(networkOf(o), -1, false)
+				}
+				if !n.Status.Answered() {
+					t.count(networkOf(n), 1, false)
+				}
 				return
 			}
 			switch was, is := o.Status.Answered(), n.Status.Answered(); {
@@ -166,6 +182,9 @@ func (t *Tracker) count(net network, delta int, answered bool) {
 	if n == nil {
 		n = &netState{}
 		t.nets[net] = n
+	}
+	if n.unanswered == 0 && delta > 0 {
+		n.waiting = t.clock.Now()
 	}
 	n.unanswered = max(n.unanswered+delta, 0)
 	if answered {
@@ -220,8 +239,10 @@ func (t *Tracker) stalled() bool {
 	now, any := t.clock.Now(), false
 	for _, n := range t.nets {
 		last := n.last
-		if last.Before(t.since) {
-			last = t.since
+		for _, t := range []time.Time{t.since, n.waiting} {
+			if last.Before(t) {
+				last = t
+			}
 		}
 		if !n.noticed && n.unanswered > 0 && now.Sub(last) >= t.quiet {
 			n.noticed, any = true, true

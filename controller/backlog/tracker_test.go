@@ -115,7 +115,9 @@ func TestNothingIsKnownBeforeTheInformerSynced(t *testing.T) {
 }
 
 // TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait: SDN quiet for the quiet time with
-// an IPAddress unanswered sends one notice; an answer re-arms it; nothing unanswered, no notice.
+// an IPAddress unanswered sends one notice; an answer re-arms it; nothing unanswered, no notice;
+// the quiet counts from when the first address began to wait, not from an idle network's last
+// answer.
 func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	tr := synced(clk)
@@ -128,8 +130,13 @@ func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	h.OnAdd(ipAddress("a", false), false)
 	h.OnAdd(ipAddress("b", false), false)
 	tr.check()
+	if stalled(tr) {
+		t.Fatal("a notice the moment the first IPAddress of an idle network began to wait")
+	}
+	clk.Step(30 * time.Second)
+	tr.check()
 	if !stalled(tr) {
-		t.Fatal("no notice: quiet for a minute with two IPAddresses unanswered")
+		t.Fatal("no notice: two IPAddresses unanswered for 30 s")
 	}
 	clk.Step(time.Minute)
 	tr.check()
@@ -175,6 +182,22 @@ func TestAQuietNetworkStallsWhileSDNAnswersAnother(t *testing.T) {
 	}
 	if got := tr.LastAnswer(onNetwork("lab", "stuck", false)); !got.Equal(time.Unix(1000, 0)) {
 		t.Errorf("lab's last answer %v, want none since the sync", got)
+	}
+}
+
+// TestAnIPAddressMovedToAnotherNetworkWaitsThere: an edited networkRef moves the unanswered
+// IPAddress from one network's count to the other's, so the old network is not left waiting.
+func TestAnIPAddressMovedToAnotherNetworkWaitsThere(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tr := synced(clk)
+	h := tr.handler()
+	h.OnAdd(ipAddress("a", false), false)
+	h.OnUpdate(ipAddress("a", false), onNetwork("lab", "a", false))
+	h.OnUpdate(onNetwork("lab", "a", false), onNetwork("lab", "a", true))
+	clk.Step(time.Minute)
+	tr.check()
+	if stalled(tr) {
+		t.Error("a notice after the moved IPAddress was answered on its new network")
 	}
 }
 

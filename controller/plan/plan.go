@@ -266,10 +266,10 @@ func macOf(vm *vmv1.VirtualMachine, it *iface) string {
 	return ""
 }
 
-// freshPending reports whether every problem is an IPAddress SDN is about to answer, within
-// its grace before s.now (graceLeft), and how long until the VM must be looked at again if no
-// event brings it back sooner: when the first grace ends (the plan is then no longer
-// deferred, and every problem is reported). Nothing is deferred while a change is held until restart.
+// freshPending reports whether every problem is an IPAddress SDN is about to answer, within its
+// grace before s.now (graceLeft), and how long until the VM must be looked at again if no event
+// brings it back sooner: when the first grace ends (the plan is then no longer deferred, and every
+// problem is reported). Nothing is deferred while a change is held until restart.
 func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.Applied.Held) > 0 {
 		return 0, false
@@ -349,19 +349,19 @@ func backlogEvidence(s *scope, ip *sdnv1.IPAddress) time.Time {
 	return s.sdnLastAnswer(ip)
 }
 
-// unansweredLeft is graceLeft for an Auto IPAddress created at created that SDN has not
-// answered yet, lastAnswer being when SDN was last seen answering an IPAddress of its network
-// (zero: unknown, or not to be used: backlogEvidence). SDN is quiet on the network (no answer
-// since created): UnansweredGrace from the creation, so a stopped SDN, or a network whose IPAM
-// SDN does not serve, is reported within it. SDN answers others on the network but not this
-// one yet: it is working through a backlog (thousands of VMs created at once), and the
-// address is in its queue; it waits until SDN has been quiet on the network for
-// UnansweredGrace, at most BacklogGrace from its creation. Skipping it earlier would help nobody — without the record the virtualization
-// controller starts the VM without the interface and reports it pending anyway — and would
-// cost a record write now and another at the answer (each applied to the pod and the VM's
-// status again), plus a Warning event, for every queued address: more work for an API server
-// and an SDN already behind. recheck is then the cap, since an answer of its own or SDN
-// falling quiet (the stall notice the reconciler subscribes to) brings the VM back sooner.
+// unansweredLeft is graceLeft for an Auto IPAddress created at created that SDN has not answered
+// yet, lastAnswer being when SDN was last seen answering an IPAddress of its network (zero:
+// unknown, or not to be used: backlogEvidence). SDN is quiet on the network (no answer since
+// created): UnansweredGrace from the creation, so a stopped SDN, or a network whose IPAM SDN does
+// not serve, is reported within it. SDN answers others on the network but not this one yet: it is
+// working through a backlog (thousands of VMs created at once), and the address is in its queue; it
+// waits until SDN has been quiet on the network for UnansweredGrace, at most BacklogGrace from its
+// creation. Skipping it earlier would help nobody — without the record the virtualization
+// controller starts the VM without the interface and reports it pending anyway — and would cost a
+// record write now and another at the answer (each applied to the pod and the VM's status again),
+// plus a Warning event, for every queued address: more work for an API server and an SDN already
+// behind. recheck is then the cap, since an answer of its own or SDN falling quiet (the stall
+// notice the reconciler subscribes to) brings the VM back sooner.
 func unansweredLeft(now, created, lastAnswer time.Time) (left, recheck time.Duration) {
 	deadline := created.Add(UnansweredGrace)
 	if !lastAnswer.After(created) {

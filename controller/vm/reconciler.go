@@ -67,9 +67,10 @@ type Reconciler struct {
 	// IPAddress waits while SDN answers others (plan.Options.SDNLastAnswer). Nil: never
 	// known, each waits UnansweredGrace.
 	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
-	// SDNStalls, when set, delivers a notice whenever SDN falls quiet with IPAddresses
-	// unanswered (backlog.Tracker.Stalls); the VMs whose Auto IPAddresses wait are then
-	// reconciled again, to report them past their grace.
+	// SDNStalls, when set, delivers a notice whenever SDN falls quiet on a network with
+	// IPAddresses unanswered (backlog.Tracker.Stalls); the VMs whose Auto IPAddresses wait —
+	// on any network: the notice names none — are then reconciled again, to report those past
+	// their grace.
 	SDNStalls <-chan event.GenericEvent
 
 	backoffOnce sync.Once

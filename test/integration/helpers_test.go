@@ -23,10 +23,11 @@ import (
 	"github.com/vmipam/vmipam/test/build"
 )
 
-// timeout bounds every wait of a spec. It is derived from the product's and the stand-ins'
-// timers: the longest a VM's writes may wait for SDN's first answer while SDN is quiet
-// (plan.UnansweredGrace; the specs' SDN stand-in answers every address within milliseconds, so
-// the longer wait of a backlog, plan.BacklogGrace, does not arise), plus one lapse of the virtualization-controller stand-in's expectations, plus a margin for a loaded machine.
+// timeout bounds every wait of a spec. It is derived from the product's and the stand-ins' timers:
+// the longest a VM's writes may wait for SDN's first answer while SDN is quiet
+// (plan.UnansweredGrace; the specs' SDN stand-in answers every address within milliseconds, so the
+// longer wait of a backlog, plan.BacklogGrace, does not arise), plus one lapse of the
+// virtualization-controller stand-in's expectations, plus a margin for a loaded machine.
 const timeout = plan.UnansweredGrace + standInExpectationTTL + 15*time.Second
 
 // interval is how often a wait polls.

@@ -548,12 +548,12 @@ func (h *harness) writes(user string, mark int64) writeCount {
 }
 
 // lateAnswers counts the IPAddresses the controller created after mark that vmipam could have
-// reported pending before SDN answered them (plan.unansweredLeft, for new VMs): those whose
-// first successful status write by the stand-ins (SDN's answer) came more than grace after the
-// create with SDN quiet on their network (networkOf, by IPAddress name) for grace at some
-// point in between, or more than plan.BacklogGrace after the create. Each allows one record
-// patch: the skip, then the attach.
-func (h *harness) lateAnswers(mark int64, grace time.Duration, networkOf func(name string) string) int {
+// reported pending before SDN answered them (plan.unansweredLeft, for new VMs): an address is
+// reportable once SDN has been quiet on its network (of, by IPAddress name: its VM and network)
+// for grace after its creation, or plan.BacklogGrace after it; once one address of a VM is,
+// the VM's record is written with every address still unanswered, so each of them answered
+// after that moment counts. Each allows one record patch: the skip, then the attach.
+func (h *harness) lateAnswers(mark int64, grace time.Duration, of func(name string) (vm, network string)) int {
 	created, answered := map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range h.auditEntries(mark) {
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
@@ -567,32 +567,46 @@ func (h *harness) lateAnswers(mark int64, grace time.Duration, networkOf func(na
 			}
 		}
 	}
-	return countLate(created, answered, grace, func(key string) string {
-		_, name, _ := strings.Cut(key, "/")
-		return networkOf(name)
+	return countLate(created, answered, grace, func(key string) (string, string) {
+		ns, name, _ := strings.Cut(key, "/")
+		vm, network := of(name)
+		return ns + "/" + vm, network
 	})
 }
 
-// countLate is lateAnswers over the creation and first-answer times by IPAddress key. Its
-// margins count an address late rather than not: vmipam times the grace from the IPAddress's
-// creationTimestamp, which the API server keeps to the second, and sees an answer only when its
-// watch delivers it (lateSlack).
-func countLate(created, answered map[string]time.Time, grace time.Duration, networkOf func(key string) string) int {
+// countLate is lateAnswers over the creation and first-answer times by IPAddress key, of
+// giving each key's VM and network. Its margins count an address late rather than not: vmipam
+// times the grace from the IPAddress's creationTimestamp, which the API server keeps to the
+// second, and sees an answer only when its watch delivers it (lateSlack).
+func countLate(created, answered map[string]time.Time, grace time.Duration, of func(key string) (vm, network string)) int {
 	byNet := map[string][]time.Time{}
 	for key, at := range answered {
-		byNet[networkOf(key)] = append(byNet[networkOf(key)], at)
+		_, net := of(key)
+		byNet[net] = append(byNet[net], at)
 	}
 	for _, times := range byNet {
 		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	}
 	quiet := grace - lateSlack
-	n := 0
+	reportable := map[string]time.Time{} // VM → the earliest moment one of its addresses was
 	for key, c := range created {
 		x, ok := answered[key]
-		if !ok || x.Sub(c) <= quiet {
+		if !ok {
 			continue
 		}
-		if x.Sub(c) > plan.BacklogGrace-lateSlack || quietBetween(byNet[networkOf(key)], c, x, quiet) {
+		vm, net := of(key)
+		at, ok := quietFrom(byNet[net], c, x, quiet)
+		if limit := c.Add(plan.BacklogGrace - lateSlack); limit.Before(x) && (!ok || limit.Before(at)) {
+			at, ok = limit, true
+		}
+		if first, seen := reportable[vm]; ok && (!seen || at.Before(first)) {
+			reportable[vm] = at
+		}
+	}
+	n := 0
+	for key := range created {
+		vm, _ := of(key)
+		if at, ok := reportable[vm]; ok && answered[key].After(at) {
 			n++
 		}
 	}
@@ -603,18 +617,22 @@ func countLate(created, answered map[string]time.Time, grace time.Duration, netw
 // the watch that brings vmipam SDN's answers.
 const lateSlack = 2 * time.Second
 
-// quietBetween reports whether the sorted answer times leave a gap of at least quiet between
-// from and to (the answers in between, and from and to themselves, bounding the gaps).
-func quietBetween(times []time.Time, from, to time.Time, quiet time.Duration) bool {
+// quietFrom returns the first moment between from and to at which the sorted answer times
+// left quiet without an answer since from or since the answer before; ok is false when there
+// is none before to.
+func quietFrom(times []time.Time, from, to time.Time, quiet time.Duration) (time.Time, bool) {
 	i, _ := slices.BinarySearchFunc(times, from, func(a, b time.Time) int { return a.Compare(b) })
 	prev := from
 	for ; i < len(times) && times[i].Before(to); i++ {
 		if times[i].Sub(prev) >= quiet {
-			return true
+			return prev.Add(quiet), true
 		}
 		prev = times[i]
 	}
-	return to.Sub(prev) >= quiet
+	if to.Sub(prev) >= quiet {
+		return prev.Add(quiet), true
+	}
+	return time.Time{}, false
 }
 
 // eventually polls cond every 250 ms until it holds, failing the test after timeout.

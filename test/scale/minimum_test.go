@@ -52,14 +52,17 @@ func TestCheckMinimum(t *testing.T) {
 
 // TestLateAnswersAreThoseVmipamCouldHaveSkipped: an answer counts as late (allowing a skip,
 // then the attach) only when SDN was quiet on the address's network for UnansweredGrace
-// before it, or it came after BacklogGrace; an answer in a backlog SDN kept working through
-// does not.
+// before it, or it came after BacklogGrace — or when another address of its VM was reportable
+// before it was answered (the record is then written with both pending); an answer in a
+// backlog SDN kept working through does not.
 func TestLateAnswersAreThoseVmipamCouldHaveSkipped(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	created := map[string]time.Time{"a/fast": t0, "a/queued": t0, "a/after-quiet": t0, "b/alone": t0, "a/past-backlog": t0}
+	created := map[string]time.Time{"a/fast": t0, "a/queued": t0, "a/after-quiet": t0, "b/alone": t0,
+		"a/past-backlog": t0, "a/sibling": t0}
 	answered := map[string]time.Time{"a/fast": at(20 * time.Second), "a/queued": at(100 * time.Second),
-		"b/alone": at(50 * time.Second), "a/past-backlog": at(plan.BacklogGrace + time.Minute)}
+		"b/alone": at(50 * time.Second), "a/past-backlog": at(plan.BacklogGrace + time.Minute),
+		"a/sibling": at(60 * time.Second)} // in a's backlog, but b/alone, of the same VM, was reportable at 30 s
 	for d := 5 * time.Second; d < 100*time.Second; d += 5 * time.Second { // SDN busy on a
 		answered[fmt.Sprintf("a/other-%d", d/time.Second)] = at(d)
 	}
@@ -67,8 +70,15 @@ func TestLateAnswersAreThoseVmipamCouldHaveSkipped(t *testing.T) {
 		answered[fmt.Sprintf("a/later-%d", d/time.Second)] = at(d)
 	}
 	answered["a/after-quiet"] = at(135 * time.Second) // after 35 s of quiet on a (100 s → 135 s)
-	network := func(key string) string { n, _, _ := strings.Cut(key, "/"); return n }
-	if got := countLate(created, answered, plan.UnansweredGrace, network); got != 3 {
-		t.Errorf("late answers %d, want 3 (after-quiet, alone, past-backlog)", got)
+	vmOf := map[string]string{"b/alone": "pair", "a/sibling": "pair"}
+	of := func(key string) (string, string) {
+		net, _, _ := strings.Cut(key, "/")
+		if vm, ok := vmOf[key]; ok {
+			return vm, net
+		}
+		return key, net // one VM per address
+	}
+	if got := countLate(created, answered, plan.UnansweredGrace, of); got != 4 {
+		t.Errorf("late answers %d, want 4 (after-quiet, alone, its sibling, past-backlog)", got)
 	}
 }

@@ -68,11 +68,13 @@ type result struct {
 	StandInWrites int
 	Writes        writeCount
 	MinWrites     int
-	// LateAnswers counts the Auto IPAddresses SDN answered more than vmipam's UnansweredGrace
-	// after their creation. Past the grace vmipam writes the record as it is — the interface
-	// skipped with IPAddressPending — and attaches it when SDN answers (DEVELOPMENT.md, "Grace periods
-	// for SDN"), so each such IPAddress may honestly cost one more record
-	// patch; checkMinimum allows exactly that and no more.
+	// LateAnswers counts the Auto IPAddresses SDN answered after vmipam could report them
+	// pending (lateAnswers: SDN quiet on their network for UnansweredGrace after their
+	// creation, BacklogGrace passed, or a sibling of the same VM reportable). Past the grace
+	// vmipam writes the record as it is — the interface skipped with IPAddressPending — and
+	// attaches it when SDN answers (DEVELOPMENT.md, "Grace periods for SDN", "SDN's backlog"),
+	// so each such IPAddress may honestly cost one more record patch; checkMinimum allows
+	// exactly that and no more.
 	LateAnswers      int
 	ResyncWrites     int
 	ReconcilesPerVM  float64
@@ -144,7 +146,8 @@ func TestSmoke(t *testing.T) {
 // checkMinimum compares the controller's successful writes with the minimum the outcome needs:
 // one create per Auto IPAddress (2N) and one decision record per VM (N creates), and nothing of
 // what the virtualization controller owns (VMs, their status, pods). An IPAddress SDN answered
-// past UnansweredGrace adds at most one record patch (LateAnswers): the skip, then the attach.
+// after vmipam could report it pending adds at most one record patch (LateAnswers): the skip,
+// then the attach.
 // Events and the start-up writes of the default policy are not part of it.
 func (r result) checkMinimum() []string {
 	var out []string
@@ -156,8 +159,8 @@ func (r result) checkMinimum() []string {
 			most += r.LateAnswers // skipped as IPAddressPending, then attached when SDN answered
 		}
 		if got < n || got > most {
-			out = append(out, fmt.Sprintf("%s: %d writes, minimum %d (at most %d with %d IPAddresses SDN answered after %s)",
-				k, got, n, most, r.LateAnswers, plan.UnansweredGrace))
+			out = append(out, fmt.Sprintf("%s: %d writes, minimum %d (at most %d with %d IPAddresses SDN answered after vmipam could report them pending)",
+				k, got, n, most, r.LateAnswers))
 		}
 	}
 	for _, k := range theirs {
@@ -232,7 +235,7 @@ func run(t testing.TB, n, hp int) result {
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
-	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace, networkByAutoName(n, netA, netB))
+	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace, autoNames(n, netA, netB))
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
 	r.Heap, r.LiveHeap, r.RSS = h.memory()
 	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
@@ -300,16 +303,16 @@ func (h *harness) parallel(n, w int, f func(i int) error) {
 	}
 }
 
-// networkByAutoName maps the Auto IPAddress names of the n VMs on netA and netB to their
-// network ("" for any other name).
-func networkByAutoName(n int, netA, netB string) func(name string) string {
-	byName := make(map[string]string, 2*n)
+// autoNames maps the Auto IPAddress names of the n VMs on netA and netB to their VM and
+// network (empty for any other name).
+func autoNames(n int, netA, netB string) func(name string) (vm, network string) {
+	byName := make(map[string][2]string, 2*n)
 	for i := range n {
 		for _, net := range []string{netA, netB} {
-			byName[naming.AutoIPAddress(vmName(i), "ClusterNetwork", net)] = net
+			byName[naming.AutoIPAddress(vmName(i), "ClusterNetwork", net)] = [2]string{vmName(i), net}
 		}
 	}
-	return func(name string) string { return byName[name] }
+	return func(name string) (string, string) { o := byName[name]; return o[0], o[1] }
 }
 
 func (h *harness) createVMs(ctx context.Context, n int, netA, netB string) {
