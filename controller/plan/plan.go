@@ -98,7 +98,8 @@ type Options struct {
 	// them, and the NetworkReady items the controller's text.
 	DryRun bool
 	// SDNLastAnswer, when set, tells when SDN was last seen answering an IPAddress (writing
-	// the first status on it) on the network of the one given; zero when unknown. A new VM's
+	// the first status on it) on the network of the one given, or when the caller began to
+	// watch, whichever is later (backlog.Tracker.LastAnswer); zero when unknown. A new VM's
 	// unanswered Auto IPAddress waits longer while SDN answers others on its network
 	// (unansweredLeft). Nil: each waits UnansweredGrace.
 	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
@@ -341,7 +342,8 @@ func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time
 // yet) only; zero otherwise. A VM with a record keeps UnansweredGrace: deferring its record
 // would hold back every other change of it (an interface removed or switched to another
 // network, a sibling allocated meanwhile) for as long as the backlog lasts, while a new VM
-// without a record starts without its pooled interfaces anyway (DESIGN.md §2.3).
+// without a record starts without its additional interfaces anyway (docs/INTEGRATION.md, rule
+// 1: every one is DecisionPending until the first record).
 func backlogEvidence(s *scope, ip *sdnv1.IPAddress) time.Time {
 	if s.record != nil || s.sdnLastAnswer == nil {
 		return time.Time{}
@@ -350,8 +352,10 @@ func backlogEvidence(s *scope, ip *sdnv1.IPAddress) time.Time {
 }
 
 // unansweredLeft is graceLeft for an Auto IPAddress created at created that SDN has not answered
-// yet, lastAnswer being when SDN was last seen answering an IPAddress of its network (zero:
-// unknown, or not to be used: backlogEvidence). SDN is quiet on the network (no answer since
+// yet, lastAnswer being when SDN was last seen answering an IPAddress of its network or when the
+// caller began to watch, whichever is later (after a restart an address created before it waits
+// until UnansweredGrace after the sync), zero when unknown or not to be used (backlogEvidence).
+// SDN is quiet on the network (no answer since
 // created): UnansweredGrace from the creation, so a stopped SDN, or a network whose IPAM SDN does
 // not serve, is reported within it. SDN answers others on the network but not this one yet: it is
 // working through a backlog (thousands of VMs created at once), and the address is in its queue; it
