@@ -28,6 +28,13 @@ func onNetwork(net, name string, answered bool) *sdnv1.IPAddress {
 	return ip
 }
 
+// noticeAfter steps clk by d, lets tr check, and reports whether a stall notice is waiting.
+func noticeAfter(tr *Tracker, clk *clocktesting.FakeClock, d time.Duration) bool {
+	clk.Step(d)
+	tr.check()
+	return stalled(tr)
+}
+
 // synced returns a Tracker whose informer has synced, at clk's time.
 func synced(clk *clocktesting.FakeClock) *Tracker {
 	tr := New(30*time.Second, clk)
@@ -107,9 +114,7 @@ func TestNothingIsKnownBeforeTheInformerSynced(t *testing.T) {
 	if stalled(tr) {
 		t.Fatal("a stall notice 29 s after the sync")
 	}
-	clk.Step(time.Second)
-	tr.check()
-	if !stalled(tr) {
+	if !noticeAfter(tr, clk, time.Second) {
 		t.Fatal("no stall notice 30 s after the sync with three IPAddresses unanswered")
 	}
 }
@@ -122,9 +127,7 @@ func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	tr := synced(clk)
 	h := tr.handler()
-	clk.Step(time.Minute)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, time.Minute) {
 		t.Fatal("a notice with nothing unanswered")
 	}
 	h.OnAdd(ipAddress("a", false), false)
@@ -133,32 +136,22 @@ func TestAStallNoticeComesOncePerQuietSpellWhileIPAddressesWait(t *testing.T) {
 	if stalled(tr) {
 		t.Fatal("a notice the moment the first IPAddress of an idle network began to wait")
 	}
-	clk.Step(30 * time.Second)
-	tr.check()
-	if !stalled(tr) {
+	if !noticeAfter(tr, clk, 30*time.Second) {
 		t.Fatal("no notice: two IPAddresses unanswered for 30 s")
 	}
-	clk.Step(time.Minute)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, time.Minute) {
 		t.Fatal("a second notice in the same quiet spell")
 	}
 	h.OnUpdate(ipAddress("a", false), ipAddress("a", true)) // an answer: SDN works again
-	clk.Step(29 * time.Second)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, 29*time.Second) {
 		t.Fatal("a notice 29 s after an answer")
 	}
-	clk.Step(time.Second)
-	tr.check()
-	if !stalled(tr) {
+	if !noticeAfter(tr, clk, time.Second) {
 		t.Fatal("no notice 30 s after the last answer, b still unanswered")
 	}
 	h.OnUpdate(ipAddress("b", false), ipAddress("b", true))
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/c", Obj: ipAddress("c", true)})
-	clk.Step(time.Minute)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, time.Minute) {
 		t.Fatal("a notice with every IPAddress answered")
 	}
 }
@@ -194,9 +187,7 @@ func TestAnIPAddressMovedToAnotherNetworkWaitsThere(t *testing.T) {
 	h.OnAdd(ipAddress("a", false), false)
 	h.OnUpdate(ipAddress("a", false), onNetwork("lab", "a", false))
 	h.OnUpdate(onNetwork("lab", "a", false), onNetwork("lab", "a", true))
-	clk.Step(time.Minute)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, time.Minute) {
 		t.Error("a notice after the moved IPAddress was answered on its new network")
 	}
 }
@@ -211,9 +202,7 @@ func TestADeletedUnansweredIPAddressNoLongerWaits(t *testing.T) {
 	h.OnAdd(ipAddress("b", false), false)
 	h.OnDelete(ipAddress("a", false))
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/b", Obj: ipAddress("b", false)})
-	clk.Step(time.Minute)
-	tr.check()
-	if stalled(tr) {
+	if noticeAfter(tr, clk, time.Minute) {
 		t.Error("a notice after every unanswered IPAddress was deleted")
 	}
 }
