@@ -2,6 +2,8 @@ package vm
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +58,8 @@ func (f *policyFanOut) Generic(ctx context.Context, e event.GenericEvent, q work
 	}
 }
 
-// affected returns the VMs the previous or the current version of p matches.
+// affected returns the VMs the previous or the current version of p matches, each once, in
+// the order of their namespace/name.
 func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPolicy) []reconcile.Request {
 	f.mu.Lock()
 	old, hadOld := f.seen[p.Name]
@@ -74,29 +77,44 @@ func (f *policyFanOut) affected(ctx context.Context, p *v1alpha1.ClusterIPAMPoli
 	if !removed {
 		matches = append(matches, p.Spec.Match)
 	}
-	// Every VM is listed and only read (labels, namespace, spec.networks): the cache's own
-	// objects, not a deep copy of each.
-	var list vmv1.VirtualMachineList
-	if err := f.r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines after a policy change; they are not re-evaluated", "policy", p.Name)
-		return nil
-	}
-	selectors := make([]matchSelectors, len(matches))
-	for i, m := range matches {
-		selectors[i] = parseMatch(m)
-	}
 	nsLabels := map[string]labels.Set{}
+	seen := map[types.NamespacedName]bool{}
 	var out []reconcile.Request
-	for i := range list.Items {
-		vm := &list.Items[i]
-		for _, m := range selectors {
-			if f.matches(ctx, m, vm, nsLabels) {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vm)})
-				break
+	for _, m := range matches {
+		sel := parseMatch(m)
+		vms, err := f.candidates(ctx, sel)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing VirtualMachines after a policy change; they are not re-evaluated", "policy", p.Name)
+			return nil
+		}
+		for i := range vms {
+			vm := &vms[i]
+			key := client.ObjectKeyFromObject(vm)
+			if !seen[key] && f.matches(ctx, sel, vm, nsLabels) {
+				seen[key] = true
+				out = append(out, reconcile.Request{NamespacedName: key})
 			}
 		}
 	}
+	slices.SortFunc(out, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
 	return out
+}
+
+// candidates lists the VMs m's vmSelector selects (every VM when it has none) for matches to
+// narrow down. The cache applies the selector before it builds the list, so a policy for a
+// few VMs among 10,000 costs a label test of each, not a copy of each into the list (~80 ms
+// at 10,000 VMs, which a policy change waited for before its first reconcile: round 13). The
+// objects are only read: the cache's own, not a deep copy.
+func (f *policyFanOut) candidates(ctx context.Context, m matchSelectors) ([]vmv1.VirtualMachine, error) {
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
+	if m.vms != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: m.vms})
+	}
+	var list vmv1.VirtualMachineList
+	if err := f.r.Client.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // matchSelectors is a policy's match block with its label selectors parsed, once per fan-out

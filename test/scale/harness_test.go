@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -411,6 +412,26 @@ func (h *harness) cpuProfiles(what string, seconds int) {
 	if h.controller != nil {
 		go h.keepProfile(http.Client{}, "http://"+h.pprofAddr+"/debug/pprof/profile"+query,
 			filepath.Join(dir, fmt.Sprintf("controller-%s-%d.pb.gz", what, time.Now().Unix())), seconds)
+	}
+	go h.keepOwnProfile(filepath.Join(dir, fmt.Sprintf("standins-%s-%d.pb.gz", what, time.Now().Unix())), seconds)
+}
+
+// keepOwnProfile profiles this process — the stand-ins, the suite's watches and the bare
+// clients of a floor — for seconds into file. Go allows one CPU profile per process at a
+// time; one that cannot start is logged and skipped.
+func (h *harness) keepOwnProfile(file string, seconds int) {
+	f, err := os.Create(file)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err == nil {
+			time.Sleep(time.Duration(seconds) * time.Second)
+			pprof.StopCPUProfile()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		h.t.Logf("CPU profile %s: %v", file, err)
 	}
 }
 

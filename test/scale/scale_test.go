@@ -381,6 +381,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	p.Spec.Match.VMSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fanout": "yes"}}
 	p.Spec.Allocation = &v1alpha1.Expression{Expression: "'None'"}
 	p.Spec.SkipRules = nil
+	h.cpuProfiles("policychange", 3)
 	cpu, start := h.controllerCPU(), time.Now()
 	must(h.t, h.bench.Create(ctx, p))
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, k, pods, netA, netB) })
