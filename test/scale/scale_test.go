@@ -605,20 +605,21 @@ type systemFloor struct {
 }
 
 // Stand-in concurrency in the floor: the stand-ins' workers (virtualization.Workers for the
-// virtualization controller's writes, the SDN stand-in's 4 for an IPAddress's answer, lease
-// and attachment, 1 for networks-status).
+// virtualization controller's writes, sdn.IPAddressWorkers for an IPAddress's answer and lease,
+// sdn.AttachWorkers for its attachment, 1 for networks-status).
 const (
 	floorRuntimeWorkers = virtualization.Workers
-	floorSDNWorkers     = 4
+	floorSDNWorkers     = sdn.IPAddressWorkers
+	floorAttachWorkers  = sdn.AttachWorkers
 	floorPodWorkers     = 1
 )
 
 // floor times every write of the outcome with nothing else running — the controller's (2
 // IPAddress creates and the record's: floorWrites) and the stand-ins' (the virtualization
 // controller's KVVM, launcher pod, pod networks-spec, VM status and record status:
-// runtimeFloorWrites; SDN's answer, lease and attachment of each IPAddress: sdnFloorWrites;
-// and the pod's networks-status) — each part by
-// a bare client with its writer's QPS, burst and concurrency, all parts at once, and the
+// runtimeFloorWrites; SDN's answer and lease of each IPAddress: sdnFloorWrites, and its
+// attachment: attachFloorWrites; and the pod's networks-status) — each part by a bare client
+// with its writer's QPS, burst and concurrency, all parts at once, and the
 // kube-apiserver's CPU seconds meanwhile. The objects written to are created beforehand
 // (untimed) in a namespace of their own, so no write waits on another; they are removed
 // afterwards, before the stand-ins and the controller start.
@@ -640,6 +641,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 		{workers, func(i int) error { return floorWrites(ctx, c, fns, vmName(i)) }, &f.Controller},
 		{floorRuntimeWorkers, func(i int) error { return runtimeFloorWrites(ctx, sc, fns, vmName(i)) }, nil},
 		{floorSDNWorkers, func(i int) error { return sdnFloorWrites(ctx, sc, fns, vmName(i)) }, nil},
+		{floorAttachWorkers, func(i int) error { return attachFloorWrites(ctx, sc, fns, vmName(i)) }, nil},
 		{floorPodWorkers, func(i int) error { return podStatusFloorWrite(ctx, sc, fns, vmName(i)) }, nil},
 	} {
 		wg.Add(1)
@@ -777,11 +779,9 @@ func floorRecord(namespace, name, a, b string) *v1alpha1.VirtualMachineIPAM {
 			Summary: v1alpha1.RecordSummary{Attached: "2/2"}}}
 }
 
-// sdnFloorWrites are SDN's three writes for each of one VM's two IPAddresses, as the SDN
-// stand-in's IPAddress controller makes them one after the other on one of its workers: the
-// answer (status Allocated with the address), the address's IPAddressLease and, once the
-// launcher pod reports the address configured, the attachment (condition Attached and
-// status.usedByPods).
+// sdnFloorWrites are SDN's two writes for each of one VM's two IPAddresses, as the SDN
+// stand-in's allocator (sdn-sim-ipaddress) makes them one after the other on one of its
+// workers: the answer (status Allocated with the address) and the address's IPAddressLease.
 func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
 	for i, net := range []string{"a", "b"} {
 		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
@@ -794,9 +794,20 @@ func sdnFloorWrites(ctx context.Context, c client.Client, namespace, name string
 		if err := c.Create(ctx, floorLease(namespace, ip.Name, net, addr)); err != nil {
 			return err
 		}
-		attached := fmt.Appendf(nil, `{"status":{"usedByPods":[{"namespace":%q,"name":%q}],"conditions":[{"type":"Allocated","status":"True",`+
+	}
+	return nil
+}
+
+// attachFloorWrites are the attachments (condition Attached and status.usedByPods) of one VM's
+// two IPAddresses, as the SDN stand-in's node agents (sdn-sim-attach) write them once the
+// launcher pod reports the addresses configured. The status is written whole, as the
+// allocator's part may not have written its answer yet.
+func attachFloorWrites(ctx context.Context, c client.Client, namespace, name string) error {
+	for i, net := range []string{"a", "b"} {
+		ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sdn-" + name + "-" + net}}
+		attached := fmt.Appendf(nil, `{"status":{"phase":"Allocated","address":"10.%d.0.1","usedByPods":[{"namespace":%q,"name":%q}],"conditions":[{"type":"Allocated","status":"True",`+
 			`"reason":"IPAddressAllocated","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"Attached","status":"True",`+
-			`"reason":"StandInConfiguredInPod","message":"configured in pod %s","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, namespace, name, name)
+			`"reason":"StandInConfiguredInPod","message":"configured in pod %s","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, i, namespace, name, name)
 		if err := c.Status().Patch(ctx, ip, client.RawPatch(types.MergePatchType, attached)); err != nil {
 			return err
 		}

@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -78,6 +81,45 @@ var networksStatusChanged = predicate.And(predicate.NewPredicateFuncs(isLauncher
 		return e.ObjectOld.GetAnnotations()[sdnv1.AnnotationNetworksStatus] != e.ObjectNew.GetAnnotations()[sdnv1.AnnotationNetworksStatus]
 	},
 })
+
+// AttachWorkers is how many IPAddresses sdn-sim-attach updates at once. SDN's node agents write
+// the attachments, each for the pods of its node, beside the allocator; the stand-in's one
+// controller plays the agents of a few nodes.
+const AttachWorkers = 4
+
+// setupAttach registers sdn-sim-attach, the node agents' part of SDN: it keeps the attachments
+// (condition Attached, status.usedByPods) of allocated IPAddresses, on a change of the
+// IPAddress and of the networks-status of a launcher pod that reports one configured. It has a
+// queue and workers of its own, as the agents are processes of their own: attachments never
+// wait behind allocations, nor allocations behind attachments.
+func (s *Simulator) setupAttach(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexConfiguredIPAddresses, configuredIPAddressesOf); err != nil {
+		return fmt.Errorf("indexing launcher pods by configured IPAddress: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sdn-sim-attach").
+		For(&sdnv1.IPAddress{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(configuredOn), builder.WithPredicates(networksStatusChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: AttachWorkers}).
+		Complete(reconcile.Func(s.ReconcileAttachment))
+}
+
+// ReconcileAttachment sets the attachments of the IPAddress req names when it is allocated
+// (attach); one that is gone, being deleted or not allocated is left alone. A write that loses
+// an optimistic-locking race — to the allocator's, say — is retried soon.
+func (s *Simulator) ReconcileAttachment(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ip := &sdnv1.IPAddress{}
+	if err := s.Client.Get(ctx, req.NamespacedName, ip); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting IPAddress %s: %w", req.NamespacedName, err)
+	}
+	if ip.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	return s.attach(ctx, ip)
+}
 
 // attach sets the allocated IPAddress ip's attachments, as SDN's node agent does: status.usedByPods
 // lists the launcher pods whose networks-status reports it configured, and condition Attached is

@@ -49,13 +49,17 @@ func TestAttachedFollowsTheConfiguredPods(t *testing.T) {
 	s, _ := newSim(t, nil, clusterNet("corp", "corp-pool"), clusterPool("corp-pool", 0, subnetOf("10.0.0.0/24", "10.0.0.10-10.0.0.12")),
 		ipAddr("a", "corp", allocatedTo("10.0.0.10", "10.0.0.0/24")), launcher("virt-launcher-vm-1", notYet))
 
-	_, a := reconcileIP(t, s, ns, "a")
+	_, a := reconcileAttach(t, s, ns, "a")
 	if c := meta.FindStatusCondition(a.Status.Conditions, sdnv1.ConditionAttached); c != nil || len(a.Status.UsedByPods) != 0 {
 		t.Errorf("before any pod is configured: Attached = %+v, usedByPods %s; want neither", c, a.Status.UsedByPods)
 	}
 
 	create(t, s, launcher("virt-launcher-vm-2", configuredA))
 	_, a = reconcileIP(t, s, ns, "a")
+	if c := meta.FindStatusCondition(a.Status.Conditions, sdnv1.ConditionAttached); c != nil || len(a.Status.UsedByPods) != 0 {
+		t.Errorf("the allocator wrote the attachment (Attached = %+v, usedByPods %s): it is the node agents' (sdn-sim-attach)", c, a.Status.UsedByPods)
+	}
+	_, a = reconcileAttach(t, s, ns, "a")
 	c := meta.FindStatusCondition(a.Status.Conditions, sdnv1.ConditionAttached)
 	if got := usedBy(t, a); c == nil || c.Status != metav1.ConditionTrue || len(got) != 1 || got[0] != (sdnv1.PodRef{Namespace: ns, Name: "virt-launcher-vm-2"}) {
 		t.Errorf("once a pod is configured: Attached = %+v, usedByPods %+v; want True and that pod", c, got)
@@ -64,7 +68,7 @@ func TestAttachedFollowsTheConfiguredPods(t *testing.T) {
 	if err := s.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-vm-2"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, a = reconcileIP(t, s, ns, "a")
+	_, a = reconcileAttach(t, s, ns, "a")
 	c = meta.FindStatusCondition(a.Status.Conditions, sdnv1.ConditionAttached)
 	if c == nil || c.Status != metav1.ConditionFalse || len(a.Status.UsedByPods) != 0 {
 		t.Errorf("once the pod is gone: Attached = %+v, usedByPods %s; want False and none", c, a.Status.UsedByPods)

@@ -4,7 +4,7 @@
 // (../shared/upstream/sdn.md of the project), not what would be convenient for the tests.
 // Never deploy it to a real cluster.
 //
-// The Simulator runs five small controller-runtime controllers in the manager it is set up with:
+// The Simulator runs six small controller-runtime controllers in the manager it is set up with:
 //
 //   - sdn-sim-ipaddress allocates IPAddresses from the pool of their network (Auto: the next free
 //     address; Static: the requested one if it is in the pool and free) and sets status.address,
@@ -14,8 +14,12 @@
 //     broadcast addresses (a /31 both of its addresses, a /32 its one address: RFC 3021); no
 //     address is withheld as a gateway. SDN is IPv4-only, and so is the stand-in. It keeps one
 //     IPAddressLease per allocated address, retries Pending IPAddresses periodically and when
-//     an address of their pool is released, and sets condition Attached and status.usedByPods
-//     from the launcher pods whose networks-status reports the address configured.
+//     an address of their pool is released.
+//   - sdn-sim-attach plays SDN's node agents: it sets an allocated IPAddress's condition
+//     Attached and status.usedByPods from the launcher pods whose networks-status reports the
+//     address configured. It has its own queue and workers (AttachWorkers), as the agents are
+//     processes of their own beside the allocator: an attachment never waits behind the
+//     allocations of other IPAddresses, nor they behind it.
 //   - sdn-sim-lease orphans (status.orphaningTimestamp) the lease of an IPAddress that is gone;
 //     the orphaned lease keeps its address from every new IPAddress — Static or Auto, of any
 //     name, the deleted one's included — for its spec.ttl (the pool's leaseTTL), then is

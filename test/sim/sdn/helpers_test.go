@@ -145,3 +145,19 @@ func reconcileIP(t *testing.T, s *Simulator, namespace, name string) (ctrl.Resul
 	}
 	return res, ip
 }
+
+// reconcileAttach runs sdn-sim-attach's reconcile of IPAddress namespace/name and returns it as
+// stored afterwards.
+func reconcileAttach(t *testing.T, s *Simulator, namespace, name string) (ctrl.Result, *sdnv1.IPAddress) {
+	t.Helper()
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	res, err := s.ReconcileAttachment(context.Background(), ctrl.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatalf("ReconcileAttachment(%s): %v", key, err)
+	}
+	ip := &sdnv1.IPAddress{}
+	if err := s.Client.Get(context.Background(), key, ip); err != nil {
+		t.Fatalf("getting %s: %v", key, err)
+	}
+	return res, ip
+}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -20,29 +18,27 @@ import (
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 )
 
+// IPAddressWorkers is how many IPAddresses sdn-sim-ipaddress answers at once: each answer is a
+// status write and a lease create, one after the other.
+const IPAddressWorkers = 4
+
 // setupIPAddress registers sdn-sim-ipaddress: it reconciles IPAddresses; when one is deleted,
-// or a lease ends, it releases the address and retries the Pending IPAddresses of its pool;
-// when a launcher pod's networks-status changes, it updates the attachments of the IPAddresses
-// configured on it.
+// or a lease ends, it releases the address and retries the Pending IPAddresses of its pool.
+// The attachments are sdn-sim-attach's (SDN's node agents write them, not its allocator).
 func (s *Simulator) setupIPAddress(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexConfiguredIPAddresses, configuredIPAddressesOf); err != nil {
-		return fmt.Errorf("indexing launcher pods by configured IPAddress: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sdn-sim-ipaddress").
 		For(&sdnv1.IPAddress{}).
 		Watches(&sdnv1.IPAddress{}, handler.Funcs{DeleteFunc: s.onIPAddressDeleted}).
 		Watches(&sdnv1.IPAddressLease{}, handler.Funcs{DeleteFunc: s.onLeaseDeleted}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(configuredOn), builder.WithPredicates(networksStatusChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: IPAddressWorkers}).
 		Complete(reconcile.Func(s.ReconcileIPAddress))
 }
 
 // ReconcileIPAddress allocates an address to the IPAddress req names, or says in its status why
 // it cannot; an Allocated IPAddress keeps its address. It keeps the IPAddressLease of an
-// allocated address and its attachments (condition Attached, status.usedByPods). Pending
-// IPAddresses are retried after RetryInterval; a write that loses an optimistic-locking race is
-// retried soon.
+// allocated address. Pending IPAddresses are retried after RetryInterval; a write that loses an
+// optimistic-locking race is retried soon.
 func (s *Simulator) ReconcileIPAddress(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d, err := s.decide(ctx, req)
 	if err != nil || d.ip == nil {
@@ -55,11 +51,9 @@ func (s *Simulator) ReconcileIPAddress(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if d.resolved {
-		if res, err := s.ensureLease(ctx, d.ip, d.pool); err != nil || !res.IsZero() {
-			return res, err
-		}
+		return s.ensureLease(ctx, d.ip, d.pool)
 	}
-	return s.attach(ctx, d.ip)
+	return ctrl.Result{}, nil
 }
 
 // decision is what decide found for one IPAddress.

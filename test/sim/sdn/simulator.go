@@ -68,8 +68,8 @@ func New(c client.Client) *Simulator {
 	return &Simulator{Client: c, Clock: clock.RealClock{}, RetryInterval: DefaultRetryInterval}
 }
 
-// SetupWithManager registers the simulator's controllers (sdn-sim-ipaddress, sdn-sim-lease,
-// sdn-sim-pod, sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's scheme must know
+// SetupWithManager registers the simulator's controllers (sdn-sim-ipaddress, sdn-sim-attach,
+// sdn-sim-lease, sdn-sim-pod, sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's scheme must know
 // core/v1 and network.deckhouse.io/v1alpha1; its cache may be restricted to launcher pods, and
 // must keep their annotations and the IPAddresses' status whole (test/sim.CacheOptions).
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
@@ -77,7 +77,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 		s.Client = mgr.GetClient()
 	}
 	for _, setup := range []func(ctrl.Manager) error{
-		s.setupIPAddress, s.setupLease, s.setupPod, s.setupNetwork, s.setupClusterNetwork,
+		s.setupIPAddress, s.setupAttach, s.setupLease, s.setupPod, s.setupNetwork, s.setupClusterNetwork,
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("setting up the SDN stand-in: %w", err)
