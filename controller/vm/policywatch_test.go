@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -118,5 +120,39 @@ func TestPolicyFanOutQueuesEveryVMAtOnce(t *testing.T) {
 			t.Fatalf("%v at priority %d, want 0", req, prio)
 		}
 		q.Done(req)
+	}
+}
+
+// TestPolicyFanOutListsOnceWithoutAVMSelectorAndOrdersByNamespace: a policy whose match has no
+// vmSelector needs every VM, so its change lists them once, whatever the versions; requests
+// come by namespace, then name ("prod/gold" before "prod-b/gold", which a comparison of the
+// joined key reverses).
+func TestPolicyFanOutListsOnceWithoutAVMSelectorAndOrdersByNamespace(t *testing.T) {
+	lists := 0
+	c := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"env": "prod"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod-b", Labels: map[string]string{"env": "prod"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}},
+		fanOutVM("prod-b", "gold", nil, "corp"), fanOutVM("prod", "gold", nil, "corp"), fanOutVM("dev", "gold", nil, "corp"),
+	).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, o ...client.ListOption) error {
+		if _, ok := l.(*vmv1.VirtualMachineList); ok {
+			lists++
+		}
+		return c.List(ctx, l, o...)
+	}}).Build()
+	f := &policyFanOut{r: &Reconciler{Client: c}, seen: map[string]v1alpha1.Match{}}
+	p := &v1alpha1.ClusterIPAMPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1, CreationTimestamp: metav1.Now()}}
+	p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	f.affected(context.Background(), p)
+
+	lists = 0
+	p.Generation = 2
+	p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}
+	got := names(f.affected(context.Background(), p))
+	if lists != 1 {
+		t.Errorf("a namespaceSelector-only policy's change listed every VM %d times, want 1", lists)
+	}
+	if want := []string{"prod/gold", "prod-b/gold"}; !slices.Equal(got, want) {
+		t.Errorf("requests %v, want %v (by namespace, then name)", got, want)
 	}
 }

@@ -367,10 +367,10 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"fanout":"yes"}}}`)))
 	})
 	h.settle(3*time.Second, 5*time.Minute)
-	// Its floor is measured on an idle API server; so is the change. At 10,000 VMs the SDN
-	// stand-in still writes the attachments of the last addresses (one status write each,
-	// queued behind its allocations) minutes after convergence: round 12's first run timed
-	// the change amid ~100 of those writes a second.
+	// Its floor is measured on an idle API server; so is the change. Until round 13 the SDN
+	// stand-in wrote the attachments of the last addresses (one status write each, queued
+	// behind its allocations) minutes after convergence at 10,000 VMs: round 12's first run
+	// timed the change amid ~100 of those writes a second.
 	h.apiServerIdle(5 * time.Minute)
 	pods := h.launcherPods(ctx, ns)
 	mark := h.auditMark()

@@ -141,7 +141,7 @@ func (s *Simulator) attach(ctx context.Context, ip *sdnv1.IPAddress) (ctrl.Resul
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{}, client.IgnoreNotFound(err) // deleted since read: nothing to attach
 }
 
 // setAttachment writes into st the pods (of namespace) the address is configured in.

@@ -69,9 +69,10 @@ func New(c client.Client) *Simulator {
 }
 
 // SetupWithManager registers the simulator's controllers (sdn-sim-ipaddress, sdn-sim-attach,
-// sdn-sim-lease, sdn-sim-pod, sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's scheme must know
-// core/v1 and network.deckhouse.io/v1alpha1; its cache may be restricted to launcher pods, and
-// must keep their annotations and the IPAddresses' status whole (test/sim.CacheOptions).
+// sdn-sim-lease, sdn-sim-pod, sdn-sim-network, sdn-sim-clusternetwork) with mgr. The manager's
+// scheme must know core/v1 and network.deckhouse.io/v1alpha1; its cache may be restricted to
+// launcher pods, and must keep their annotations and the IPAddresses' status whole
+// (test/sim.CacheOptions).
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	if s.Client == nil {
 		s.Client = mgr.GetClient()
