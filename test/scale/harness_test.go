@@ -441,40 +441,30 @@ func (h *harness) cpuProfiles(what string, seconds int) {
 // the stand-ins' goroutines wait on, which a CPU profile does not show). Go allows one CPU
 // profile and one trace per process at a time; one that cannot start is logged and skipped.
 func (h *harness) keepOwnProfile(file string, seconds int) {
-	go h.keepOwnTrace(strings.TrimSuffix(file, ".pb.gz")+".trace", min(seconds, ownTraceSeconds))
-	f, err := os.Create(file)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err == nil {
-			time.Sleep(time.Duration(seconds) * time.Second)
-			pprof.StopCPUProfile()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		h.t.Logf("CPU profile %s: %v", file, err)
-	}
+	go h.keepOwn("execution trace", strings.TrimSuffix(file, ".pb.gz")+".trace", min(seconds, ownTraceSeconds), trace.Start, trace.Stop)
+	h.keepOwn("CPU profile", file, seconds, pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // ownTraceSeconds bounds the execution trace of keepOwnProfile: a busy second of the stand-ins
 // is ~10 MB of trace.
 const ownTraceSeconds = 5
 
-// keepOwnTrace writes an execution trace of this process over seconds into file.
-func (h *harness) keepOwnTrace(file string, seconds int) {
+// keepOwn records this process over seconds into file with start and stop (runtime/pprof's CPU
+// profile or runtime/trace); a failure is logged, named what (a profile explains a run, it is
+// not one of its figures).
+func (h *harness) keepOwn(what, file string, seconds int, start func(io.Writer) error, stop func()) {
 	f, err := os.Create(file)
 	if err == nil {
-		if err = trace.Start(f); err == nil {
+		if err = start(f); err == nil {
 			time.Sleep(time.Duration(seconds) * time.Second)
-			trace.Stop()
+			stop()
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 	}
 	if err != nil {
-		h.t.Logf("execution trace %s: %v", file, err)
+		h.t.Logf("%s %s: %v", what, file, err)
 	}
 }
 

@@ -134,26 +134,25 @@ func ipAddr(name, network string, opts ...ipOpt) *sdnv1.IPAddress {
 // reconcileIP runs ReconcileIPAddress on ns/name and returns the IPAddress afterwards.
 func reconcileIP(t *testing.T, s *Simulator, namespace, name string) (ctrl.Result, *sdnv1.IPAddress) {
 	t.Helper()
-	key := types.NamespacedName{Namespace: namespace, Name: name}
-	res, err := s.ReconcileIPAddress(context.Background(), ctrl.Request{NamespacedName: key})
-	if err != nil {
-		t.Fatalf("ReconcileIPAddress(%s): %v", key, err)
-	}
-	ip := &sdnv1.IPAddress{}
-	if err := s.Client.Get(context.Background(), key, ip); err != nil {
-		t.Fatalf("getting %s: %v", key, err)
-	}
-	return res, ip
+	return reconcileWith(t, s, "ReconcileIPAddress", s.ReconcileIPAddress, namespace, name)
 }
 
 // reconcileAttach runs sdn-sim-attach's reconcile of IPAddress namespace/name and returns it as
 // stored afterwards.
 func reconcileAttach(t *testing.T, s *Simulator, namespace, name string) (ctrl.Result, *sdnv1.IPAddress) {
 	t.Helper()
+	return reconcileWith(t, s, "ReconcileAttachment", s.ReconcileAttachment, namespace, name)
+}
+
+// reconcileWith runs reconcile (named what) on IPAddress namespace/name and returns it as
+// stored afterwards; an error of either fails t.
+func reconcileWith(t *testing.T, s *Simulator, what string, reconcile func(context.Context, ctrl.Request) (ctrl.Result, error),
+	namespace, name string) (ctrl.Result, *sdnv1.IPAddress) {
+	t.Helper()
 	key := types.NamespacedName{Namespace: namespace, Name: name}
-	res, err := s.ReconcileAttachment(context.Background(), ctrl.Request{NamespacedName: key})
+	res, err := reconcile(context.Background(), ctrl.Request{NamespacedName: key})
 	if err != nil {
-		t.Fatalf("ReconcileAttachment(%s): %v", key, err)
+		t.Fatalf("%s(%s): %v", what, key, err)
 	}
 	ip := &sdnv1.IPAddress{}
 	if err := s.Client.Get(context.Background(), key, ip); err != nil {
