@@ -101,7 +101,7 @@ func run(o options) error {
 		return err
 	}
 	mgrOpts := ctrl.Options{
-		Scheme: scheme, Cache: reads.CacheOptions(),
+		Scheme: scheme, Cache: reads.CacheOptions(), NewCache: reads.NewCache,
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect, LeaderElectionID: o.leaderElectID,

@@ -5,6 +5,8 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -17,7 +19,8 @@ import (
 )
 
 // CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
-// the same cache) reads: only launcher pods (label vm.kubevirt.io/name), and every kind trimmed
+// the same cache) reads: only launcher pods (label vm.kubevirt.io/name) that have not finished
+// (Unfinished), and every kind trimmed
 // by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
 // IPAddresses reduced to their projections (VM, LauncherPod, Namespace, IPAddressAnnotations),
 // their repeating strings and small maps interned, and decision records kept whole with their
@@ -32,7 +35,7 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                  {Label: labels.NewSelector().Add(*launcher), Transform: slimLauncherPod},
+			&corev1.Pod{}:                  {Label: labels.NewSelector().Add(*launcher), Field: Unfinished, Transform: slimLauncherPod},
 			&vmv1.VirtualMachine{}:         {Transform: slimVM},
 			&sdnv1.IPAddress{}:             {Transform: slimIPAddress},
 			&corev1.Namespace{}:            {Transform: slimNamespace},
@@ -58,19 +61,31 @@ func SharedMapsIntact() error {
 	return nil
 }
 
-// slimLauncherPod is the cache transform of launcher pods (LauncherPod, interned). vmipam
-// never writes pods; policies see nothing of pods. The stand-ins of the tests, which read more
-// of a pod, cache pods with a transform of their own where they run beside vmipam
-// (test/sim.CacheOptions).
+// Unfinished is the field selector of the launcher pods vmipam caches: those whose phase is
+// neither Succeeded nor Failed. A finished pod's guest is gone and holds no address (plan's
+// observer counts only unfinished pods), and with the phase in the selector NewCache keeps no
+// pod's status at all. A pod that finishes leaves the watch as a deleted one does.
+var Unfinished = fields.AndSelectors(
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+
+// slimLauncherPod is the cache transform of launcher pods, typed (LauncherPod) or metadata
+// only (LauncherPodMetadata, NewCache), interned. vmipam never writes pods; policies see
+// nothing of pods. The stand-ins of the tests, which read more of a pod, cache pods with a
+// transform of their own where they run beside vmipam (test/sim.CacheOptions).
 func slimLauncherPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok { // a tombstone of a deleted pod: nothing to trim
-		return obj, nil
+	switch pod := obj.(type) {
+	case *corev1.Pod:
+		slim := LauncherPod(pod)
+		intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
+		slim.Status.Phase = intern.String(slim.Status.Phase)
+		return slim, nil
+	case *metav1.PartialObjectMetadata:
+		slim := LauncherPodMetadata(pod)
+		intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
+		return slim, nil
 	}
-	slim := LauncherPod(pod)
-	intern.Meta(&slim.TypeMeta, &slim.ObjectMeta)
-	slim.Status.Phase = intern.String(slim.Status.Phase)
-	return slim, nil
+	return obj, nil // a tombstone of a deleted pod: nothing to trim
 }
 
 // slimVM is the cache transform of VirtualMachines (VM, interned, its label map shared with

@@ -12,7 +12,10 @@
 //	                input) and each status.networks entry's type, name and MAC (a policy input,
 //	                and what a NIC's name derives from).
 //	launcher pod    name, namespace, UID, timestamps, the vm.kubevirt.io/name label, the
-//	                networks-spec and decided annotations (what is applied), status.phase.
+//	                networks-spec and decided annotations (what is applied), and whether it
+//	                has finished (status.phase Succeeded or Failed). The controller's cache
+//	                (NewCache) watches pods as metadata, unfinished ones only (Unfinished):
+//	                the phase is the field selector's, not a field it keeps.
 //	Namespace       metadata (policies read its labels).
 //	IPAddress       spec; of the status the address, network, phase and Allocated condition;
 //	                owner references; of the annotations only the interface an Auto IPAddress

@@ -37,12 +37,22 @@ func VM(vm *vmv1.VirtualMachine) *vmv1.VirtualMachine {
 // LauncherPod returns what vmipam reads of a launcher pod as a new object (pod is not
 // changed; the maps are new).
 func LauncherPod(pod *corev1.Pod) *corev1.Pod {
-	m := &pod.ObjectMeta
-	return &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
+	return &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: launcherMeta(&pod.ObjectMeta),
+		Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+}
+
+// LauncherPodMetadata returns what vmipam reads of a launcher pod watched as metadata only
+// (NewCache) as a new object (m is not changed; the maps are new): LauncherPod's metadata.
+func LauncherPodMetadata(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: launcherMeta(&m.ObjectMeta)}
+}
+
+// launcherMeta is what vmipam reads of a launcher pod's metadata.
+func launcherMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-		Labels: only(m.Labels, vmv1.LabelLauncherVMName), Annotations: only(m.Annotations, podAnnotations...)},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+		Labels: only(m.Labels, vmv1.LabelLauncherVMName), Annotations: only(m.Annotations, podAnnotations...)}
 }
 
 // Namespace returns what vmipam reads of a Namespace: its metadata.
@@ -74,7 +84,8 @@ func IPAddress(ip *sdnv1.IPAddress) *sdnv1.IPAddress {
 
 // Changed reports whether two versions of an object differ in what vmipam reads — beyond the
 // resourceVersion and the pod's generation, which change with fields vmipam does not read:
-//   - a VM or launcher pod: VM, LauncherPod. The virtualization controller writes the rest of
+//   - a VM or launcher pod: VM, LauncherPod (LauncherPodMetadata for a pod watched as
+//     metadata). The virtualization controller writes the rest of
 //     a VM's status (conditions, the addresses SDN configured) on every change;
 //   - an IPAddress: IPAddress. SDN's node agent writes Attached and usedByPods as pods come
 //     and go;
@@ -91,6 +102,14 @@ func Changed(old, new client.Object) bool {
 			return true
 		}
 		a, b := LauncherPod(o), LauncherPod(n)
+		a.ResourceVersion, b.ResourceVersion, a.Generation, b.Generation = "", "", 0, 0
+		return !equality.Semantic.DeepEqual(a, b)
+	case *metav1.PartialObjectMetadata: // a launcher pod watched as metadata (NewCache)
+		n, ok := new.(*metav1.PartialObjectMetadata)
+		if !ok || o.GroupVersionKind() != podKind || n.GroupVersionKind() != podKind {
+			return true
+		}
+		a, b := launcherMeta(&o.ObjectMeta), launcherMeta(&n.ObjectMeta)
 		a.ResourceVersion, b.ResourceVersion, a.Generation, b.Generation = "", "", 0, 0
 		return !equality.Semantic.DeepEqual(a, b)
 	case *vmv1.VirtualMachine:

@@ -764,7 +764,7 @@ func startDryRunVMIPAM(served *dryrunserver.Server, counter *drCounter, leaderEl
 	GinkgoHelper()
 	cfg := rest.CopyConfig(vmipamConfig) // the chart's ServiceAccount: only it may write records
 	cfg.Wrap(counter.wrap)
-	opts := ctrl.Options{Scheme: scheme, Cache: reads.CacheOptions(),
+	opts := ctrl.Options{Scheme: scheme, Cache: reads.CacheOptions(), NewCache: reads.NewCache,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptrTrue()}}
 	if leaderElection {
 		opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, "default", drHeldLease(context.Background())

@@ -61,7 +61,7 @@ func startManagerWith(cfg *rest.Config, wrap func(client.Client) client.Client, 
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ctrl.Options{Scheme: scheme,
-		Cache: reads.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: reads.CacheOptions(), NewCache: reads.NewCache, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptrTrue()}}
 	for _, t := range tune {
 		t(&opts)
@@ -112,7 +112,7 @@ func startStandIns(ctx context.Context) []*running {
 	}
 	vcConfig, _, err := testEnv.ServiceAccount(ctx, virtualization.ServiceAccountNamespace, virtualization.ServiceAccountName)
 	Expect(err).NotTo(HaveOccurred())
-	standInCache := func(o *ctrl.Options) { o.Cache = sim.CacheOptions() }
+	standInCache := func(o *ctrl.Options) { o.Cache, o.NewCache = sim.CacheOptions(), nil }
 	return []*running{
 		startManagerWith(testEnv.Config, nil, setupSDN, standInCache),
 		startManagerWith(vcConfig, nil, setupVC, standInCache),

@@ -258,6 +258,33 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
 	})
 
+	It("lets an Auto IPAddress go once the terminating launcher pod that names it has finished, though the pod is not yet deleted", func() {
+		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
+		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
+		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
+		pod := onePod(ctx, ns, "v")
+		const finalizer = "vmipam.test/pod-kept-after-it-finished"
+		addFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
+		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
+
+		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
+		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
+		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "1s", interval).Should(BeEmpty())
+
+		By("the guest has shut down: the pod's phase is Succeeded (the kubelet's write), its finalizer still keeps it")
+		Eventually(func() error {
+			live := &corev1.Pod{}
+			if err := k8s.Get(ctx, keyOf(ns, pod.Name), live); err != nil {
+				return err
+			}
+			live.Status.Phase = corev1.PodSucceeded
+			return k8s.Status().Update(ctx, live)
+		}, timeout, interval).Should(Succeed())
+		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
+		Expect(k8s.Get(ctx, keyOf(ns, pod.Name), &corev1.Pod{})).To(Succeed(), "the finished pod still exists")
+	})
+
 	It("keeps an Auto IPAddress for ReleaseGrace, so that a launcher pod made from an older read of the template still finds it", func() {
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)

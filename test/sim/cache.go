@@ -10,8 +10,10 @@ import (
 )
 
 // CacheOptions are vmipam's cache options (reads.CacheOptions) for a manager the
-// stand-ins run in, alone or beside vmipam: launcher pods keep their whole metadata, not only
-// what vmipam reads, and IPAddresses their whole status. SDN reads a pod's networks-status to
+// stand-ins run in, alone or beside vmipam, with the default cache (not reads.NewCache):
+// launcher pods are typed, finished ones too (the virtualization controller sees every
+// launcher pod of a VM), and keep their whole metadata, not only what vmipam reads, and
+// IPAddresses their whole status. SDN reads a pod's networks-status to
 // answer only what changed, and an IPAddress's status to write only what changed (Attached,
 // usedByPods, routes); the virtualization-controller stand-in reads a pod's controller
 // reference, migration and decided annotations; vmipam's own transforms drop them. vmipam
@@ -21,7 +23,7 @@ func CacheOptions() cache.Options {
 	for obj, by := range opts.ByObject {
 		switch obj.(type) {
 		case *corev1.Pod:
-			by.Transform = launcherPodMetadata
+			by.Field, by.Transform = nil, launcherPodMetadata
 		case *sdnv1.IPAddress:
 			by.Transform = cache.TransformStripManagedFields()
 		case *v1alpha1.VirtualMachineIPAM:
