@@ -379,9 +379,14 @@ func (h *harness) queueDepth() float64 {
 	return sum(m, "workqueue_depth", "name", "virtualmachine")
 }
 
-// memory returns the controller's heap in use (Go runtime) as found, the bytes of its heap
-// objects right after a garbage collection (the live heap) and its resident set size, in bytes.
-func (h *harness) memory() (heap, live, rss float64) {
+// memory returns the controller's heap in use (Go runtime) as found, its live heap and its
+// resident set size, in bytes; and, for comparison with rounds up to 13, heap_alloc right after
+// a garbage collection. The live heap is the runtime's own count of the bytes the collection
+// marked live (go_gc_heap_live_bytes, runtime/metrics /gc/heap/live:bytes, which
+// controller-runtime's Go collector exports), read after heapProfile's collection.
+// heap_alloc read at the same time counts the objects allocated since as well: the heap
+// profile's encoding and compression and the scrape's own, a few MiB.
+func (h *harness) memory() (heap, live, allocAfterGC, rss float64) {
 	m, err := h.scrape()
 	must(h.t, err)
 	heap = sum(m, "go_memstats_heap_inuse_bytes", "", "")
@@ -396,7 +401,11 @@ func (h *harness) memory() (heap, live, rss float64) {
 	h.heapProfile()
 	m, err = h.scrape()
 	must(h.t, err)
-	return heap, sum(m, "go_memstats_heap_alloc_bytes", "", ""), rss
+	live = sum(m, "go_gc_heap_live_bytes", "", "")
+	if live == 0 {
+		h.t.Errorf("the controller exports no go_gc_heap_live_bytes: its live heap is unknown")
+	}
+	return heap, live, sum(m, "go_memstats_heap_alloc_bytes", "", ""), rss
 }
 
 // heapProfile fetches the controller's heap profile, which runs a garbage collection first (so

@@ -90,9 +90,12 @@ type result struct {
 	// were all deleted: at least plan.ReleaseGrace after the VMs stopped naming them.
 	FanOutReleased time.Duration
 	// FanOutCPU is the controller's CPU seconds from the policy's create until it settled.
-	FanOutCPU           float64
-	Heap, LiveHeap, RSS float64
-	Hotplug             hotplugResult
+	FanOutCPU float64
+	// Heap is the controller's heap in use; LiveHeap its live heap after a collection
+	// (go_gc_heap_live_bytes), AllocAfterGC heap_alloc read with it (harness.memory); RSS its
+	// resident set; all in bytes.
+	Heap, LiveHeap, AllocAfterGC, RSS float64
+	Hotplug                           hotplugResult
 	// GuestInfoKept counts the VMs whose status.guestOSInfo (written once by the
 	// virtualization-controller stand-in when the VM starts, unknown to vmipam's Go types)
 	// survived every later status Update.
@@ -139,8 +142,8 @@ func TestSmoke(t *testing.T) {
 	}
 	r := run(t, 50, 10)
 	verify(t, r, 10)
-	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB, rss %.1f MiB, hotplug p50 %s",
-		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50)
+	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB (live %.1f), rss %.1f MiB, hotplug p50 %s",
+		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.LiveHeap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50)
 }
 
 // checkMinimum compares the controller's successful writes with the minimum the outcome needs:
@@ -237,7 +240,7 @@ func run(t testing.TB, n, hp int) result {
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
 	r.LateAnswers = h.lateAnswers(mark, plan.UnansweredGrace, autoNames(n, netA, netB))
 	r.ReconcilesPerVM = h.reconciles() / float64(n)
-	r.Heap, r.LiveHeap, r.RSS = h.memory()
+	r.Heap, r.LiveHeap, r.AllocAfterGC, r.RSS = h.memory()
 	r.GuestInfoKept = h.guestInfoKept(ctx, ns)
 	r.Repeated = h.repeatedWrites(controllerUser, mark, "create ipaddresses", "create virtualmachineipams", "patch virtualmachineipams")
 	r.Warnings = h.warnings(ctx, ns)
