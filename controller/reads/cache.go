@@ -20,7 +20,7 @@ import (
 
 // CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
 // the same cache) reads: only launcher pods (label vm.kubevirt.io/name) that have not finished
-// (Unfinished), and every kind trimmed
+// (unfinished), and every kind trimmed
 // by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
 // IPAddresses reduced to their projections (VM, LauncherPod, Namespace, IPAddressAnnotations),
 // their repeating strings and small maps interned, and decision records kept whole with their
@@ -35,7 +35,7 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                  {Label: labels.NewSelector().Add(*launcher), Field: Unfinished, Transform: slimLauncherPod},
+			&corev1.Pod{}:                  {Label: labels.NewSelector().Add(*launcher), Field: unfinished(), Transform: slimLauncherPod},
 			&vmv1.VirtualMachine{}:         {Transform: slimVM},
 			&sdnv1.IPAddress{}:             {Transform: slimIPAddress},
 			&corev1.Namespace{}:            {Transform: slimNamespace},
@@ -61,13 +61,16 @@ func SharedMapsIntact() error {
 	return nil
 }
 
-// Unfinished is the field selector of the launcher pods vmipam caches: those whose phase is
-// neither Succeeded nor Failed. A finished pod's guest is gone and holds no address (plan's
-// observer counts only unfinished pods), and with the phase in the selector NewCache keeps no
-// pod's status at all. A pod that finishes leaves the watch as a deleted one does.
-var Unfinished = fields.AndSelectors(
-	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+// unfinished returns the field selector of the launcher pods vmipam caches: those whose phase
+// is neither Succeeded nor Failed (the pod fields the API server selects on include
+// status.phase). A finished pod's guest is gone and holds no address (plan's observer counts
+// only unfinished pods), and with the phase in the selector NewCache keeps no pod's status at
+// all. A pod that finishes leaves the watch as a deleted one does.
+func unfinished() fields.Selector {
+	return fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+}
 
 // slimLauncherPod is the cache transform of launcher pods, typed (LauncherPod) or metadata
 // only (LauncherPodMetadata, NewCache), interned. vmipam never writes pods; policies see

@@ -7,7 +7,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -50,9 +53,55 @@ func TestSlimLauncherPodKeepsWhatVMIPAMReads(t *testing.T) {
 		t.Errorf("a pod without the VM label or networks-spec keeps maps: %v %v", p.Labels, p.Annotations)
 	}
 
+	out, err = slimLauncherPod(metadataOf(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMeta := &metav1.PartialObjectMetadata{ObjectMeta: want.ObjectMeta}
+	wantMeta.SetGroupVersionKind(podKind)
+	if got := out.(*metav1.PartialObjectMetadata); !equality.Semantic.DeepEqual(got, wantMeta) {
+		t.Errorf("slim pod metadata is not what vmipam reads (LauncherPodMetadata):\n got %+v\nwant %+v", got, wantMeta)
+	}
+
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: pod}
 	if got, err := slimLauncherPod(tombstone); err != nil || got != any(tombstone) {
 		t.Errorf("a tombstone is passed through unchanged, got %v, %v", got, err)
+	}
+}
+
+// TestNewCacheSelectsUnfinishedPods: whatever options NewCache is given, its pods are the
+// unfinished ones — a pod entry's own field selector is kept beside it, and options without a
+// pod entry get one — and the caller's map is not changed.
+func TestNewCacheSelectsUnfinishedPods(t *testing.T) {
+	const unfinished = "status.phase!=Succeeded,status.phase!=Failed"
+	for name, tt := range map[string]struct {
+		in   map[client.Object]crcache.ByObject
+		want string
+	}{
+		"no options":             {nil, unfinished},
+		"no pod entry":           {map[client.Object]crcache.ByObject{&corev1.Namespace{}: {}}, unfinished},
+		"a pod entry without":    {map[client.Object]crcache.ByObject{&corev1.Pod{}: {Transform: slimLauncherPod}}, unfinished},
+		"CacheOptions' own":      {CacheOptions().ByObject, unfinished},
+		"another field selector": {map[client.Object]crcache.ByObject{&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}}, "spec.nodeName=n1," + unfinished},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, before := tt.in, len(tt.in)
+			var pods []crcache.ByObject
+			for obj, by := range withUnfinishedPods(in) {
+				if _, ok := obj.(*corev1.Pod); ok {
+					pods = append(pods, by)
+				}
+			}
+			if len(pods) != 1 {
+				t.Fatalf("%d pod entries, want 1", len(pods))
+			}
+			if got := pods[0].Field.String(); got != tt.want {
+				t.Errorf("pod field selector %q, want %q", got, tt.want)
+			}
+			if len(in) != before {
+				t.Errorf("the caller's options were changed")
+			}
+		})
 	}
 }
 

@@ -14,7 +14,8 @@
 //	launcher pod    name, namespace, UID, timestamps, the vm.kubevirt.io/name label, the
 //	                networks-spec and decided annotations (what is applied), and whether it
 //	                has finished (status.phase Succeeded or Failed). The controller's cache
-//	                (NewCache) watches pods as metadata, unfinished ones only (Unfinished):
+//	                (NewCache) watches pods as metadata, unfinished ones only (a field
+//	                selector on status.phase, which NewCache enforces):
 //	                the phase is the field selector's, not a field it keeps.
 //	Namespace       metadata (policies read its labels).
 //	IPAddress       spec; of the status the address, network, phase and Allocated condition;

@@ -77,11 +77,27 @@ func TestLauncherPodChangesThatShowNothing(t *testing.T) {
 			if got := Changed(base, updated); got != tt.want {
 				t.Errorf("Changed = %v, want %v", got, tt.want)
 			}
+			// The same update as a metadata-only watch (NewCache) delivers it: what vmipam
+			// reads of the metadata decides alike; the phase and spec are not in it.
+			wantMeta := tt.want && updated.Status.Phase == base.Status.Phase
+			if got := Changed(metadataOf(base), metadataOf(updated)); got != wantMeta {
+				t.Errorf("Changed of the metadata = %v, want %v", got, wantMeta)
+			}
 		})
 	}
 	if !Changed(base, &vmv1.VirtualMachine{}) {
 		t.Errorf("objects of two kinds are reported unchanged")
 	}
+	if !Changed(metadataOf(base), base) || !Changed(metadataOf(base), &metav1.PartialObjectMetadata{ObjectMeta: base.ObjectMeta}) {
+		t.Errorf("a pod's metadata against a typed pod, or against metadata of no kind, is reported unchanged")
+	}
+}
+
+// metadataOf is p as a metadata-only watch of pods delivers it.
+func metadataOf(p *corev1.Pod) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: *p.ObjectMeta.DeepCopy()}
+	m.SetGroupVersionKind(podKind)
+	return m
 }
 
 // TestSDNStatusChangesThatShowNothing pins down which SDN writes bring a VM back: an

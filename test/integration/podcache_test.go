@@ -39,8 +39,14 @@ var _ = Describe("The controller's pod cache", func() {
 		Expect(err).NotTo(HaveOccurred())
 		deleted := make(chan string, 4)
 		_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(o any) {
-			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-				deleted <- m.Name
+			if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = tombstone.Obj
+			}
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok && m.Namespace == ns {
+				select { // the suite's other pods come and go too: never block the informer
+				case deleted <- m.Name:
+				default:
+				}
 			}
 		}})
 		Expect(err).NotTo(HaveOccurred())

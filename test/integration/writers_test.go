@@ -268,9 +268,14 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
 
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
+		Eventually(func() *metav1.Time { // the guest shuts down on the address it has
+			live := &corev1.Pod{}
+			Expect(k8s.Get(ctx, keyOf(ns, pod.Name), live)).To(Succeed())
+			return live.DeletionTimestamp
+		}, timeout, interval).ShouldNot(BeNil())
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
-		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "1s", interval).Should(BeEmpty())
+		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "1s", interval).Should(BeEmpty(), "the terminating pod still holds it")
 
 		By("the guest has shut down: the pod's phase is Succeeded (the kubelet's write), its finalizer still keeps it")
 		Eventually(func() error {
