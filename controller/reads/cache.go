@@ -20,8 +20,7 @@ import (
 
 // CacheOptions limits what the manager caches to what vmipam (and the dry-run API, which reads
 // the same cache) reads: only launcher pods (label vm.kubevirt.io/name) that have not finished
-// (unfinished), and every kind trimmed
-// by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
+// (unfinished), and every kind trimmed by a transform before it is stored — no managedFields anywhere, and VMs, pods, Namespaces and
 // IPAddresses reduced to their projections (VM, LauncherPod, Namespace, IPAddressAnnotations),
 // their repeating strings and small maps interned, and decision records kept whole with their
 // repeating strings interned (slimRecord). The informers still report every update, so
