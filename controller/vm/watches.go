@@ -200,12 +200,23 @@ func (r *Reconciler) contendersOfRecord(ctx context.Context, o client.Object) []
 
 // staticNames are the static IPAddress names a record attaches or hands over.
 func staticNames(rec *v1alpha1.VirtualMachineIPAM) []string {
+	return append(attachedStatic(rec), releasedStatic(rec)...)
+}
+
+// attachedStatic are the static IPAddress names a record attaches.
+func attachedStatic(rec *v1alpha1.VirtualMachineIPAM) []string {
 	var out []string
 	for _, d := range rec.Spec.Interfaces {
 		if d.Attach && d.Allocation == v1alpha1.AllocationStatic {
 			out = append(out, d.IPAddressName)
 		}
 	}
+	return out
+}
+
+// releasedStatic are the static IPAddress names a record hands over.
+func releasedStatic(rec *v1alpha1.VirtualMachineIPAM) []string {
+	var out []string
 	for _, rel := range rec.Spec.Releases {
 		if rel.Type == v1alpha1.ReleaseStatic {
 			out = append(out, rel.IPAddressName)
@@ -337,12 +348,15 @@ func (r *Reconciler) recordChangedByOthers() predicate.Funcs {
 }
 
 // staticNamesChanged lets through the events of a record whose attached or handed-over static
-// IPAddresses changed.
+// IPAddresses changed. The two are compared apart: a record that stops attaching an address
+// and starts handing it over names it in both versions, and that change is the one the VMs
+// waiting for the address must hear of (its handoff starts).
 func staticNamesChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.VirtualMachineIPAM)
 		n, ok2 := e.ObjectNew.(*v1alpha1.VirtualMachineIPAM)
-		return !ok1 || !ok2 || !slices.Equal(staticNames(o), staticNames(n))
+		return !ok1 || !ok2 || !slices.Equal(attachedStatic(o), attachedStatic(n)) ||
+			!slices.Equal(releasedStatic(o), releasedStatic(n))
 	}}
 }
 

@@ -113,3 +113,29 @@ func TestContendersAreTheOtherVMs(t *testing.T) {
 		t.Error("a VM naming another IPAddress does not reach the contenders")
 	}
 }
+
+// TestStaticHandoffStartWakesTheWaiters: a record that stops attaching a static IPAddress and
+// starts handing it over names the address in both versions; the VMs waiting for it must hear
+// of that update (its handoff starts), and of no update that changes neither list.
+func TestStaticHandoffStartWakesTheWaiters(t *testing.T) {
+	attaching := &v1alpha1.VirtualMachineIPAM{Spec: v1alpha1.VirtualMachineIPAMSpec{Interfaces: []v1alpha1.InterfaceDecision{
+		{Type: "ClusterNetwork", Name: "corp", Allocation: v1alpha1.AllocationStatic, Attach: true, IPAddressName: "s"}}}}
+	releasing := &v1alpha1.VirtualMachineIPAM{Spec: v1alpha1.VirtualMachineIPAMSpec{Releases: []v1alpha1.Release{
+		{Type: v1alpha1.ReleaseStatic, IPAddressName: "s", Since: metav1.NowMicro()}}}}
+	relabelled := attaching.DeepCopy()
+	relabelled.Labels = map[string]string{"example.com/x": "y"}
+	p := staticNamesChanged()
+	for _, tt := range []struct {
+		name     string
+		old, new *v1alpha1.VirtualMachineIPAM
+		want     bool
+	}{
+		{"attach → hand over", attaching, releasing, true},
+		{"hand over → attach", releasing, attaching, true},
+		{"nothing static changed", attaching, relabelled, false},
+	} {
+		if got := p.Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+			t.Errorf("%s: passed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -63,6 +63,21 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Expect(nextBoot(ctx, ns, "holder")).To(BeEmpty())
 	})
 
+	It("gives a stopped holder's static IPAddress to the VM waiting for it when the holder lets it go", func() {
+		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.3.0.12"))
+		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))
+		Eventually(address("holder"), timeout, interval).Should(Equal("10.3.0.12"))
+		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
+		Eventually(func() []corev1.Pod { return launcherPods(ctx, ns, "holder") }, timeout, interval).Should(BeEmpty())
+		create(ctx, build.VM(ns, "newcomer", build.OnClusterNetwork(corp, "s")))
+		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(ContainSubstring("IPAddressInUse: IPAddress s is in use by VM holder"))
+
+		By("the holder, with no pod to wake anyone, lets it go: its record hands s over instead of attaching it")
+		updateVM(ctx, ns, "holder", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
+		Eventually(address("newcomer"), timeout, interval).Should(Equal("10.3.0.12"))
+		Eventually(readyOf(ctx, ns, "newcomer"), timeout, interval).Should(HavePrefix("True/"))
+	})
+
 	It("hands a released static IPAddress over only after ReleaseGrace, so that the releaser's late pod never shares it", func() {
 		create(ctx, build.StaticIPAddress(ns, "s", "ClusterNetwork", corp, "10.3.0.12"))
 		create(ctx, build.VM(ns, "holder", build.OnClusterNetwork(corp, "s")))

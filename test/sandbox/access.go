@@ -126,7 +126,7 @@ func printGist(out io.Writer, answer *unstructured.Unstructured) error {
 		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("  %s/%s: attached=%t %s", it.Type, it.Name, it.Attached, it.Reason), " "))
 	}
 	for _, o := range status.Omitted {
-		fmt.Fprintf(out, "  omitted: %s\n", o)
+		fmt.Fprintf(out, "  status.omitted: %s\n", o) // the field, then its value
 	}
 	return nil
 }

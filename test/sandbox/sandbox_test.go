@@ -64,7 +64,7 @@ func TestSandboxOnce(t *testing.T) {
 	for _, want := range []string{
 		`kubectl --kubeconfig \S+ --as demo-editor create -f \S+web-evaluation.yaml -o yaml`,
 		`ClusterNetwork/corp: attached=false IPAddressInUse`,
-		`omitted: trace, cost and policies.order omitted: requires list clusteripampolicies`,
+		`status.omitted: trace, cost and policies.order omitted: requires list clusteripampolicies`,
 	} {
 		if !regexp.MustCompile(want).MatchString(editor) {
 			t.Errorf("the editor's dry run lacks %q:\n%s", want, editor)
