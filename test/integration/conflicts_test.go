@@ -183,10 +183,3 @@ var _ = Describe("Skip reasons and contested addresses", func() {
 		Expect(getIPAddress(ctx, ns, squat.Name).OwnerReferences).To(BeEmpty())
 	})
 })
-
-// pooledClusterNetworkNamed creates a ClusterNetwork of that name with its own pool.
-func pooledClusterNetworkNamed(ctx context.Context, name, cidr string) string {
-	GinkgoHelper()
-	create(ctx, build.ClusterPool(name+"-pool", cidr), build.ClusterNetwork(name, name+"-pool"))
-	return name
-}
