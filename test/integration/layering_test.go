@@ -39,8 +39,7 @@ var _ = Describe("Layered policies", func() {
 		ctx := context.Background()
 		ns := newNamespace(ctx)
 		a := pooledClusterNetwork(ctx, ns, "10.31.0.0/24")
-		b := ns + "-b"
-		create(ctx, build.ClusterPool(b+"-pool", "10.32.0.0/24"), build.ClusterNetwork(b, b+"-pool"))
+		b := pooledClusterNetworkNamed(ctx, ns+"-b", "10.32.0.0/24")
 		autoA, autoB := naming.AutoIPAddress("v", "ClusterNetwork", a), naming.AutoIPAddress("v", "ClusterNetwork", b)
 
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(a, "")))
