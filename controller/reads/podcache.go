@@ -90,7 +90,7 @@ func PodFromMetadata(m *metav1.PartialObjectMetadata) corev1.Pod {
 }
 
 // podMetadata is the object a request for obj is turned into, or nil when obj is not a pod.
-func podMetadata(obj client.Object) client.Object {
+func podMetadata(obj client.Object) *metav1.PartialObjectMetadata {
 	if _, ok := obj.(*corev1.Pod); !ok {
 		return nil
 	}
@@ -101,8 +101,8 @@ func podMetadata(obj client.Object) client.Object {
 
 // Get implements client.Reader.
 func (c metadataPods) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	m, ok := podMetadata(obj).(*metav1.PartialObjectMetadata)
-	if !ok {
+	m := podMetadata(obj)
+	if m == nil {
 		return c.Cache.Get(ctx, key, obj, opts...)
 	}
 	if err := c.Cache.Get(ctx, key, m, opts...); err != nil {

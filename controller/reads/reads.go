@@ -101,17 +101,11 @@ func Changed(old, new client.Object) bool {
 		if !ok {
 			return true
 		}
-		a, b := LauncherPod(o), LauncherPod(n)
-		a.ResourceVersion, b.ResourceVersion, a.Generation, b.Generation = "", "", 0, 0
-		return !equality.Semantic.DeepEqual(a, b)
+		return o.Status.Phase != n.Status.Phase || launcherMetaChanged(&o.ObjectMeta, &n.ObjectMeta)
 	case *metav1.PartialObjectMetadata: // a launcher pod watched as metadata (NewCache)
 		n, ok := new.(*metav1.PartialObjectMetadata)
-		if !ok || o.GroupVersionKind() != podKind || n.GroupVersionKind() != podKind {
-			return true
-		}
-		a, b := launcherMeta(&o.ObjectMeta), launcherMeta(&n.ObjectMeta)
-		a.ResourceVersion, b.ResourceVersion, a.Generation, b.Generation = "", "", 0, 0
-		return !equality.Semantic.DeepEqual(a, b)
+		return !ok || o.GroupVersionKind() != podKind || n.GroupVersionKind() != podKind ||
+			launcherMetaChanged(&o.ObjectMeta, &n.ObjectMeta)
 	case *vmv1.VirtualMachine:
 		n, ok := new.(*vmv1.VirtualMachine)
 		if !ok {
@@ -136,6 +130,14 @@ func Changed(old, new client.Object) bool {
 		return !ok || networkChanged(o.ObjectMeta, n.ObjectMeta, o.Spec, n.Spec, &o.Status, &n.Status)
 	}
 	return true
+}
+
+// launcherMetaChanged reports whether two versions of a launcher pod's metadata differ in what
+// vmipam reads (launcherMeta) beyond the resourceVersion and generation.
+func launcherMetaChanged(o, n *metav1.ObjectMeta) bool {
+	a, b := launcherMeta(o), launcherMeta(n)
+	a.ResourceVersion, b.ResourceVersion, a.Generation, b.Generation = "", "", 0, 0
+	return !equality.Semantic.DeepEqual(a, b)
 }
 
 // networkChanged compares what vmipam reads of a network (plan's observer): labels, spec

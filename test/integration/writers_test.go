@@ -236,12 +236,15 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "3s", 50*time.Millisecond).Should(BeEmpty())
 	})
 
-	It("keeps an Auto IPAddress that a terminating launcher pod still names", func() {
+	// terminatingWithoutItsNetwork starts VM v on corp with its Auto IPAddress, keeps its
+	// launcher pod with finalizer, stops the VM until the pod is terminating, removes the
+	// network from the spec until the next boot drops it, and returns the pod.
+	terminatingWithoutItsNetwork := func(finalizer string) corev1.Pod {
+		GinkgoHelper()
 		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
 		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
 		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
 		pod := onePod(ctx, ns, "v")
-		const finalizer = "vmipam.test/guest-shutting-down"
 		addFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
 		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
 
@@ -253,28 +256,20 @@ var _ = Describe("Concurrent writers never lose a guest's address", func() {
 		}, timeout, interval).ShouldNot(BeNil())
 		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
 		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
+		return pod
+	}
+
+	It("keeps an Auto IPAddress that a terminating launcher pod still names", func() {
+		const finalizer = "vmipam.test/guest-shutting-down"
+		pod := terminatingWithoutItsNetwork(finalizer)
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "2s", interval).Should(BeEmpty())
 		removeFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
 		Eventually(func() []string { return names(ipAddresses(ctx, ns)) }, timeout, interval).Should(BeEmpty())
 	})
 
 	It("lets an Auto IPAddress go once the terminating launcher pod that names it has finished, though the pod is not yet deleted", func() {
-		create(ctx, build.VM(ns, "v", build.OnClusterNetwork(corp, "")))
-		auto := naming.AutoIPAddress("v", "ClusterNetwork", corp)
-		Eventually(podEntry("v"), timeout, interval).Should(HaveField("IPAddressNames", ConsistOf(auto)))
-		pod := onePod(ctx, ns, "v")
 		const finalizer = "vmipam.test/pod-kept-after-it-finished"
-		addFinalizer(ctx, keyOf(ns, pod.Name), finalizer)
-		DeferCleanup(func() { removeFinalizer(context.Background(), keyOf(ns, pod.Name), finalizer) })
-
-		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.RunPolicy = vmv1.RunPolicyAlwaysOff })
-		Eventually(func() *metav1.Time { // the guest shuts down on the address it has
-			live := &corev1.Pod{}
-			Expect(k8s.Get(ctx, keyOf(ns, pod.Name), live)).To(Succeed())
-			return live.DeletionTimestamp
-		}, timeout, interval).ShouldNot(BeNil())
-		updateVM(ctx, ns, "v", func(vm *vmv1.VirtualMachine) { vm.Spec.Networks = vm.Spec.Networks[:1] })
-		Eventually(func() []sdnv1.NetworksSpecEntry { return nextBoot(ctx, ns, "v") }, timeout, interval).Should(BeEmpty())
+		pod := terminatingWithoutItsNetwork(finalizer)
 		Consistently(func() []string { return missingIPAddresses(ctx, ns) }, "1s", interval).Should(BeEmpty(), "the terminating pod still holds it")
 
 		By("the guest has shut down: the pod's phase is Succeeded (the kubelet's write), its finalizer still keeps it")
