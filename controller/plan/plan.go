@@ -275,9 +275,9 @@ func freshPending(s *scope, p *Plan) (time.Duration, bool) {
 	if len(p.Applied.Held) > 0 {
 		return 0, false
 	}
-	created := map[string]bool{}
+	created := map[string]*sdnv1.IPAddress{}
 	for _, ip := range p.CreateIPAddresses {
-		created[ip.Name] = true
+		created[ip.Name] = ip
 	}
 	wait, any := time.Duration(0), false
 	for _, it := range s.interfaces {
@@ -309,16 +309,17 @@ const (
 
 // graceLeft is how long the interface's problem may still wait for SDN's answer, ≤ 0 when it
 // must be reported now, and when to look again if no event comes first (recheck ≥ left):
-//   - IPAddressPending of its Auto IPAddress: FreshPendingGrace from the IPAddress's creation
-//     (by this plan, created), or, while SDN has not written any status on it, unansweredLeft;
+//   - IPAddressPending of its Auto IPAddress: createdLeft when this plan creates it; while SDN
+//     has not written any status on it, unansweredLeft; once SDN answered it without an
+//     address, FreshPendingGrace from its creation;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
 //     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
 //     SDN answered (Pending with a reason, or refused) the answer is reported as it is.
-func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time.Duration) {
+func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, recheck time.Duration) {
 	switch it.problem.reason {
 	case string(evaluator.ReasonIPAddressPending):
-		if created[it.autoName] {
-			return FreshPendingGrace, FreshPendingGrace
+		if ip := created[it.autoName]; ip != nil {
+			return createdLeft(s, ip)
 		}
 		if it.auto == nil {
 			return 0, 0
@@ -336,6 +337,22 @@ func graceLeft(s *scope, it *iface, created map[string]bool) (left, recheck time
 		return left, left
 	}
 	return 0, 0
+}
+
+// createdLeft is graceLeft for an Auto IPAddress this plan creates, which SDN cannot have
+// answered yet: it waits as any unanswered one does from its creation (unansweredLeft),
+// UnansweredGrace. Its recheck is UnansweredGrace too, unless SDN answered on its network
+// within UnansweredGrace before now (for a new VM only: backlogEvidence): SDN is then working
+// through a queue the address joins, and the recheck is the cap, BacklogGrace, as for an
+// unanswered address SDN answered others after — its answer, or the stall notice if SDN falls
+// quiet, brings the VM back sooner. Until round 15 the recheck was FreshPendingGrace, and
+// whenever SDN took longer than that (every VM of a backlog) the reconcile it brought found
+// the address unanswered and deferred again: one reconcile per VM that could change nothing.
+func createdLeft(s *scope, ip *sdnv1.IPAddress) (left, recheck time.Duration) {
+	if last := backlogEvidence(s, ip); !last.IsZero() && s.now.Sub(last) < UnansweredGrace {
+		return UnansweredGrace, BacklogGrace
+	}
+	return UnansweredGrace, UnansweredGrace
 }
 
 // backlogEvidence is when SDN was last seen answering on ip's network, for a new VM (no record

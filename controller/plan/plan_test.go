@@ -258,6 +258,42 @@ func TestAnUnansweredAutoIPAddressWaitsWhileSDNAnswersOthers(t *testing.T) {
 	}
 }
 
+// TestAnAutoIPAddressJustCreatedIsLookedAtWhenItsGraceCanEnd: the plan that creates an Auto
+// IPAddress defers the record and looks again when the address's wait could end —
+// UnansweredGrace, or BacklogGrace while SDN is answering others on the network for a new VM —
+// not FreshPendingGrace later, when an address SDN has still not answered always waits on
+// (before round 15 that reconcile came for every VM of a backlog and changed nothing).
+func TestAnAutoIPAddressJustCreatedIsLookedAtWhenItsGraceCanEnd(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		record bool
+		last   time.Duration // before t0; < 0: SDNLastAnswer not set
+		retry  time.Duration
+	}{
+		{"SDN never seen answering", false, -1, UnansweredGrace},
+		{"SDN quiet for UnansweredGrace", false, UnansweredGrace, UnansweredGrace},
+		{"SDN answered others a second ago", false, time.Second, BacklogGrace},
+		{"a VM with a record keeps UnansweredGrace", true, time.Second, UnansweredGrace},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := switchedScope(t)
+			if !c.record {
+				s.record, s.pods, s.removed, s.owned = nil, nil, nil, nil
+			}
+			delete(s.ipAddresses, s.interfaces[0].autoName)
+			s.interfaces[0].auto = nil
+			if c.last >= 0 {
+				s.sdnLastAnswer = func(*sdnv1.IPAddress) time.Time { return t0.Add(-c.last) }
+			}
+			p := plan(s)
+			if len(p.CreateIPAddresses) != 1 || !p.Deferred || p.RetryAfter != c.retry {
+				t.Errorf("creates %d, deferred %v, retry after %v; want 1 created, deferred, retry after %v",
+					len(p.CreateIPAddresses), p.Deferred, p.RetryAfter, c.retry)
+			}
+		})
+	}
+}
+
 // TestADeferredVMIsLookedAtAgainWhenItsFirstGraceEnds: of several interfaces waiting for SDN,
 // the one whose grace ends first decides when the VM is reconciled again — then its problem
 // is reported — not a backlogged one waiting up to BacklogGrace.
