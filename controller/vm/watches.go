@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -255,6 +256,10 @@ const AnsweredPriority = 10
 type answeredFirst struct {
 	mapped handler.EventHandler // handler.EnqueueRequestsFromMapFunc(vmsOf)
 	vmsOf  handler.MapFunc
+	// namersOf maps an IPAddress to the VMs naming it; siblingUnanswered reports whether its
+	// controlling VM has another Auto IPAddress SDN has not answered yet (SiblingAnswerWait).
+	namersOf          handler.MapFunc
+	siblingUnanswered func(context.Context, client.Object) bool
 	// namers enqueues only the VMs naming the IPAddress; own, when set, tells vmipam's own
 	// creations apart.
 	namers handler.EventHandler
@@ -264,6 +269,7 @@ type answeredFirst struct {
 // newAnsweredFirst returns the answeredFirst handler of the reconciler's IPAddress watch.
 func (r *Reconciler) newAnsweredFirst() answeredFirst {
 	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress,
+		namersOf: r.namersOf, siblingUnanswered: r.siblingUnanswered,
 		namers: handler.EnqueueRequestsFromMapFunc(r.namersOf), own: r.expectations()}
 }
 
@@ -293,12 +299,64 @@ func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqu
 		h.mapped.Update(ctx, e, q)
 		return
 	}
-	vms := h.vmsOf(ctx, e.ObjectNew)
+	vms, later := h.answeredVMs(ctx, e.ObjectNew)
 	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AnsweredPriority)}, vms...)
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AnsweredPriority), After: SiblingAnswerWait}, later...)
 	// The moment SDN's answer reached the controller (the handler runs as the informer
 	// delivers the event, so seen and enqueued are one instant): the scale suite's hotplug
 	// timeline reads it at --zap-log-level=5.
-	logf.FromContext(ctx).V(5).Info(AnsweredLog, "ipaddress", klog.KObj(e.ObjectNew), "vms", len(vms))
+	logf.FromContext(ctx).V(5).Info(AnsweredLog, "ipaddress", klog.KObj(e.ObjectNew), "vms", len(vms), "waitingForSiblings", len(later))
+}
+
+// SiblingAnswerWait is how long the reconcile of a VM whose Auto IPAddress SDN has just
+// answered waits for the answer to another of its Auto IPAddresses that SDN has not answered
+// yet. vmipam creates a VM's Auto IPAddresses together and SDN answers them one after the
+// other, within milliseconds or, in a backlog, a fraction of a second apart: a reconcile at
+// each answer found the first one's sibling unanswered, deferred the record
+// (plan.Plan.Deferred) and wrote nothing — one reconcile per VM and extra address. The last
+// answer enqueues the VM at once, which ends the wait; an address SDN does not answer holds
+// the others back by this much at most.
+const SiblingAnswerWait = time.Second
+
+// answeredVMs splits the VMs an IPAddress's answer concerns into those to reconcile at once
+// (the VMs naming it; its controlling VM when none of that VM's other Auto IPAddresses waits
+// for SDN) and those after SiblingAnswerWait (its controlling VM when one does).
+func (h answeredFirst) answeredVMs(ctx context.Context, ip client.Object) (now, later []reconcile.Request) {
+	if h.namersOf == nil || h.siblingUnanswered == nil {
+		return h.vmsOf(ctx, ip), nil
+	}
+	now = h.namersOf(ctx, ip)
+	if ref := index.ControllerVM(ip); ref != nil {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ip.GetNamespace(), Name: ref.Name}}
+		if h.siblingUnanswered(ctx, ip) {
+			later = append(later, req)
+		} else {
+			now = append(now, req)
+		}
+	}
+	return now, later
+}
+
+// siblingUnanswered reports whether the VM controlling ip has another Auto IPAddress, not
+// being deleted, that SDN has not answered (no status written); false when the cache cannot
+// tell (the VM is then reconciled at once).
+func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object) bool {
+	ref := index.ControllerVM(ip)
+	if ref == nil {
+		return false
+	}
+	var list sdnv1.IPAddressList // only read: no deep copies
+	if err := r.Client.List(ctx, &list, client.InNamespace(ip.GetNamespace()),
+		client.MatchingFields{index.IPAddressOwnerUID: string(ref.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Name != ip.GetName() && o.DeletionTimestamp == nil && !o.Status.Answered() {
+			return true
+		}
+	}
+	return false
 }
 
 // AnsweredLog is the message logged (V(5)) when an IPAddress answer enqueues its VMs first,

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -67,6 +68,61 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 				t.Errorf("enqueued %v at priority %d, want ns/web at %d", req, prio, tt.want)
 			}
 		})
+	}
+}
+
+// TestAnAnswerWaitsForItsSiblings: SDN's answer to one of a VM's Auto IPAddresses while
+// another is still unanswered enqueues the VM SiblingAnswerWait later (its reconcile could only
+// defer the record); the answer to the last one enqueues it at once, and the two make one
+// reconcile. An unanswered address being deleted holds nothing back.
+func TestAnAnswerWaitsForItsSiblings(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
+	auto := func(name string) *sdnv1.IPAddress {
+		return &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))}}}
+	}
+	answer := func(ip *sdnv1.IPAddress) *sdnv1.IPAddress {
+		out := ip.DeepCopy()
+		out.ResourceVersion = "2"
+		out.Status.Phase, out.Status.Address = sdnv1.IPAddressPhaseAllocated, "10.0.0.5"
+		return out
+	}
+	enqueue := func(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request], objs []client.Object, old, new client.Object) {
+		t.Helper()
+		b := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(objs...)
+		if err := index.Setup(context.Background(), builderIndexer{b}); err != nil {
+			t.Fatal(err)
+		}
+		h := (&Reconciler{Client: b.Build()}).newAnsweredFirst()
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: new}, q)
+	}
+	a, b := auto("web-a"), auto("web-b")
+
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	enqueue(t, q, []client.Object{vm, answer(a), b}, a, answer(a))
+	if n := q.Len(); n != 0 {
+		t.Fatalf("first answer, web-b unanswered: %d requests ready at once, want the VM waiting", n)
+	}
+	enqueue(t, q, []client.Object{vm, answer(a), answer(b)}, b, answer(b))
+	if n := q.Len(); n != 1 {
+		t.Fatalf("last answer: %d requests ready, want the VM once", n)
+	}
+	if req, prio, _ := q.GetWithPriority(); req.Name != "web" || prio != AnsweredPriority {
+		t.Errorf("enqueued %v at %d, want ns/web at AnsweredPriority", req, prio)
+	}
+	q.Done(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}})
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d more requests ready after the VM's reconcile, want the two answers to make one", n)
+	}
+
+	deleting := b.DeepCopy()
+	deleting.DeletionTimestamp, deleting.Finalizers = ptr.To(metav1.Now()), []string{"test"}
+	q2 := priorityqueue.New[reconcile.Request]("test2")
+	defer q2.ShutDown()
+	enqueue(t, q2, []client.Object{vm, answer(a), deleting}, a, answer(a))
+	if n := q2.Len(); n != 1 {
+		t.Errorf("web-b being deleted: %d requests ready, want the VM at once", n)
 	}
 }
 
