@@ -65,7 +65,7 @@ func Setup(ctx context.Context, mgr manager.Manager, limits evaluator.Limits) (*
 	}
 	vmr := &vm.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policies: registry,
 		Recorder: mgr.GetEventRecorder(Name), PolicyChanges: registry.Changes(), PoliciesLoaded: registry.Loaded(), Findings: findings,
-		SDNLastAnswer: sdn.LastAnswer, SDNStalls: sdn.Stalls()}
+		SDNLastAnswer: sdn.LastAnswer, SDNStalls: sdn.Stalls(), SDNStalled: sdn.Stalled}
 	if err := vmr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("virtualmachine reconciler: %w", err)
 	}

@@ -12,5 +12,7 @@
 // stall notice, brings the waiting VMs back as soon as SDN falls quiet on a network, so a
 // stopped SDN is still reported plan.UnansweredGrace (and up to DefaultCheckInterval) after
 // the latest of its last answer there, the informer's sync and the moment the network's first
-// address began to wait.
+// address began to wait. The notice's receiver looks at the IPAddresses its cache shows when
+// it takes it; one that appears later on a network already noticed (Tracker.Stalled) is for
+// whoever sees it appear to bring back.
 package backlog

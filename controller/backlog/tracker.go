@@ -111,6 +111,19 @@ func (t *Tracker) LastAnswer(ip *sdnv1.IPAddress) time.Time {
 	return last
 }
 
+// Stalled reports whether the stall notice of ip's network's current quiet spell has been
+// sent: SDN has been quiet there for the quiet time while IPAddresses waited, and has not
+// answered one since. The notice's receiver looks at the IPAddresses its cache shows when it
+// takes the notice; one the cache shows only later — vmipam's own creation, planned while SDN
+// still counted as answering there and written as the spell began — is not among them, and
+// whoever sees it appear asks this (the VM reconciler's IPAddress watch).
+func (t *Tracker) Stalled(ip *sdnv1.IPAddress) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.nets[networkOf(ip)]
+	return n != nil && n.noticed
+}
+
 // syncedLocked reports whether the informer has synced, noting when it was first found so.
 func (t *Tracker) syncedLocked() bool {
 	if !t.since.IsZero() {

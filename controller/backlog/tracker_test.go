@@ -230,3 +230,27 @@ func TestStartSendsTheNoticeOnItsTicks(t *testing.T) {
 		t.Errorf("Start returned %v, want nil once its context ended", err)
 	}
 }
+
+// TestStalledSaysWhetherTheNoticeOfTheSpellWasSent: Stalled is true for an IPAddress of a
+// network once its stall notice has been sent, until SDN answers there again; another
+// network's notice does not count.
+func TestStalledSaysWhetherTheNoticeOfTheSpellWasSent(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tr := synced(clk)
+	h := tr.handler()
+	h.OnAdd(ipAddress("a", false), false)
+	late := ipAddress("late", false)
+	if tr.Stalled(late) {
+		t.Fatal("stalled before SDN was quiet for 30 s")
+	}
+	if !noticeAfter(tr, clk, 30*time.Second) || !tr.Stalled(late) {
+		t.Fatal("not stalled once the notice was sent")
+	}
+	if tr.Stalled(onNetwork("lab", "elsewhere", false)) {
+		t.Error("another network counts as stalled")
+	}
+	h.OnUpdate(ipAddress("a", false), ipAddress("a", true))
+	if tr.Stalled(late) {
+		t.Error("still stalled after SDN answered on the network")
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vmipam/vmipam/controller/index"
+	"github.com/vmipam/vmipam/controller/plan"
 	"github.com/vmipam/vmipam/controller/reads"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -264,25 +265,40 @@ type answeredFirst struct {
 	// creations apart.
 	namers handler.EventHandler
 	own    *writeExpectations
+	// stalled, when set, is Reconciler.SDNStalled.
+	stalled func(*sdnv1.IPAddress) bool
 }
 
 // newAnsweredFirst returns the answeredFirst handler of the reconciler's IPAddress watch.
 func (r *Reconciler) newAnsweredFirst() answeredFirst {
 	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress,
 		namersOf: r.namersOf, siblingUnanswered: r.siblingUnanswered,
-		namers: handler.EnqueueRequestsFromMapFunc(r.namersOf), own: r.expectations()}
+		namers: handler.EnqueueRequestsFromMapFunc(r.namersOf), own: r.expectations(), stalled: r.SDNStalled}
 }
 
 // Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
 // exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
-// only the VMs naming it hear of it. While the create is in flight the verdict waits for its
-// answer (writeExpectations.shouldEnqueue).
+// only the VMs naming it hear of it — unless SDN's stall notice for its network has been
+// taken before it appeared (lateForStall). While the create is in flight the verdict waits
+// for its answer (writeExpectations.shouldEnqueue).
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.own != nil && !h.own.shouldEnqueue(keyOf(e.Object), func() bool { return !h.own.creationObserved(e.Object) }) {
+	if h.own != nil && !h.own.shouldEnqueue(keyOf(e.Object), func() bool { return !h.own.creationObserved(e.Object) }) &&
+		!h.lateForStall(e.Object) {
 		h.namers.Create(ctx, e, q)
 		return
 	}
 	h.mapped.Create(ctx, e, q)
+}
+
+// lateForStall reports whether o is an IPAddress SDN has not answered that appeared on a
+// network whose stall notice has been sent in this quiet spell. The notice brought back the
+// VMs of the IPAddresses the cache showed then; the creating reconcile may have planned to
+// wait for this one's answer up to plan.BacklogGrace (SDN was still answering there when it
+// looked: plan's createdLeft), so its VM must look again now, or its wait is reported 10
+// minutes late instead of plan.UnansweredGrace after its creation.
+func (h answeredFirst) lateForStall(o client.Object) bool {
+	ip, ok := o.(*sdnv1.IPAddress)
+	return ok && h.stalled != nil && !ip.Status.Answered() && h.stalled(ip)
 }
 
 // Update implements handler.EventHandler. An update of nothing vmipam reads (reads.Changed:
@@ -303,20 +319,25 @@ func (h answeredFirst) Update(ctx context.Context, e event.UpdateEvent, q workqu
 	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AnsweredPriority)}, vms...)
 	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AnsweredPriority), After: SiblingAnswerWait}, later...)
 	// The moment SDN's answer reached the controller (the handler runs as the informer
-	// delivers the event, so seen and enqueued are one instant): the scale suite's hotplug
-	// timeline reads it at --zap-log-level=5.
+	// delivers the event: seen and enqueued are one instant, but for the VMs that wait for a
+	// sibling's answer, "waitingForSiblings"): the scale suite's hotplug timeline reads it at
+	// --zap-log-level=5.
 	logf.FromContext(ctx).V(5).Info(AnsweredLog, "ipaddress", klog.KObj(e.ObjectNew), "vms", len(vms), "waitingForSiblings", len(later))
 }
 
 // SiblingAnswerWait is how long the reconcile of a VM whose Auto IPAddress SDN has just
 // answered waits for the answer to another of its Auto IPAddresses that SDN has not answered
-// yet. vmipam creates a VM's Auto IPAddresses together and SDN answers them one after the
-// other, within milliseconds or, in a backlog, a fraction of a second apart: a reconcile at
-// each answer found the first one's sibling unanswered, deferred the record
-// (plan.Plan.Deferred) and wrote nothing — one reconcile per VM and extra address. The last
-// answer enqueues the VM at once, which ends the wait; an address SDN does not answer holds
-// the others back by this much at most.
-const SiblingAnswerWait = time.Second
+// yet: plan.FreshPendingGrace, as long as a record may wait for a fresh allocation anyway.
+// vmipam creates a VM's Auto IPAddresses together and SDN answers them one after the other,
+// within milliseconds or, in a backlog, about a second apart (at N=2,000 on the bench's two
+// cores: 0.26 s p50, 1.5 s p99, 3.0 s at most). A reconcile at each answer found the first
+// one's sibling unanswered, deferred the record (plan.Plan.Deferred) and wrote nothing — one
+// reconcile per VM and extra address. The last answer enqueues the VM at once, which ends
+// the wait. Only siblings created with the answered address count (siblingUnanswered). An
+// answered interface waits longer than before only when its VM's record would not have
+// waited for the sibling (another interface's problem is reported at once), and then at most
+// this long.
+const SiblingAnswerWait = plan.FreshPendingGrace
 
 // answeredVMs splits the VMs an IPAddress's answer concerns into those to reconcile at once
 // (the VMs naming it; its controlling VM when none of that VM's other Auto IPAddresses waits
@@ -338,8 +359,12 @@ func (h answeredFirst) answeredVMs(ctx context.Context, ip client.Object) (now, 
 }
 
 // siblingUnanswered reports whether the VM controlling ip has another Auto IPAddress, not
-// being deleted, that SDN has not answered (no status written); false when the cache cannot
-// tell (the VM is then reconciled at once).
+// being deleted, that SDN has not answered (no status written) and that was created with ip
+// or after it (creation timestamps count whole seconds: within a second before ip's) — an
+// address SDN is about to answer, not one left unanswered long before ip was created (a
+// network SDN does not serve, an address on its way to release), which would hold every
+// answer of the VM back for nothing. False when the cache cannot tell (the VM is then
+// reconciled at once).
 func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object) bool {
 	ref := index.ControllerVM(ip)
 	if ref == nil {
@@ -350,9 +375,10 @@ func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object) bo
 		client.MatchingFields{index.IPAddressOwnerUID: string(ref.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
+	since := ip.GetCreationTimestamp().Add(-time.Second)
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.Name != ip.GetName() && o.DeletionTimestamp == nil && !o.Status.Answered() {
+		if o.Name != ip.GetName() && o.DeletionTimestamp == nil && !o.Status.Answered() && !o.CreationTimestamp.Time.Before(since) {
 			return true
 		}
 	}

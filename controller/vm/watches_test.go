@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,8 +78,9 @@ func TestAnsweredIPAddressGoesFirst(t *testing.T) {
 // reconcile. An unanswered address being deleted holds nothing back.
 func TestAnAnswerWaitsForItsSiblings(t *testing.T) {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
+	created := metav1.NewTime(time.Unix(1_800_000_000, 0))
 	auto := func(name string) *sdnv1.IPAddress {
-		return &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1",
+		return &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1", CreationTimestamp: created,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))}}}
 	}
 	answer := func(ip *sdnv1.IPAddress) *sdnv1.IPAddress {
@@ -118,11 +120,40 @@ func TestAnAnswerWaitsForItsSiblings(t *testing.T) {
 
 	deleting := b.DeepCopy()
 	deleting.DeletionTimestamp, deleting.Finalizers = ptr.To(metav1.Now()), []string{"test"}
-	q2 := priorityqueue.New[reconcile.Request]("test2")
-	defer q2.ShutDown()
-	enqueue(t, q2, []client.Object{vm, answer(a), deleting}, a, answer(a))
-	if n := q2.Len(); n != 1 {
-		t.Errorf("web-b being deleted: %d requests ready, want the VM at once", n)
+	older := b.DeepCopy() // left unanswered since long before web-a: a network SDN does not serve
+	older.CreationTimestamp = metav1.NewTime(created.Add(-time.Minute))
+	for name, sibling := range map[string]*sdnv1.IPAddress{"being deleted": deleting, "created a minute before": older} {
+		q := priorityqueue.New[reconcile.Request](name)
+		enqueue(t, q, []client.Object{vm, answer(a), sibling}, a, answer(a))
+		if n := q.Len(); n != 1 {
+			t.Errorf("web-b %s: %d requests ready, want the VM at once", name, n)
+		}
+		q.ShutDown()
+	}
+}
+
+// TestAnOwnCreationAfterTheStallNoticeBringsItsVMBack: the creation of an IPAddress vmipam
+// created itself wakes only the VMs naming it — unless it appears unanswered on a network whose
+// stall notice has been taken already (backlog.Tracker.Stalled): the notice did not see it,
+// and the creating reconcile may have planned to wait up to plan.BacklogGrace.
+func TestAnOwnCreationAfterTheStallNoticeBringsItsVMBack(t *testing.T) {
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
+	ip := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", ResourceVersion: "1",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, vmv1.GroupVersion.WithKind("VirtualMachine"))}}}
+	for _, stalled := range []bool{false, true} {
+		b := fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(vm)
+		if err := index.Setup(context.Background(), builderIndexer{b}); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reconciler{Client: b.Build(), SDNStalled: func(*sdnv1.IPAddress) bool { return stalled }}
+		h := r.newAnsweredFirst()
+		r.expectations().expectCreated(ip.DeepCopy())
+		q := priorityqueue.New[reconcile.Request]("test")
+		h.Create(context.Background(), event.CreateEvent{Object: ip.DeepCopy()}, q)
+		if got, want := q.Len(), map[bool]int{false: 0, true: 1}[stalled]; got != want {
+			t.Errorf("network stalled %v: %d requests, want %d", stalled, got, want)
+		}
+		q.ShutDown()
 	}
 }
 
