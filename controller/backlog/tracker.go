@@ -111,12 +111,15 @@ func (t *Tracker) LastAnswer(ip *sdnv1.IPAddress) time.Time {
 	return last
 }
 
-// Stalled reports whether the stall notice of ip's network's current quiet spell has been
-// sent: SDN has been quiet there for the quiet time while IPAddresses waited, and has not
-// answered one since. The notice's receiver looks at the IPAddresses its cache shows when it
-// takes the notice; one the cache shows only later — vmipam's own creation, planned while SDN
-// still counted as answering there and written as the spell began — is not among them, and
-// whoever sees it appear asks this (the VM reconciler's IPAddress watch).
+// Stalled reports whether the stall notice of ip's network's current quiet spell is due: SDN
+// has been quiet there for the quiet time while IPAddresses waited, has not answered one
+// since, and some still wait (the notice is sent, or waiting to be taken, or was dropped for
+// one already waiting, taken later). The notice's receiver looks at the IPAddresses its cache
+// shows when it takes the notice; one the cache shows only later — vmipam's own creation,
+// planned while SDN still counted as answering there and written as the spell began — is not
+// among them, and whoever sees it appear asks this (the VM reconciler's IPAddress watch).
+// It stays true for the rest of the spell, so every own creation on a network SDN does not
+// answer costs its VM one reconcile more (as every creation did before round 15).
 func (t *Tracker) Stalled(ip *sdnv1.IPAddress) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -200,8 +203,11 @@ func (t *Tracker) count(net network, delta int, answered bool) {
 		n.waiting = t.clock.Now()
 	}
 	n.unanswered = max(n.unanswered+delta, 0)
+	if answered || n.unanswered == 0 { // an answer, or nothing left waiting, ends the quiet spell
+		n.noticed = false
+	}
 	if answered {
-		n.last, n.noticed = t.clock.Now(), false
+		n.last = t.clock.Now()
 	}
 	if n.unanswered == 0 && n.last.IsZero() {
 		delete(t.nets, net) // nothing to remember

@@ -253,4 +253,16 @@ func TestStalledSaysWhetherTheNoticeOfTheSpellWasSent(t *testing.T) {
 	if tr.Stalled(late) {
 		t.Error("still stalled after SDN answered on the network")
 	}
+	h.OnAdd(ipAddress("b", false), false)
+	if !noticeAfter(tr, clk, 30*time.Second) || !tr.Stalled(late) {
+		t.Fatal("not stalled in the next quiet spell")
+	}
+	h.OnDelete(ipAddress("b", false))
+	if tr.Stalled(late) {
+		t.Error("still stalled with nothing left waiting")
+	}
+	h.OnAdd(ipAddress("c", false), false) // a new spell, from now: its own notice
+	if tr.Stalled(late) || !noticeAfter(tr, clk, 30*time.Second) {
+		t.Error("the spell that began with nothing waiting did not get its own notice 30 s later")
+	}
 }

@@ -72,11 +72,11 @@ type Reconciler struct {
 	// on any network: the notice names none — are then reconciled again, to report those past
 	// their grace.
 	SDNStalls <-chan event.GenericEvent
-	// SDNStalled, when set, tells whether the stall notice of the IPAddress's network has
-	// been sent in its current quiet spell (backlog.Tracker.Stalled): vmipam's own creation
-	// that its cache shows only after the notice was taken is then reconciled as it appears
-	// (answeredFirst.Create), since the notice did not see it and the creating reconcile may
-	// have planned to wait up to plan.BacklogGrace.
+	// SDNStalled, when set, tells whether the stall notice of the IPAddress's network is due
+	// in its current quiet spell (backlog.Tracker.Stalled): vmipam's own unanswered creation is
+	// then reconciled as the cache shows it (answeredFirst.Create), since the notice may have
+	// been taken before and the creating reconcile may have planned to wait up to
+	// plan.BacklogGrace.
 	SDNStalled func(*sdnv1.IPAddress) bool
 
 	backoffOnce sync.Once

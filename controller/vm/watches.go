@@ -278,8 +278,8 @@ func (r *Reconciler) newAnsweredFirst() answeredFirst {
 
 // Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
 // exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
-// only the VMs naming it hear of it — unless SDN's stall notice for its network has been
-// taken before it appeared (lateForStall). While the create is in flight the verdict waits
+// only the VMs naming it hear of it — unless SDN's stall notice for its network is due, and
+// may have been taken before the cache showed it (lateForStall). While the create is in flight the verdict waits
 // for its answer (writeExpectations.shouldEnqueue).
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.own != nil && !h.own.shouldEnqueue(keyOf(e.Object), func() bool { return !h.own.creationObserved(e.Object) }) &&
@@ -290,9 +290,9 @@ func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqu
 	h.mapped.Create(ctx, e, q)
 }
 
-// lateForStall reports whether o is an IPAddress SDN has not answered that appeared on a
-// network whose stall notice has been sent in this quiet spell. The notice brought back the
-// VMs of the IPAddresses the cache showed then; the creating reconcile may have planned to
+// lateForStall reports whether o is an IPAddress SDN has not answered on a network whose
+// stall notice is due in this quiet spell (backlog.Tracker.Stalled). The notice brings back
+// the VMs of the IPAddresses the cache shows when it is taken; the creating reconcile may have planned to
 // wait for this one's answer up to plan.BacklogGrace (SDN was still answering there when it
 // looked: plan's createdLeft), so its VM must look again now, or its wait is reported 10
 // minutes late instead of plan.UnansweredGrace after its creation.

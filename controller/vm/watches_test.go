@@ -122,6 +122,15 @@ func TestAnAnswerWaitsForItsSiblings(t *testing.T) {
 	deleting.DeletionTimestamp, deleting.Finalizers = ptr.To(metav1.Now()), []string{"test"}
 	older := b.DeepCopy() // left unanswered since long before web-a: a network SDN does not serve
 	older.CreationTimestamp = metav1.NewTime(created.Add(-time.Minute))
+	// Created by the same reconcile, a whole second apart in the creation timestamps' seconds.
+	secondBefore := b.DeepCopy()
+	secondBefore.CreationTimestamp = metav1.NewTime(created.Add(-time.Second))
+	q3 := priorityqueue.New[reconcile.Request]("test3")
+	defer q3.ShutDown()
+	enqueue(t, q3, []client.Object{vm, answer(a), secondBefore}, a, answer(a))
+	if n := q3.Len(); n != 0 {
+		t.Errorf("web-b created in the second before web-a: %d requests ready at once, want the VM waiting", n)
+	}
 	for name, sibling := range map[string]*sdnv1.IPAddress{"being deleted": deleting, "created a minute before": older} {
 		q := priorityqueue.New[reconcile.Request](name)
 		enqueue(t, q, []client.Object{vm, answer(a), sibling}, a, answer(a))
@@ -152,6 +161,15 @@ func TestAnOwnCreationAfterTheStallNoticeBringsItsVMBack(t *testing.T) {
 		h.Create(context.Background(), event.CreateEvent{Object: ip.DeepCopy()}, q)
 		if got, want := q.Len(), map[bool]int{false: 0, true: 1}[stalled]; got != want {
 			t.Errorf("network stalled %v: %d requests, want %d", stalled, got, want)
+		}
+		q.ShutDown()
+		answered := ip.DeepCopy() // SDN answered before the cache showed it: nothing waits
+		answered.Name, answered.Status.Phase = "web-b", sdnv1.IPAddressPhaseAllocated
+		r.expectations().expectCreated(answered.DeepCopy())
+		q = priorityqueue.New[reconcile.Request]("answered")
+		h.Create(context.Background(), event.CreateEvent{Object: answered}, q)
+		if n := q.Len(); n != 0 {
+			t.Errorf("network stalled %v, the creation already answered: %d requests, want none", stalled, n)
 		}
 		q.ShutDown()
 	}
