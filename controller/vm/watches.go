@@ -79,8 +79,8 @@ func (r *Reconciler) vmsWaitingForSDN(ctx context.Context, _ client.Object) []re
 	var out []reconcile.Request
 	for i := range list.Items {
 		ip := &list.Items[i]
-		if ref := index.ControllerVM(ip); ref != nil && !ip.Status.Answered() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ip.Namespace, Name: ref.Name}})
+		if req, _, ok := controllerVM(ip); ok && !ip.Status.Answered() {
+			out = append(out, req)
 		}
 	}
 	return out
@@ -153,10 +153,20 @@ func (r *Reconciler) vmsNaming(ctx context.Context, namespace string, names []st
 // vmsOfIPAddress maps an IPAddress to the VMs naming it and its controlling VM.
 func (r *Reconciler) vmsOfIPAddress(ctx context.Context, o client.Object) []reconcile.Request {
 	out := r.namersOf(ctx, o)
-	if ref := index.ControllerVM(o); ref != nil {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+	if req, _, ok := controllerVM(o); ok {
+		out = append(out, req)
 	}
 	return out
+}
+
+// controllerVM is the request of the VM controlling o (its controller owner reference, in
+// o's namespace) and that VM's UID; false when no VM controls o.
+func controllerVM(o client.Object) (reconcile.Request, types.UID, bool) {
+	ref := index.ControllerVM(o)
+	if ref == nil {
+		return reconcile.Request{}, "", false
+	}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}, ref.UID, true
 }
 
 // namersOf maps an IPAddress to the VMs whose spec names it.
@@ -255,12 +265,11 @@ const AnsweredPriority = 10
 // an update carries SDN's answer (status.phase or status.address changed) and the queue is
 // controller-runtime's priority queue.
 type answeredFirst struct {
-	mapped handler.EventHandler // handler.EnqueueRequestsFromMapFunc(vmsOf)
-	vmsOf  handler.MapFunc
-	// namersOf maps an IPAddress to the VMs naming it; siblingUnanswered reports whether its
-	// controlling VM has another Auto IPAddress SDN has not answered yet (SiblingAnswerWait).
+	mapped handler.EventHandler // handler.EnqueueRequestsFromMapFunc(vmsOfIPAddress)
+	// namersOf maps an IPAddress to the VMs naming it; siblingUnanswered reports whether the
+	// VM of the UID has another Auto IPAddress SDN has not answered yet (SiblingAnswerWait).
 	namersOf          handler.MapFunc
-	siblingUnanswered func(context.Context, client.Object) bool
+	siblingUnanswered func(ctx context.Context, ip client.Object, vmUID types.UID) bool
 	// namers enqueues only the VMs naming the IPAddress; own, when set, tells vmipam's own
 	// creations apart.
 	namers handler.EventHandler
@@ -271,7 +280,7 @@ type answeredFirst struct {
 
 // newAnsweredFirst returns the answeredFirst handler of the reconciler's IPAddress watch.
 func (r *Reconciler) newAnsweredFirst() answeredFirst {
-	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress), vmsOf: r.vmsOfIPAddress,
+	return answeredFirst{mapped: handler.EnqueueRequestsFromMapFunc(r.vmsOfIPAddress),
 		namersOf: r.namersOf, siblingUnanswered: r.siblingUnanswered,
 		namers: handler.EnqueueRequestsFromMapFunc(r.namersOf), own: r.expectations(), stalled: r.SDNStalled}
 }
@@ -279,8 +288,8 @@ func (r *Reconciler) newAnsweredFirst() answeredFirst {
 // Create implements handler.EventHandler. The creation of an IPAddress vmipam created itself,
 // exactly as it created it, shows its VM nothing new (the creating reconcile planned with it):
 // only the VMs naming it hear of it — unless SDN's stall notice for its network is due, and
-// may have been taken before the cache showed it (lateForStall). While the create is in flight the verdict waits
-// for its answer (writeExpectations.shouldEnqueue).
+// may have been taken before the cache showed it (lateForStall). While the create is in
+// flight the verdict waits for its answer (writeExpectations.shouldEnqueue).
 func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.own != nil && !h.own.shouldEnqueue(keyOf(e.Object), func() bool { return !h.own.creationObserved(e.Object) }) &&
 		!h.lateForStall(e.Object) {
@@ -292,10 +301,10 @@ func (h answeredFirst) Create(ctx context.Context, e event.CreateEvent, q workqu
 
 // lateForStall reports whether o is an IPAddress SDN has not answered on a network whose
 // stall notice is due in this quiet spell (backlog.Tracker.Stalled). The notice brings back
-// the VMs of the IPAddresses the cache shows when it is taken; the creating reconcile may have planned to
-// wait for this one's answer up to plan.BacklogGrace (SDN was still answering there when it
-// looked: plan's createdLeft), so its VM must look again now, or its wait is reported 10
-// minutes late instead of plan.UnansweredGrace after its creation.
+// the VMs of the IPAddresses the cache shows when it is taken; the creating reconcile may
+// have planned to wait for this one's answer up to plan.BacklogGrace (SDN was still answering
+// there when it looked: plan's createdLeft), so its VM must look again now, or its wait is
+// reported 10 minutes late instead of plan.UnansweredGrace after its creation.
 func (h answeredFirst) lateForStall(o client.Object) bool {
 	ip, ok := o.(*sdnv1.IPAddress)
 	return ok && h.stalled != nil && !ip.Status.Answered() && h.stalled(ip)
@@ -343,13 +352,9 @@ const SiblingAnswerWait = plan.FreshPendingGrace
 // (the VMs naming it; its controlling VM when none of that VM's other Auto IPAddresses waits
 // for SDN) and those after SiblingAnswerWait (its controlling VM when one does).
 func (h answeredFirst) answeredVMs(ctx context.Context, ip client.Object) (now, later []reconcile.Request) {
-	if h.namersOf == nil || h.siblingUnanswered == nil {
-		return h.vmsOf(ctx, ip), nil
-	}
 	now = h.namersOf(ctx, ip)
-	if ref := index.ControllerVM(ip); ref != nil {
-		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ip.GetNamespace(), Name: ref.Name}}
-		if h.siblingUnanswered(ctx, ip) {
+	if req, uid, ok := controllerVM(ip); ok {
+		if h.siblingUnanswered(ctx, ip, uid) {
 			later = append(later, req)
 		} else {
 			now = append(now, req)
@@ -358,21 +363,17 @@ func (h answeredFirst) answeredVMs(ctx context.Context, ip client.Object) (now, 
 	return now, later
 }
 
-// siblingUnanswered reports whether the VM controlling ip has another Auto IPAddress, not
+// siblingUnanswered reports whether the VM of vmUID, controlling ip, has another Auto IPAddress, not
 // being deleted, that SDN has not answered (no status written) and that was created with ip
 // or after it (creation timestamps count whole seconds: within a second before ip's) — an
 // address SDN is about to answer, not one left unanswered long before ip was created (a
 // network SDN does not serve, an address on its way to release), which would hold every
 // answer of the VM back for nothing. False when the cache cannot tell (the VM is then
 // reconciled at once).
-func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object) bool {
-	ref := index.ControllerVM(ip)
-	if ref == nil {
-		return false
-	}
+func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object, vmUID types.UID) bool {
 	var list sdnv1.IPAddressList // only read: no deep copies
 	if err := r.Client.List(ctx, &list, client.InNamespace(ip.GetNamespace()),
-		client.MatchingFields{index.IPAddressOwnerUID: string(ref.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		client.MatchingFields{index.IPAddressOwnerUID: string(vmUID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	since := ip.GetCreationTimestamp().Add(-time.Second)
