@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,9 +88,14 @@ type problem struct {
 type networkInfo struct {
 	exists bool
 	ready  bool
-	pool   *sdnv1.PoolRef
-	typ    string // ClusterNetwork spec.type: VLAN, Access, or "" (unset, or a Network)
-	labels map[string]string
+	// answered: SDN has written the network's Ready condition (True or False); until then the
+	// network is new to SDN, and its not being Ready says nothing yet (graceLeft).
+	answered bool
+	// created is the network's creationTimestamp (zero for one a dry run brings along).
+	created time.Time
+	pool    *sdnv1.PoolRef
+	typ     string // ClusterNetwork spec.type: VLAN, Access, or "" (unset, or a Network)
+	labels  map[string]string
 }
 
 // observer reads a VM's world; the reconciler reads from the cache, the dry-run endpoint from
@@ -244,8 +250,10 @@ func (r observer) network(ctx context.Context, namespace string, spec vmv1.Netwo
 		}
 		return nil, fmt.Errorf("get %s %s: %w", spec.Type, spec.Name, err)
 	}
+	ready := meta.FindStatusCondition(status.Conditions, sdnv1.ConditionReady)
 	return &networkInfo{exists: true, pool: netw.PoolRef(), typ: string(*typ), labels: obj.GetLabels(),
-		ready: meta.IsStatusConditionTrue(status.Conditions, sdnv1.ConditionReady)}, nil
+		ready: ready != nil && ready.Status == metav1.ConditionTrue, answered: ready != nil,
+		created: obj.GetCreationTimestamp().Time}, nil
 }
 
 // ipAddress returns the IPAddress of that name, or nil when there is none.

@@ -37,11 +37,12 @@ type Plan struct {
 	// (consumer.Apply): the networks-spec of its next start and of its running pods, the
 	// interfaces held until restart and the NetworkReady items.
 	Applied consumer.Result `json:"applied"`
-	// Deferred: the only problems are IPAddresses SDN is about to answer, within their grace
+	// Deferred: the only problems are IPAddresses (or networks) SDN is about to answer, within their grace
 	// (graceLeft) — Auto IPAddresses SDN has not allocated yet (FreshPendingGrace from their
 	// creation; UnansweredGrace while SDN has not answered them at all, longer for a new VM
 	// while SDN works through a backlog on the network: unansweredLeft), and static
-	// IPAddresses created less than FreshPendingGrace ago that SDN has not answered at all.
+	// IPAddresses and networks created less than FreshPendingGrace ago that SDN has not
+	// answered at all.
 	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
 	// final record, so the record is written once per VM instead of once per allocation; past
 	// the grace the intermediate decision is written as it is.
@@ -267,7 +268,7 @@ func macOf(vm *vmv1.VirtualMachine, it *iface) string {
 	return ""
 }
 
-// freshPending reports whether every problem is an IPAddress SDN is about to answer, within its
+// freshPending reports whether every problem is an object SDN is about to answer, within its
 // grace before s.now (graceLeft), and how long until the VM must be looked at again if no event
 // brings it back sooner: when the first grace ends (the plan is then no longer deferred, and every
 // problem is reported). Nothing is deferred while a change is held until restart.
@@ -314,7 +315,12 @@ const (
 //     address, FreshPendingGrace from its creation;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
 //     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
-//     SDN answered (Pending with a reason, or refused) the answer is reported as it is.
+//     SDN answered (Pending with a reason, or refused) the answer is reported as it is;
+//   - NetworkNotReady of a network SDN has not answered at all (no Ready condition: an admin,
+//     or a GitOps sync, has just created it with its VMs): FreshPendingGrace from its creation.
+//     SDN marks it Ready a moment later; reported at once, the skip cost a record write, a
+//     Warning and a NetworkReady False that were stale by then, and a second record write. A
+//     network SDN reports not Ready is reported as it is.
 func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, recheck time.Duration) {
 	switch it.problem.reason {
 	case string(evaluator.ReasonIPAddressPending):
@@ -334,6 +340,12 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 			return 0, 0
 		}
 		left := FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+		return left, left
+	case string(evaluator.ReasonNetworkNotReady):
+		if it.network == nil || !it.network.exists || it.network.answered {
+			return 0, 0
+		}
+		left := FreshPendingGrace - s.now.Sub(it.network.created)
 		return left, left
 	}
 	return 0, 0

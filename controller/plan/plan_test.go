@@ -319,3 +319,38 @@ func TestADeferredVMIsLookedAtAgainWhenItsFirstGraceEnds(t *testing.T) {
 		t.Errorf("deferred %v, retry after %v; want deferred, retry after %v (corp3's grace)", p.Deferred, p.RetryAfter, want)
 	}
 }
+
+// TestANetworkSDNHasNotAnsweredYetIsWaitedForAsAFreshAllocationIs: a VM created with its network
+// (an admin's or a GitOps sync's one apply) finds the network not Ready because SDN has not
+// looked at it yet; its record waits FreshPendingGrace from the network's creation instead of
+// reporting a skip that SDN's Ready makes stale a moment later (and writing the record twice).
+// A network SDN reports not Ready, or one older than the grace, is reported at once.
+func TestANetworkSDNHasNotAnsweredYetIsWaitedForAsAFreshAllocationIs(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		age      time.Duration
+		answered bool
+		deferred bool
+	}{
+		{"unanswered, 2s old", 2 * time.Second, false, true},
+		{"unanswered, past the grace", FreshPendingGrace + time.Second, false, false},
+		{"SDN says not Ready", 2 * time.Second, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := switchedScope(t)
+			s.record, s.pods, s.removed = nil, nil, nil
+			it := s.interfaces[0]
+			it.network = pooled()
+			it.network.ready, it.network.answered, it.network.created = false, c.answered, t0.Add(-c.age)
+			it.decision.Reason = evaluator.ReasonNetworkNotReady
+			it.problem = &problem{string(evaluator.ReasonNetworkNotReady), "ClusterNetwork corp2 is not Ready"}
+			p := plan(s)
+			if p.Deferred != c.deferred || p.RecordChanged == c.deferred {
+				t.Fatalf("deferred %v, record written %v; want deferred %v", p.Deferred, p.RecordChanged, c.deferred)
+			}
+			if want := FreshPendingGrace - c.age; c.deferred && p.RetryAfter != want {
+				t.Errorf("retry after %v, want %v: when the network's grace ends", p.RetryAfter, want)
+			}
+		})
+	}
+}

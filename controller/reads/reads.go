@@ -89,7 +89,8 @@ func IPAddress(ip *sdnv1.IPAddress) *sdnv1.IPAddress {
 //     a VM's status (conditions, the addresses SDN configured) on every change;
 //   - an IPAddress: IPAddress. SDN's node agent writes Attached and usedByPods as pods come
 //     and go;
-//   - a Network or ClusterNetwork: its labels, spec and whether its Ready condition is True.
+//   - a Network or ClusterNetwork: its labels, spec, whether SDN wrote its Ready condition and
+//     whether that is True.
 //     SDN rewrites the attachment counts of its status as nodes come and go, and every VM on
 //     the network would be woken for each.
 //
@@ -141,10 +142,13 @@ func launcherMetaChanged(o, n *metav1.ObjectMeta) bool {
 }
 
 // networkChanged compares what vmipam reads of a network (plan's observer): labels, spec
-// (its pool, its type), the Ready condition, and whether it is being deleted.
+// (its pool, its type), whether SDN has written its Ready condition and whether that is True,
+// and whether it is being deleted.
 func networkChanged(om, nm metav1.ObjectMeta, os, ns any, ost, nst *sdnv1.NetworkStatus) bool {
+	oldReady, newReady := apimeta.FindStatusCondition(ost.Conditions, sdnv1.ConditionReady), apimeta.FindStatusCondition(nst.Conditions, sdnv1.ConditionReady)
 	return !equality.Semantic.DeepEqual(om.Labels, nm.Labels) || !equality.Semantic.DeepEqual(os, ns) ||
 		(om.DeletionTimestamp == nil) != (nm.DeletionTimestamp == nil) ||
+		(oldReady == nil) != (newReady == nil) ||
 		apimeta.IsStatusConditionTrue(ost.Conditions, sdnv1.ConditionReady) != apimeta.IsStatusConditionTrue(nst.Conditions, sdnv1.ConditionReady)
 }
 

@@ -155,5 +155,12 @@ func TestSDNStatusChangesThatShowNothing(t *testing.T) {
 				t.Errorf("Changed = %v, want %v", got, tt.want)
 			}
 		})
+	}	// SDN's first answer, even "not Ready", ends the wait for it (plan's graceLeft).
+	fresh := &sdnv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "corp", ResourceVersion: "1"}}
+	answered := fresh.DeepCopy()
+	answered.ResourceVersion = "2"
+	answered.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionReady, Status: metav1.ConditionFalse}}
+	if !Changed(fresh, answered) {
+		t.Error("SDN's first Ready condition (False) is not a change, want one: the VMs waiting for it must look again")
 	}
 }
