@@ -104,6 +104,12 @@ func targetsTable(rs []result, eval string) string {
 		fmt.Sprintf("**%s** (%s vs %s)", collect(rs, func(r result) float64 { return sec(r.FanOutTime) / sec(r.Floor.FanOut) }).fmt("×", 1, 2),
 			collect(rs, func(r result) float64 { return sec(r.FanOutTime) }).fmt(" s", 1, 2),
 			collect(rs, func(r result) float64 { return sec(r.Floor.FanOut) }).fmt(" s", 1, 2)), "≤ 1.3×")
+	row("… vmipam's part: its record writes answered (policy create → the last one, audit log) / the floor's record writes",
+		fmt.Sprintf("%s (%s vs %s)", collect(rs, func(r result) float64 { return sec(r.FanOutRecords) / sec(r.Floor.FanOutRecords) }).fmt("×", 1, 2),
+			collect(rs, func(r result) float64 { return sec(r.FanOutRecords) }).fmt(" s", 1, 2),
+			collect(rs, func(r result) float64 { return sec(r.Floor.FanOutRecords) }).fmt(" s", 1, 2)), "report")
+	row("… writes the API server answered until the pods carried it, every writer (the floor: 2 per VM)",
+		collect(rs, func(r result) float64 { return float64(r.FanOutServed) }).fmt("", 1, 0)+fmt.Sprintf(" (floor %d)", 2*rs[0].FanOutTarget), "report")
 	row("… the VMs' status shows it (policy create → the virtualization controller's status write after SDN's answer)",
 		collect(rs, func(r result) float64 { return sec(r.FanOutStatus) }).fmt(" s", 1, 2), "report")
 	row("… its IPAddresses deleted after (policy create → the last delete; ReleaseGrace is "+plan.ReleaseGrace.String()+")",

@@ -89,6 +89,13 @@ type result struct {
 	// FanOutReleased is from the policy's create until the re-decided VMs' Auto IPAddresses
 	// were all deleted: at least plan.ReleaseGrace after the VMs stopped naming them.
 	FanOutReleased time.Duration
+	// FanOutRecords is from the policy's create until the API server answered the controller's
+	// last record write of the change (audit log): vmipam's part of FanOutTime.
+	FanOutRecords time.Duration
+	// FanOutServed counts the writes of every writer the API server answered between the
+	// policy's create and FanOutTime (audit log): the change's cascade, vmipam's record
+	// writes and what the virtualization controller and SDN write in reaction.
+	FanOutServed int
 	// FanOutCPU is the controller's CPU seconds from the policy's create until it settled.
 	FanOutCPU float64
 	// Heap is the controller's heap in use; LiveHeap its live heap after a collection
@@ -389,6 +396,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	must(h.t, h.bench.Create(ctx, p))
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, k, pods, netA, netB) })
 	elapsed := time.Since(start)
+	r.FanOutRecords, r.FanOutServed = h.fanOutCascade(mark, start, elapsed)
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out status", func() bool { return h.l2Only(ctx, k, netA, netB) })
 	status := time.Since(start)
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out release", func() bool { return h.released(ctx, k, netA, netB) })
@@ -410,6 +418,25 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	sort.Strings(names)
 	r.FanOutTarget, r.FanOutWrittenVMs, r.FanOutWrites = k, names, w.Succeeded
 	r.FanOutTime, r.FanOutStatus, r.FanOutReleased, r.FanOutCPU = elapsed, status, released, cpu
+}
+
+// fanOutCascade reads the audit log from mark: how long after start the API server answered the
+// controller's last record write, and how many writes of every writer it answered within
+// elapsed of start (both clocks are this machine's).
+func (h *harness) fanOutCascade(mark int64, start time.Time, elapsed time.Duration) (records time.Duration, served int) {
+	end := start.Add(elapsed)
+	for _, e := range h.auditEntries(mark) {
+		if !e.ok() || e.Done.Before(start) {
+			continue
+		}
+		if e.User.Username == controllerUser && e.ObjectRef.Resource == "virtualmachineipams" && e.ObjectRef.Subresource == "" {
+			records = max(records, e.Done.Sub(start))
+		}
+		if !e.Done.After(end) {
+			served++
+		}
+	}
+	return records, served
 }
 
 // podsL2Only: the launcher pods (pods maps VM names to them) of the first k VMs attach both
@@ -599,6 +626,9 @@ type systemFloor struct {
 	Elapsed, Controller time.Duration
 	// CPU is the kube-apiserver's CPU seconds meanwhile.
 	CPU float64
+	// FanOutRecords is the time of FanOut's record writes alone (they start together with the
+	// pod writes, which follow them).
+	FanOutRecords time.Duration
 	// FanOut is the time of the writes of a policy change re-deciding fanOutK(n) VMs (every
 	// interface L2 only) that the guests wait for: per VM the record's patch by the
 	// controller's bare client at its limits and concurrency and, once that is written, the
@@ -680,6 +710,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 			defer close(recorded[i])
 			return fanOutFloorRecord(ctx, cf, fns, vmName(i))
 		})
+		f.FanOutRecords = time.Since(start)
 	})
 	fanOut.Go(func() {
 		h.parallel(k, floorRuntimeWorkers, func(i int) error {
