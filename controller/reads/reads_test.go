@@ -155,7 +155,8 @@ func TestSDNStatusChangesThatShowNothing(t *testing.T) {
 				t.Errorf("Changed = %v, want %v", got, tt.want)
 			}
 		})
-	}	// SDN's first answer, even "not Ready", ends the wait for it (plan's graceLeft).
+	}
+	// SDN's first answer, even "not Ready", ends the wait for it (plan's graceLeft).
 	fresh := &sdnv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "corp", ResourceVersion: "1"}}
 	answered := fresh.DeepCopy()
 	answered.ResourceVersion = "2"

@@ -156,8 +156,9 @@ type Actions struct {
 	Record *ipamv1.VirtualMachineIPAMSpec `json:"record,omitempty"`
 	// +optional
 	RecordChanged bool `json:"recordChanged"`
-	// deferred: the only problems are IPAddresses SDN is about to answer; the controller
-	// creates them and holds the record write back for a few seconds, expecting the answer.
+	// deferred: the only problems are IPAddresses or networks SDN is about to answer (new
+	// ones it has not answered yet); the controller creates the IPAddresses and holds the
+	// record write back for a few seconds, expecting the answer.
 	// +optional
 	Deferred bool `json:"deferred,omitempty"`
 }
