@@ -149,8 +149,9 @@ func TestSmoke(t *testing.T) {
 	}
 	r := run(t, 50, 10)
 	verify(t, r, 10)
-	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB (live %.1f), rss %.1f MiB, hotplug p50 %s",
-		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.LiveHeap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50)
+	t.Logf("N=%d converge %s (floor %s), VM writes %d (min %d), issued %v, reconciles/VM %.1f, heap %.1f MiB (live %.1f), rss %.1f MiB, hotplug p50 %s, policy change %s (records %s, %d writes served; floor %s, records %s)",
+		r.N, r.Converge, r.Floor.Elapsed, r.vmWrites(), r.MinWrites, r.Writes.Issued, r.ReconcilesPerVM, r.Heap/(1<<20), r.LiveHeap/(1<<20), r.RSS/(1<<20), r.Hotplug.P50,
+		r.FanOutTime, r.FanOutRecords, r.FanOutServed, r.Floor.FanOut, r.Floor.FanOutRecords)
 }
 
 // checkMinimum compares the controller's successful writes with the minimum the outcome needs:
@@ -397,6 +398,10 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, k, pods, netA, netB) })
 	elapsed := time.Since(start)
 	r.FanOutRecords, r.FanOutServed = h.fanOutCascade(mark, start, elapsed)
+	if r.FanOutRecords <= 0 || r.FanOutServed < k {
+		h.t.Errorf("policy change: the audit log shows the controller's last record write %v after the create and %d writes until the pods carried it; want a record write per VM (%d)",
+			r.FanOutRecords, r.FanOutServed, k)
+	}
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out status", func() bool { return h.l2Only(ctx, k, netA, netB) })
 	status := time.Since(start)
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out release", func() bool { return h.released(ctx, k, netA, netB) })
