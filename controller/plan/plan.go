@@ -333,19 +333,19 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 		if unanswered(it.auto) {
 			return unansweredLeft(s.now, it.auto.CreationTimestamp.Time, backlogEvidence(s, it.auto))
 		}
-		left := FreshPendingGrace - sinceCreated(s.now, it.auto.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
 		return left, left
 	case string(evaluator.ReasonIPAddressNotAllocated):
 		if it.static == nil || !unanswered(it.static) {
 			return 0, 0
 		}
-		left := FreshPendingGrace - sinceCreated(s.now, it.static.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
 		return left, left
 	case string(evaluator.ReasonNetworkNotReady):
 		if it.network == nil || !it.network.exists || it.network.answered {
 			return 0, 0
 		}
-		left := FreshPendingGrace - sinceCreated(s.now, it.network.created)
+		left := FreshPendingGrace - s.now.Sub(it.network.created)
 		return left, left
 	}
 	return 0, 0
@@ -396,7 +396,6 @@ func backlogEvidence(s *scope, ip *sdnv1.IPAddress) time.Time {
 // behind. recheck is then the cap, since an answer of its own or SDN falling quiet (the stall
 // notice the reconciler subscribes to) brings the VM back sooner.
 func unansweredLeft(now, created, lastAnswer time.Time) (left, recheck time.Duration) {
-	created = now.Add(-sinceCreated(now, created))
 	deadline := created.Add(UnansweredGrace)
 	if !lastAnswer.After(created) {
 		return deadline.Sub(now), deadline.Sub(now)
@@ -412,10 +411,4 @@ func unansweredLeft(now, created, lastAnswer time.Time) (left, recheck time.Dura
 }
 
 // unanswered: SDN has not written any status on the IPAddress yet.
-// sinceCreated is how long before now (the controller's clock) an object was created at t (its
-// creationTimestamp, the API server's clock), never less than zero: an API server whose clock
-// runs ahead of the controller's would otherwise stretch every grace measured from a creation
-// by the skew (a creation an hour "in the future" deferred the record by an hour and 5 s).
-func sinceCreated(now, t time.Time) time.Duration { return max(now.Sub(t), 0) }
-
 func unanswered(ip *sdnv1.IPAddress) bool { return !ip.Status.Answered() }

@@ -354,27 +354,3 @@ func TestANetworkSDNHasNotAnsweredYetIsWaitedForAsAFreshAllocationIs(t *testing.
 		})
 	}
 }
-
-// TestAGraceIsNeverLongerThanItselfWhenTheAPIServersClockRunsAhead: creation timestamps are the
-// API server's clock; one ahead of the controller's must not stretch a grace by the skew.
-func TestAGraceIsNeverLongerThanItselfWhenTheAPIServersClockRunsAhead(t *testing.T) {
-	s := switchedScope(t)
-	s.record, s.pods, s.removed = nil, nil, nil
-	it := s.interfaces[0]
-	it.network = pooled()
-	it.network.ready, it.network.created = false, t0.Add(time.Hour)
-	it.decision.Reason = evaluator.ReasonNetworkNotReady
-	it.problem = &problem{string(evaluator.ReasonNetworkNotReady), "ClusterNetwork corp2 is not Ready"}
-	if p := plan(s); !p.Deferred || p.RetryAfter != FreshPendingGrace {
-		t.Errorf("network created an hour ahead: deferred %v, retry after %v; want deferred for FreshPendingGrace (%v)",
-			p.Deferred, p.RetryAfter, FreshPendingGrace)
-	}
-	s = switchedScope(t) // the Auto IPAddress SDN answered without an address yet
-	s.interfaces[0].auto.CreationTimestamp = metav1.NewTime(t0.Add(time.Hour))
-	if p := plan(s); !p.Deferred || p.RetryAfter != FreshPendingGrace {
-		t.Errorf("IPAddress created an hour ahead: deferred %v, retry after %v; want FreshPendingGrace", p.Deferred, p.RetryAfter)
-	}
-	if left, _ := unansweredLeft(t0, t0.Add(time.Hour), time.Time{}); left != UnansweredGrace {
-		t.Errorf("unanswered IPAddress created an hour ahead: %v left, want UnansweredGrace (%v)", left, UnansweredGrace)
-	}
-}
