@@ -247,8 +247,15 @@ func (r *Reconciler) deleteUnnamed(ctx context.Context, vm *vmv1.VirtualMachine,
 func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sdnv1.IPAddress) error {
 	err := r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID, ResourceVersion: &ip.ResourceVersion})
 	if apierrors.IsConflict(err) {
-		if live, ok := r.sdnStatusOnly(ctx, ip); ok {
+		switch live, same, unused := r.sdnStatusOnly(ctx, ip); {
+		case same && unused:
 			err = r.Client.Delete(ctx, live, client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion})
+		case same:
+			// Only SDN's status changed, and it shows a pod using the address. If a pod names it,
+			// the retry sees the pod and keeps it; if SDN's status only lags (the pod let go
+			// already), SDN's next status write changes nothing vmipam reads (reads.Changed) and
+			// would wake nobody: the conflict brings the VM back (conflictRetry).
+			return fmt.Errorf("delete IPAddress %s: SDN's status shows a pod using it: %w", ip.Name, err)
 		}
 	}
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
@@ -262,27 +269,27 @@ func (r *Reconciler) delete(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 	return nil
 }
 
-// sdnStatusOnly reads ip live after its delete lost a resourceVersion race and returns it when
-// only its status changed since ip was read and that status says no pod uses the address (no
-// usedByPods, Attached not True) — SDN's node agent writes Attached False as the pods that
-// carried the address go, which is what precedes a release —, so that the delete can be made
-// again at once under the live resourceVersion. A status that shows a pod using the address
-// (one made from an older read that SDN has just configured) ends the delete: the next
-// reconcile sees the pod. A change of anything vmipam
-// decided from (what reads.IPAddress keeps of the metadata: owner references, the interface
-// annotation, deletion; and the spec) still wins over the delete.
-func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (*sdnv1.IPAddress, bool) {
-	live := &sdnv1.IPAddress{}
+// sdnStatusOnly reads ip live after its delete lost a resourceVersion race and says whether
+// only its status changed since ip was read (same) and whether that status says no pod uses the
+// address (unused: no usedByPods, Attached not True) — SDN's node agent writes Attached False as
+// the pods that carried the address go, which is what precedes a release. Both: the delete is
+// made again at once under the live resourceVersion. Same but used (a pod made from an older
+// read that SDN has just configured, or SDN's status lagging behind a pod that let go): the
+// delete ends and the VM is retried (delete). A change of anything vmipam decided from (what
+// reads.IPAddress keeps of the metadata: owner references, the interface annotation, deletion;
+// and the spec) wins over the delete; its event brings the VM back.
+func (r *Reconciler) sdnStatusOnly(ctx context.Context, ip *sdnv1.IPAddress) (live *sdnv1.IPAddress, same, unused bool) {
+	live = &sdnv1.IPAddress{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ip), live); err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	// Compared as the cache keeps them (reads.IPAddress): what vmipam reads of an IPAddress.
 	was, now := reads.IPAddress(ip), reads.IPAddress(live)
-	same := now.UID == was.UID && now.Generation == was.Generation && now.DeletionTimestamp == nil &&
+	same = now.UID == was.UID && now.Generation == was.Generation && now.DeletionTimestamp == nil &&
 		equality.Semantic.DeepEqual(now.OwnerReferences, was.OwnerReferences) &&
 		equality.Semantic.DeepEqual(now.Annotations, was.Annotations) && equality.Semantic.DeepEqual(now.Spec, was.Spec)
-	unused := len(live.Status.UsedByPods) == 0 && !apimeta.IsStatusConditionTrue(live.Status.Conditions, sdnv1.ConditionAttached)
-	return live, same && unused
+	unused = len(live.Status.UsedByPods) == 0 && !apimeta.IsStatusConditionTrue(live.Status.Conditions, sdnv1.ConditionAttached)
+	return live, same, unused
 }
 
 // issue runs write, a write of obj that records its expectations when it succeeds, as an
