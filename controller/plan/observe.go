@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -250,10 +248,9 @@ func (r observer) network(ctx context.Context, namespace string, spec vmv1.Netwo
 		}
 		return nil, fmt.Errorf("get %s %s: %w", spec.Type, spec.Name, err)
 	}
-	ready := meta.FindStatusCondition(status.Conditions, sdnv1.ConditionReady)
+	answered, ready := status.Readiness()
 	return &networkInfo{exists: true, pool: netw.PoolRef(), typ: string(*typ), labels: obj.GetLabels(),
-		ready: ready != nil && ready.Status == metav1.ConditionTrue, answered: ready != nil,
-		created: obj.GetCreationTimestamp().Time}, nil
+		ready: ready, answered: answered, created: obj.GetCreationTimestamp().Time}, nil
 }
 
 // ipAddress returns the IPAddress of that name, or nil when there is none.

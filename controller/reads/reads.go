@@ -145,11 +145,10 @@ func launcherMetaChanged(o, n *metav1.ObjectMeta) bool {
 // (its pool, its type), whether SDN has written its Ready condition and whether that is True,
 // and whether it is being deleted.
 func networkChanged(om, nm metav1.ObjectMeta, os, ns any, ost, nst *sdnv1.NetworkStatus) bool {
-	oldReady, newReady := apimeta.FindStatusCondition(ost.Conditions, sdnv1.ConditionReady), apimeta.FindStatusCondition(nst.Conditions, sdnv1.ConditionReady)
+	oldAnswered, oldReady := ost.Readiness()
+	newAnswered, newReady := nst.Readiness()
 	return !equality.Semantic.DeepEqual(om.Labels, nm.Labels) || !equality.Semantic.DeepEqual(os, ns) ||
-		(om.DeletionTimestamp == nil) != (nm.DeletionTimestamp == nil) ||
-		(oldReady == nil) != (newReady == nil) ||
-		apimeta.IsStatusConditionTrue(ost.Conditions, sdnv1.ConditionReady) != apimeta.IsStatusConditionTrue(nst.Conditions, sdnv1.ConditionReady)
+		(om.DeletionTimestamp == nil) != (nm.DeletionTimestamp == nil) || oldAnswered != newAnswered || oldReady != newReady
 }
 
 // meta is m without managedFields and without last-applied-configuration (the annotations

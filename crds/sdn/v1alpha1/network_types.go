@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Kinds of SDN networks, as VirtualMachine spec.networks[].type and IPAddress
 // spec.networkRef.kind spell them.
@@ -172,4 +175,11 @@ type ClusterNetworkList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterNetwork `json:"items"`
+}
+
+// Readiness reports whether SDN has written the network's Ready condition at all (answered:
+// True or False; a network without one is new to SDN) and whether it is True (ready).
+func (s *NetworkStatus) Readiness() (answered, ready bool) {
+	c := meta.FindStatusCondition(s.Conditions, ConditionReady)
+	return c != nil, c != nil && c.Status == metav1.ConditionTrue
 }
