@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/vmipam/vmipam/controller/index"
 )
 
 // scoped restricts the base reader (the cache) to what a request may draw on: objects of the
@@ -38,7 +40,8 @@ func (s scoped) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 }
 
 // List lists from the base when the list is within the scope: namespaced kinds only in the
-// VM's namespace, cluster-scoped networks and pools in full.
+// VM's namespace (a lookup keyed across namespaces narrowed to it), cluster-scoped networks
+// and pools in full.
 func (s scoped) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	gvk, err := apiutil.GVKForObject(list, s.scheme)
 	if err != nil {
@@ -46,6 +49,9 @@ func (s scoped) List(ctx context.Context, list client.ObjectList, opts ...client
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	if lo.Namespace == "" && allowedKinds[gvk].namespaced && clusterWide(lo) {
+		return s.listNarrowed(ctx, list, opts)
+	}
 	name := ""
 	if allowedKinds[gvk].onlyVMNamespace {
 		name = "*" // never a whole list of Namespaces
@@ -54,6 +60,41 @@ func (s scoped) List(ctx context.Context, list client.ObjectList, opts ...client
 		return err
 	}
 	return s.base.List(ctx, list, opts...)
+}
+
+// clusterWide reports whether lo looks up a value the cache keys across namespaces only
+// (index.ClusterWide): a lookup that cannot name a namespace.
+func clusterWide(lo *client.ListOptions) bool {
+	if lo.FieldSelector == nil {
+		return false
+	}
+	for _, req := range lo.FieldSelector.Requirements() {
+		if index.ClusterWide(req.Field, req.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// listNarrowed lists such a lookup from the base, across namespaces, and keeps the objects of
+// the VM's namespace only — all that a lookup of one VM's objects by bucket
+// (index.OwnedIPAddresses, index.LauncherPods) keeps anyway, so the scope takes nothing it
+// needs.
+func (s scoped) listNarrowed(ctx context.Context, list client.ObjectList, opts []client.ListOption) error {
+	if err := s.base.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if acc, err := meta.Accessor(it); err == nil && acc.GetNamespace() == s.namespace {
+			kept = append(kept, it)
+		}
+	}
+	return meta.SetList(list, kept)
 }
 
 func (s scoped) check(gvk schema.GroupVersionKind, namespace, name string) error {

@@ -21,10 +21,12 @@ const (
 	VMNetwork = "vmipam.spec.networks.network"
 	// VMIPAddressName indexes VirtualMachines by each spec.networks[].ipAddressName.
 	VMIPAddressName = "vmipam.spec.networks.ipAddressName"
-	// IPAddressOwnerUID indexes IPAddresses by the UID of their controlling VirtualMachine.
-	IPAddressOwnerUID = "vmipam.metadata.ownerReferences.vmUID"
-	// PodVM indexes pods by the value of their vm.kubevirt.io/name label.
-	PodVM = "vmipam.metadata.labels.vmName"
+	// IPAddressOwnerBucket indexes IPAddresses, across namespaces (ClusterWide), by the Bucket
+	// of the UID of their controlling VirtualMachine. Look them up with OwnedIPAddresses.
+	IPAddressOwnerBucket = "vmipam.metadata.ownerReferences.vmUID.bucket"
+	// PodVMBucket indexes pods, across namespaces (ClusterWide), by the Bucket of the value
+	// of their vm.kubevirt.io/name label. Look them up with LauncherPods.
+	PodVMBucket = "vmipam.metadata.labels.vmName.bucket"
 	// CarriedIPAddress indexes launcher pods by every IPAddress name their networks-spec
 	// annotation attaches — who uses an address, whatever the spec says now — except the
 	// pod's VM's own Auto IPAddress of each entry (see OwnAuto).
@@ -51,8 +53,8 @@ func Setup(ctx context.Context, idx client.FieldIndexer) error {
 	}{
 		{&vmv1.VirtualMachine{}, VMNetwork, vmNetworks},
 		{&vmv1.VirtualMachine{}, VMIPAddressName, vmIPAddressNames},
-		{&sdnv1.IPAddress{}, IPAddressOwnerUID, ipAddressOwner},
-		{&corev1.Pod{}, PodVM, podVM},
+		{&sdnv1.IPAddress{}, IPAddressOwnerBucket, ipAddressOwner},
+		{&corev1.Pod{}, PodVMBucket, podVM},
 		{&corev1.Pod{}, CarriedIPAddress, carried},
 		{&v1alpha1.VirtualMachineIPAM{}, RecordIPAddress, recordAttached},
 		{&v1alpha1.VirtualMachineIPAM{}, RecordReleased, recordReleased},
@@ -94,7 +96,7 @@ func vmIPAddressNames(o client.Object) []string {
 
 func ipAddressOwner(o client.Object) []string {
 	if ref := ControllerVM(o); ref != nil {
-		return []string{string(ref.UID)}
+		return []string{Bucket(string(ref.UID))}
 	}
 	return nil
 }
@@ -111,7 +113,7 @@ func ControllerVM(o metav1.Object) *metav1.OwnerReference {
 
 func podVM(o client.Object) []string {
 	if name := o.GetLabels()[vmv1.LabelLauncherVMName]; name != "" {
-		return []string{name}
+		return []string{Bucket(name)}
 	}
 	return nil
 }
@@ -183,9 +185,18 @@ func recordReleased(o client.Object) []string {
 	return out
 }
 
-// ClusterWide reports whether value of the index field is looked up across namespaces
-// (client.List without InNamespace): a VM's reference to a ClusterNetwork, which VMs of
-// every namespace share. Every other lookup names the namespace it reads.
+// ClusterWide reports whether value of the index field is keyed, and looked up, across
+// namespaces only (client.List without InNamespace): a VM's reference to a ClusterNetwork,
+// which VMs of every namespace share, and the buckets of IPAddressOwnerBucket and
+// PodVMBucket, whose lookups (OwnedIPAddresses, LauncherPods) filter the namespace
+// themselves. Every other value is keyed in its object's namespace, and its lookup names the
+// namespace it reads.
 func ClusterWide(field, value string) bool {
-	return field == VMNetwork && strings.HasPrefix(value, sdnv1.KindClusterNetwork+"/")
+	switch field {
+	case IPAddressOwnerBucket, PodVMBucket:
+		return true
+	case VMNetwork:
+		return strings.HasPrefix(value, sdnv1.KindClusterNetwork+"/")
+	}
+	return false
 }

@@ -124,9 +124,12 @@ func TestWithoutBaseOnlyTheObjectsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods corev1.PodList
-	if err := r.List(context.Background(), &pods, client.InNamespace("demo"), client.MatchingFields{index.PodVM: "a"},
+	if err := r.List(context.Background(), &pods, client.MatchingFields{index.PodVMBucket: index.Bucket("a")},
 		client.MatchingLabels{"tier": "x"}); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("pods of a = %d, %v; want the one pod", len(pods.Items), err)
+	}
+	if got, err := index.LauncherPods(context.Background(), r, "demo", "a"); err != nil || len(got) != 1 {
+		t.Fatalf("launcher pods of a = %d, %v; want the one pod", len(got), err)
 	}
 	if err := r.List(context.Background(), &pods, client.MatchingFields{"spec.nodeName": "n"}); err == nil {
 		t.Error("a field selector without an index: want an error, as from the cache")

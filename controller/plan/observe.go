@@ -278,24 +278,23 @@ func (r observer) observeRecord(ctx context.Context, s *scope) error {
 }
 
 func (r observer) observeOwned(ctx context.Context, s *scope) error {
-	var list sdnv1.IPAddressList
-	if err := r.reader.List(ctx, &list, client.InNamespace(s.vm.Namespace),
-		client.MatchingFields{index.IPAddressOwnerUID: string(s.vm.UID)}); err != nil {
+	owned, err := index.OwnedIPAddresses(ctx, r.reader, s.vm.Namespace, s.vm.UID)
+	if err != nil {
 		return fmt.Errorf("list owned IPAddresses: %w", err)
 	}
-	s.owned = list.Items
+	s.owned = owned
 	return nil
 }
 
 func (r observer) observePods(ctx context.Context, s *scope) error {
-	var list corev1.PodList
-	if err := r.reader.List(ctx, &list, client.InNamespace(s.vm.Namespace), client.MatchingFields{index.PodVM: s.vm.Name}); err != nil {
+	pods, err := index.LauncherPods(ctx, r.reader, s.vm.Namespace, s.vm.Name)
+	if err != nil {
 		return fmt.Errorf("list launcher pods of %s: %w", s.vm.Name, err)
 	}
-	slices.SortFunc(list.Items, func(a, b corev1.Pod) int {
+	slices.SortFunc(pods, func(a, b corev1.Pod) int {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
-	for _, p := range list.Items {
+	for _, p := range pods {
 		switch {
 		case active(&p):
 			s.pods = append(s.pods, p)

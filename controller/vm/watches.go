@@ -371,19 +371,12 @@ func (h answeredFirst) answeredVMs(ctx context.Context, ip client.Object) (now, 
 // answer of the VM back for nothing. False when the cache cannot tell (the VM is then
 // reconciled at once).
 func (r *Reconciler) siblingUnanswered(ctx context.Context, ip client.Object, vmUID types.UID) bool {
-	var list sdnv1.IPAddressList // only read: no deep copies
-	if err := r.Client.List(ctx, &list, client.InNamespace(ip.GetNamespace()),
-		client.MatchingFields{index.IPAddressOwnerUID: string(vmUID)}, client.UnsafeDisableDeepCopy); err != nil {
-		return false
-	}
 	since := ip.GetCreationTimestamp().Add(-time.Second)
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.Name != ip.GetName() && o.DeletionTimestamp == nil && !o.Status.Answered() && !o.CreationTimestamp.Time.Before(since) {
-			return true
-		}
-	}
-	return false
+	found := false
+	err := index.EachOwnedIPAddress(ctx, r.Client, ip.GetNamespace(), vmUID, func(o *sdnv1.IPAddress) { // only read: no copies
+		found = found || o.Name != ip.GetName() && o.DeletionTimestamp == nil && !o.Status.Answered() && !o.CreationTimestamp.Time.Before(since)
+	})
+	return err == nil && found
 }
 
 // AnsweredLog is the message logged (V(5)) when an IPAddress answer enqueues its VMs first,

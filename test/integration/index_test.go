@@ -6,9 +6,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/vmipam/vmipam/controller/index"
 	"github.com/vmipam/vmipam/controller/index/cacheindex"
@@ -67,8 +69,27 @@ var _ = Describe("The controller's cache indexes", func() {
 			}
 		}
 		Expect(across).To(ContainElement("__all_namespaces/ClusterNetwork/shared-idx"))
+		Expect(keys).NotTo(ContainElement(And(HaveSuffix("/ClusterNetwork/shared-idx"), Not(HavePrefix("__all_namespaces/")))),
+			"a ClusterNetwork reference is keyed across namespaces only")
 		Expect(across).NotTo(ContainElement(ContainSubstring("Network/lan")), "a namespaced Network is keyed in its namespace only")
 		Expect(informer.(toolscache.SharedIndexInformer).GetIndexer().ListIndexFuncValues("field:" + index.VMIPAddressName)).
 			To(And(ContainElement(a+"/one-ip"), Not(ContainElement("__all_namespaces/one-ip"))))
+
+		By("a VM's own IPAddresses are found through their bucket, keyed across namespaces only")
+		one := &vmv1.VirtualMachine{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "one"}, one)).To(Succeed())
+		owned := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "one-owned"},
+			Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto,
+				NetworkRef: sdnv1.IPAddressNetworkRef{Kind: sdnv1.KindClusterNetwork, Name: "shared-idx"}}}
+		Expect(controllerutil.SetControllerReference(one, owned, scheme)).To(Succeed())
+		create(ctx, owned)
+		Eventually(func() ([]sdnv1.IPAddress, error) {
+			return index.OwnedIPAddresses(ctx, c, a, one.UID)
+		}, timeout, interval).Should(ConsistOf(HaveField("Name", "one-owned")))
+		Expect(index.OwnedIPAddresses(ctx, c, b, one.UID)).To(BeEmpty(), "the same owner UID in another namespace owns nothing there")
+		ipInformer, err := c.GetInformer(ctx, &sdnv1.IPAddress{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ipInformer.(toolscache.SharedIndexInformer).GetIndexer().ListIndexFuncValues("field:"+index.IPAddressOwnerBucket)).
+			To(HaveEach(HavePrefix("__all_namespaces/")), "a bucket is keyed once, across namespaces")
 	})
 })

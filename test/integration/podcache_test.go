@@ -54,17 +54,20 @@ var _ = Describe("The controller's pod cache", func() {
 		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 
 		By("a List of pods by index answers from the metadata: the annotations vmipam reads, no others")
-		var pods corev1.PodList
+		var launchers []corev1.Pod
 		Eventually(func() []corev1.Pod {
-			Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{index.PodVM: "vm-a"})).To(Succeed())
-			return pods.Items
+			var err error
+			launchers, err = index.LauncherPods(ctx, c, ns, "vm-a")
+			Expect(err).NotTo(HaveOccurred())
+			return launchers
 		}, timeout, interval).Should(HaveLen(1))
-		got := pods.Items[0]
+		got := launchers[0]
 		Expect(got.Kind).To(Equal("Pod"))
 		Expect(got.Name).To(Equal(running.Name))
 		Expect(got.Annotations).To(Equal(map[string]string{sdnv1.AnnotationNetworksSpec: spec}), "only what vmipam reads")
 		Expect(got.Labels).To(Equal(map[string]string{vmv1.LabelLauncherVMName: "vm-a"}))
 		Expect(got.Spec.Containers).To(BeEmpty(), "no spec is cached")
+		var pods corev1.PodList
 		Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{index.CarriedIPAddress: "lan-static"})).To(Succeed())
 		Expect(pods.Items).To(ConsistOf(HaveField("Name", running.Name)))
 

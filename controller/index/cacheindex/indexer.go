@@ -13,12 +13,13 @@ import (
 
 // Indexer registers field indexes on a controller-runtime cache's informers as the
 // cache's own IndexField does — the same index names and keys, so that client.MatchingFields
-// lookups through the cache find them — but stores a namespaced object's value under its
-// namespaced key only, unless the value is looked up across namespaces (index.ClusterWide).
+// lookups through the cache find them — but stores a namespaced object's value under one
+// key: its namespaced one, or "__all_namespaces" when the value is looked up across
+// namespaces (index.ClusterWide).
 // controller-runtime stores every value twice, namespaced and under "__all_namespaces", and
 // at 10,000 VMs those index sets were the largest share of the controller's heap (26% of
 // the in-use profile, docs/BENCHMARKS.md); vmipam looks across namespaces only for the VMs
-// of a ClusterNetwork.
+// of a ClusterNetwork and in the buckets of one VM's own objects.
 type Indexer struct {
 	// Cache is the manager's cache (manager.Manager.GetCache()).
 	Cache cache.Informers
@@ -48,8 +49,8 @@ const (
 
 func fieldIndexName(field string) string { return fieldIndexPrefix + field }
 
-// indexFunc keys obj by fn's values: a namespaced object's under its namespace only, and
-// under "__all_namespaces" too when index.ClusterWide; a cluster-scoped object's under
+// indexFunc keys obj by fn's values: a namespaced object's under its namespace, or under
+// "__all_namespaces" instead when index.ClusterWide; a cluster-scoped object's under
 // "__all_namespaces" (as controller-runtime keys it).
 func indexFunc(field string, fn client.IndexerFunc) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
@@ -61,11 +62,10 @@ func indexFunc(field string, fn client.IndexerFunc) toolscache.IndexFunc {
 		values := fn(obj)
 		keys := make([]string, 0, len(values))
 		for _, v := range values {
-			if ns != "" {
-				keys = append(keys, ns+"/"+v)
-			}
 			if ns == "" || index.ClusterWide(field, v) {
 				keys = append(keys, allNamespaces+"/"+v)
+			} else {
+				keys = append(keys, ns+"/"+v)
 			}
 		}
 		return keys, nil

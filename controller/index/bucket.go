@@ -1,0 +1,85 @@
+package index
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+)
+
+// Buckets is how many values a bucketed index (IPAddressOwnerBucket, PodVMBucket) spreads its
+// objects over.
+//
+// Why buckets: these two indexes look up one VM's objects, so keyed by the VM they hold a
+// set per VM — client-go's index keeps a Go map per value, ~270 bytes for a set of one or
+// two entries, 5 MB of the controller's live heap at 10,000 VMs (docs/BENCHMARKS.md, round
+// 17). 1,024 buckets hold ~10 VMs' objects each at 10,000 VMs and ~100 at 100,000, which a
+// lookup filters by reading a label or an ownerReference: a few microseconds.
+const Buckets = 1024
+
+// bucketNames are the index values of the buckets, made once so indexing allocates no name.
+var bucketNames = func() (out [Buckets]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
+// Bucket is the index value of s in a bucketed index: the decimal number of its bucket, FNV-1a
+// of s modulo Buckets.
+func Bucket(s string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s)) // a hash.Hash's Write never fails
+	return bucketNames[h.Sum32()%Buckets]
+}
+
+// EachOwnedIPAddress calls fn with every IPAddress in namespace whose controlling owner is the
+// VirtualMachine with uid, as r holds it: fn must not modify or keep it (it may be the cache's
+// own object). Errors are r's.
+func EachOwnedIPAddress(ctx context.Context, r client.Reader, namespace string, uid types.UID, fn func(*sdnv1.IPAddress)) error {
+	var list sdnv1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{IPAddressOwnerBucket: Bucket(string(uid))},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		ip := &list.Items[i]
+		if ref := ControllerVM(ip); ip.Namespace == namespace && ref != nil && ref.UID == uid {
+			fn(ip)
+		}
+	}
+	return nil
+}
+
+// OwnedIPAddresses returns copies of the IPAddresses in namespace whose controlling owner is
+// the VirtualMachine with uid, in r's order. Errors are r's.
+func OwnedIPAddresses(ctx context.Context, r client.Reader, namespace string, uid types.UID) ([]sdnv1.IPAddress, error) {
+	var out []sdnv1.IPAddress
+	err := EachOwnedIPAddress(ctx, r, namespace, uid, func(ip *sdnv1.IPAddress) {
+		out = append(out, *ip.DeepCopy())
+	})
+	return out, err
+}
+
+// LauncherPods returns copies of the pods in namespace labelled as VM vm's launcher pods
+// (vm.kubevirt.io/name, set by the virtualization controller), in r's order. Errors are r's.
+func LauncherPods(ctx context.Context, r client.Reader, namespace, vm string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.MatchingFields{PodVMBucket: Bucket(vm)}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Namespace == namespace && p.Labels[vmv1.LabelLauncherVMName] == vm {
+			out = append(out, *p.DeepCopy())
+		}
+	}
+	return out, nil
+}
