@@ -49,7 +49,7 @@ func (s scoped) List(ctx context.Context, list client.ObjectList, opts ...client
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	if lo.Namespace == "" && allowedKinds[gvk].namespaced && clusterWide(lo) {
+	if lo.Namespace == "" && allowedKinds[gvk].namespaced && index.ClusterWideLookup(lo) {
 		return s.listNarrowed(ctx, list, opts)
 	}
 	name := ""
@@ -62,39 +62,13 @@ func (s scoped) List(ctx context.Context, list client.ObjectList, opts ...client
 	return s.base.List(ctx, list, opts...)
 }
 
-// clusterWide reports whether lo looks up a value the cache keys across namespaces only
-// (index.ClusterWide): a lookup that cannot name a namespace.
-func clusterWide(lo *client.ListOptions) bool {
-	if lo.FieldSelector == nil {
-		return false
-	}
-	for _, req := range lo.FieldSelector.Requirements() {
-		if index.ClusterWide(req.Field, req.Value) {
-			return true
-		}
-	}
-	return false
-}
-
-// listNarrowed lists such a lookup from the base, across namespaces, and keeps the objects of
-// the VM's namespace only — all that a lookup of one VM's objects by bucket
-// (index.OwnedIPAddresses, index.LauncherPods) keeps anyway, so the scope takes nothing it
-// needs.
+// listNarrowed lists a lookup keyed across namespaces (index.ClusterWideLookup) from the
+// base and keeps the objects of the VM's namespace only (index.KeepNamespace).
 func (s scoped) listNarrowed(ctx context.Context, list client.ObjectList, opts []client.ListOption) error {
 	if err := s.base.List(ctx, list, opts...); err != nil {
 		return err
 	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	kept := items[:0]
-	for _, it := range items {
-		if acc, err := meta.Accessor(it); err == nil && acc.GetNamespace() == s.namespace {
-			kept = append(kept, it)
-		}
-	}
-	return meta.SetList(list, kept)
+	return index.KeepNamespace(list, s.namespace)
 }
 
 func (s scoped) check(gvk schema.GroupVersionKind, namespace, name string) error {

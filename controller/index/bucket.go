@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,9 +19,11 @@ import (
 //
 // Why buckets: these two indexes look up one VM's objects, so keyed by the VM they hold a
 // set per VM — client-go's index keeps a Go map per value, ~270 bytes for a set of one or
-// two entries, 5 MB of the controller's live heap at 10,000 VMs (docs/BENCHMARKS.md, round
-// 17). 1,024 buckets hold ~10 VMs' objects each at 10,000 VMs and ~100 at 100,000, which a
-// lookup filters by reading a label or an ownerReference: a few microseconds.
+// two entries, ~5 MB of the controller's live heap at 10,000 VMs (docs/BENCHMARKS.md).
+// 1,024 buckets hold ~10 VMs' objects each at 10,000 VMs and ~100 at 100,000, which a lookup
+// filters by namespace and owner or label. The buckets span namespaces (ClusterWide), so the
+// saving holds however the VMs are spread over namespaces; a sharded controller's cache
+// (one informer per namespace) answers a lookup by asking each of its namespaces.
 const Buckets = 1024
 
 // bucketNames are the index values of the buckets, made once so indexing allocates no name.
@@ -82,4 +85,36 @@ func LauncherPods(ctx context.Context, r client.Reader, namespace, vm string) ([
 		}
 	}
 	return out, nil
+}
+
+// ClusterWideLookup reports whether lo looks up a value keyed across namespaces only
+// (ClusterWide): a lookup that cannot name a namespace, such as a bucket's.
+func ClusterWideLookup(lo *client.ListOptions) bool {
+	if lo.FieldSelector == nil {
+		return false
+	}
+	for _, req := range lo.FieldSelector.Requirements() {
+		if ClusterWide(req.Field, req.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepNamespace drops from list every item outside namespace: how a reader confined to one
+// namespace answers a ClusterWideLookup, keeping what a lookup of one VM's objects by bucket
+// (OwnedIPAddresses, LauncherPods) keeps anyway. Errors are meta's, for a list it cannot
+// read or set.
+func KeepNamespace(list client.ObjectList, namespace string) error {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if acc, err := meta.Accessor(it); err == nil && acc.GetNamespace() == namespace {
+			kept = append(kept, it)
+		}
+	}
+	return meta.SetList(list, kept)
 }

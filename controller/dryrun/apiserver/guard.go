@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/vmipam/vmipam/controller/index"
 	vmv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
 )
 
@@ -57,16 +58,27 @@ func (g *readGuard) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 }
 
 // List lists from the cache and authorizes list on the kind in the namespace when the list
-// has items.
+// has items. A lookup keyed across namespaces (index.ClusterWideLookup: one VM's IPAddresses
+// or launcher pods, by bucket) is narrowed to the evaluated VM's namespace first and checked
+// there: the evaluation draws on nothing else of it, so a caller allowed to list in the VM's
+// namespace needs no more, and nothing of another namespace — not even whether the bucket
+// holds something there — reaches the answer.
 func (g *readGuard) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if err := g.Reader.List(ctx, list, opts...); err != nil {
 		return err
 	}
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	namespace := lo.Namespace
+	if namespace == "" && index.ClusterWideLookup(lo) {
+		namespace = g.evaluated.Namespace
+		if err := index.KeepNamespace(list, namespace); err != nil {
+			return err
+		}
+	}
 	if meta.LenList(list) == 0 {
 		return nil
 	}
-	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	if err := g.check(ctx, list, "list", lo.Namespace, "", "an answer drawing on them requires it"); err != nil {
+	if err := g.check(ctx, list, "list", namespace, "", "an answer drawing on them requires it"); err != nil {
 		_ = meta.SetList(list, nil)
 		return err
 	}
