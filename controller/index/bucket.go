@@ -20,7 +20,8 @@ import (
 // Why buckets: these two indexes look up one VM's objects, so keyed by the VM they hold a
 // set per VM — client-go's index keeps a Go map per value, ~270 bytes for a set of one or
 // two entries, ~5 MB of the controller's live heap at 10,000 VMs (docs/BENCHMARKS.md).
-// 1,024 buckets hold ~10 VMs' objects each at 10,000 VMs and ~100 at 100,000, which a lookup
+// 1,024 buckets hold ~10 VMs' objects each at 10,000 VMs and ~100 at 100,000 (the values
+// hashed are unique per VM: a UID, a namespace and name), which a lookup
 // filters by namespace and owner or label. The buckets span namespaces (ClusterWide), so the
 // saving holds however the VMs are spread over namespaces; a sharded controller's cache
 // (one informer per namespace) answers a lookup by asking each of its namespaces.
@@ -41,6 +42,12 @@ func Bucket(s string) string {
 	_, _ = h.Write([]byte(s)) // a hash.Hash's Write never fails
 	return bucketNames[h.Sum32()%Buckets]
 }
+
+// PodBucket is the PodVMBucket value of the launcher pods of VM vm in namespace: the Bucket
+// of "<namespace>/<vm>". The namespace is part of it because VM names repeat across
+// namespaces (every team's "web"): keyed by the name alone, one bucket would hold all of
+// them, and every lookup of one would read them all.
+func PodBucket(namespace, vm string) string { return Bucket(namespace + "/" + vm) }
 
 // EachOwnedIPAddress calls fn with every IPAddress in namespace whose controlling owner is the
 // VirtualMachine with uid, as r holds it: fn must not modify or keep it (it may be the cache's
@@ -74,7 +81,7 @@ func OwnedIPAddresses(ctx context.Context, r client.Reader, namespace string, ui
 // (vm.kubevirt.io/name, set by the virtualization controller), in r's order. Errors are r's.
 func LauncherPods(ctx context.Context, r client.Reader, namespace, vm string) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.List(ctx, &list, client.MatchingFields{PodVMBucket: Bucket(vm)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{PodVMBucket: PodBucket(namespace, vm)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod

@@ -93,12 +93,19 @@ func TestLauncherPodsAreTheVMsOnlyNotItsBucketsOrNamespacesOthers(t *testing.T) 
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
 			Labels: map[string]string{vmv1.LabelLauncherVMName: vm}}}
 	}
-	neighbour := sameBucket(t, "web", "vm-")
+	neighbour := sameBucket(t, "a/web", "a/vm-")[len("a/"):]
+	var stranger string // a VM of namespace b whose pods share a/web's bucket
+	for i := 0; stranger == ""; i++ {
+		if c := fmt.Sprintf("vm-%d", i); index.PodBucket("b", c) == index.PodBucket("a", "web") {
+			stranger = c
+		}
+	}
 	r := reader(t,
 		pod("a", "virt-launcher-web-1", "web"),
 		pod("a", "virt-launcher-web-2", "web"),
 		pod("a", "virt-launcher-"+neighbour, neighbour),
 		pod("b", "virt-launcher-web-3", "web"),
+		pod("b", "virt-launcher-"+stranger, stranger),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "unlabelled"}},
 	)
 	got, err := index.LauncherPods(context.Background(), r, "a", "web")
@@ -131,5 +138,17 @@ func TestBucketIsStableAndSpreads(t *testing.T) {
 		if n > 40 {
 			t.Errorf("bucket %s holds %d of %d names (10 expected)", b, n, 10*index.Buckets)
 		}
+	}
+}
+
+// Every team names a VM "web": the namespace is part of the pods' bucket, so the "web"s of
+// many namespaces spread over the buckets instead of all sharing one.
+func TestTheSameVMNameInManyNamespacesSpreadsOverTheBuckets(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 1000 {
+		seen[index.PodBucket(fmt.Sprintf("team-%d", i), "web")] = true
+	}
+	if len(seen) < 500 { // 1,000 values in 1,024 buckets fill ~640
+		t.Errorf("1,000 namespaces' VM web fell in %d buckets, want them spread", len(seen))
 	}
 }

@@ -24,8 +24,9 @@ const (
 	// IPAddressOwnerBucket indexes IPAddresses, across namespaces (ClusterWide), by the Bucket
 	// of the UID of their controlling VirtualMachine. Look them up with OwnedIPAddresses.
 	IPAddressOwnerBucket = "vmipam.metadata.ownerReferences.vmUID.bucket"
-	// PodVMBucket indexes pods, across namespaces (ClusterWide), by the Bucket of the value
-	// of their vm.kubevirt.io/name label. Look them up with LauncherPods.
+	// PodVMBucket indexes pods, across namespaces (ClusterWide), by PodBucket of their
+	// namespace and the value of their vm.kubevirt.io/name label. Look them up with
+	// LauncherPods.
 	PodVMBucket = "vmipam.metadata.labels.vmName.bucket"
 	// CarriedIPAddress indexes launcher pods by every IPAddress name their networks-spec
 	// annotation attaches — who uses an address, whatever the spec says now — except the
@@ -113,7 +114,7 @@ func ControllerVM(o metav1.Object) *metav1.OwnerReference {
 
 func podVM(o client.Object) []string {
 	if name := o.GetLabels()[vmv1.LabelLauncherVMName]; name != "" {
-		return []string{Bucket(name)}
+		return []string{PodBucket(o.GetNamespace(), name)}
 	}
 	return nil
 }

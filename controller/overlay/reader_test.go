@@ -124,7 +124,7 @@ func TestWithoutBaseOnlyTheObjectsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods corev1.PodList
-	if err := r.List(context.Background(), &pods, client.MatchingFields{index.PodVMBucket: index.Bucket("a")},
+	if err := r.List(context.Background(), &pods, client.MatchingFields{index.PodVMBucket: index.PodBucket("demo", "a")},
 		client.MatchingLabels{"tier": "x"}); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("pods of a = %d, %v; want the one pod", len(pods.Items), err)
 	}

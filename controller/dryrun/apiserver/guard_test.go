@@ -25,9 +25,9 @@ func TestTheGuardChecksABucketLookupInTheEvaluatedVMsNamespaceOnly(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	neighbour := ""
+	neighbour := "" // a VM of namespace other whose pods share demo/web's bucket
 	for i := 0; neighbour == ""; i++ {
-		if c := fmt.Sprintf("vm-%d", i); index.Bucket(c) == index.Bucket("web") {
+		if c := fmt.Sprintf("vm-%d", i); index.PodBucket("other", c) == index.PodBucket("demo", "web") {
 			neighbour = c
 		}
 	}
