@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -226,6 +227,72 @@ var _ = Describe("Dry-run API (aggregated)", Ordered, func() {
 		}, timeout, interval).Should(Succeed())
 		Expect(res.VM).To(HaveField("Name", "fresh"))
 		Expect(apierrors.IsForbidden(drCreateErr(ctx, alice, drEvaluation(other, build.VM(other, "web", build.OnClusterNetwork(network, "")))))).To(BeTrue())
+	})
+
+	// One VM's IPAddresses and launcher pods are looked up in index buckets that span
+	// namespaces (controller/index/bucket.go); the read guard must ask list in the VM's
+	// namespace only, and hand out nothing of the others.
+	It("answers a caller whose reads are namespace RoleBindings when the VM's buckets hold another namespace's objects, and leaks none of them", func() {
+		live := getVM(ctx, ns, "web")
+		Eventually(func() []corev1.Pod { return launcherPods(ctx, ns, "web") }, timeout, interval).ShouldNot(BeEmpty())
+
+		By("a running VM of the same name in the other namespace")
+		create(ctx, build.VM(other, "web", build.OnClusterNetwork(network, "")))
+		Eventually(func() []corev1.Pod { return launcherPods(ctx, other, "web") }, timeout, interval).ShouldNot(BeEmpty())
+		otherPod := launcherPods(ctx, other, "web")[0].Name
+		otherVM := getVM(ctx, other, "web")
+		By("an IPAddress in the other namespace whose controlling owner UID is ns/web's: in ns/web's IPAddress bucket")
+		forged := &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "forged-owned-by-web",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: vmv1.GroupVersion.String(), Kind: "VirtualMachine", Name: "web",
+				UID: live.UID, Controller: ptr.To(true)}}},
+			Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeAuto,
+				NetworkRef: sdnv1.IPAddressNetworkRef{Kind: sdnv1.KindClusterNetwork, Name: network}}}
+		forged.Finalizers = []string{"vmipam.test/keep"} // garbage collection may mark it (its owner is not in its namespace); the cache keeps it
+		create(ctx, forged)
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(k8s.Patch(ctx, forged.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+		})
+
+		By("a caller whose reads are all RoleBindings in ns (the cluster-scoped networks and pools cluster-wide)")
+		if err := k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "vmipam-test:cluster-network-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{sdnv1.GroupVersion.Group}, Resources: []string{"clusternetworks", "clusteripaddresspools"},
+				Verbs: []string{"get", "list"}}}}); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ns-only"}})
+		subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "ns-only"}}
+		for _, role := range append([]string{rbac.ClusterRoleEvaluator}, drReaders...) {
+			create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "ns-only-"},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject})
+		}
+		drBind(ctx, subject[0], "vmipam-test:cluster-network-reader")
+		nsOnly := drClient(drConfigOf(ctx, ns, "ns-only"))
+
+		var res *dryrunv1.EvaluationStatus
+		Eventually(func() error {
+			ev := drEvaluation(ns, live)
+			err := nsOnly.Create(ctx, ev)
+			res = &ev.Status
+			return err
+		}, timeout, interval).Should(Succeed(), "a namespace user must get an answer, not a 403")
+		Expect(res.VM).To(And(HaveField("Exists", true), HaveField("UID", string(live.UID))))
+		Expect(res.Actions.DeleteIPAddresses).To(BeEmpty())
+		Expect(res.Actions.CreateIPAddresses).To(BeEmpty())
+		Expect(res.Interfaces).To(HaveLen(1))
+		Expect(res.Interfaces[0]).To(HaveField("Attached", true))
+		answer, err := json.Marshal(res)
+		Expect(err).NotTo(HaveOccurred())
+		for _, secret := range []string{other, otherPod, string(otherVM.UID), forged.Name,
+			statusAddress(ctx, other, "web", vmv1.NetworkTypeClusterNetwork, network)} {
+			if secret != "" {
+				Expect(string(answer)).NotTo(ContainSubstring(secret), "the answer leaks %q of namespace %s", secret, other)
+			}
+		}
+
+		By("the same by spec.virtualMachineName")
+		byName := &dryrunv1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: dryrunv1.EvaluationSpec{VirtualMachineName: "web"}}
+		Expect(nsOnly.Create(ctx, byName)).To(Succeed())
+		Expect(byName.Status.VM.UID).To(Equal(string(live.UID)))
 	})
 
 	It("gives namespace admins the role by default (aggregated into admin)", func() {
