@@ -32,6 +32,19 @@ func sameBucket(t *testing.T, s, prefix string) string {
 	return ""
 }
 
+// sortedNames are the names of items, sorted.
+func sortedNames[T any, P interface {
+	*T
+	GetName() string
+}](items []T) []string {
+	out := make([]string, 0, len(items))
+	for i := range items {
+		out = append(out, P(&items[i]).GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
 func reader(t *testing.T, objs ...client.Object) *overlay.Reader {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -70,12 +83,7 @@ func TestOwnedIPAddressesAreTheVMsOwnOnlyNotItsBucketsOrNamespacesOthers(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, ip := range got {
-		names = append(names, ip.Name)
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"mine-1", "mine-2"}) {
+	if names := sortedNames(got); !slices.Equal(names, []string{"mine-1", "mine-2"}) {
 		t.Errorf("owned IPAddresses = %v, want [mine-1 mine-2]", names)
 	}
 
@@ -94,12 +102,7 @@ func TestLauncherPodsAreTheVMsOnlyNotItsBucketsOrNamespacesOthers(t *testing.T) 
 			Labels: map[string]string{vmv1.LabelLauncherVMName: vm}}}
 	}
 	neighbour := sameBucket(t, "a/web", "a/vm-")[len("a/"):]
-	var stranger string // a VM of namespace b whose pods share a/web's bucket
-	for i := 0; stranger == ""; i++ {
-		if c := fmt.Sprintf("vm-%d", i); index.PodBucket("b", c) == index.PodBucket("a", "web") {
-			stranger = c
-		}
-	}
+	stranger := sameBucket(t, "a/web", "b/vm-")[len("b/"):] // a VM of namespace b whose pods share a/web's bucket
 	r := reader(t,
 		pod("a", "virt-launcher-web-1", "web"),
 		pod("a", "virt-launcher-web-2", "web"),
@@ -112,12 +115,7 @@ func TestLauncherPodsAreTheVMsOnlyNotItsBucketsOrNamespacesOthers(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range got {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"virt-launcher-web-1", "virt-launcher-web-2"}) {
+	if names := sortedNames(got); !slices.Equal(names, []string{"virt-launcher-web-1", "virt-launcher-web-2"}) {
 		t.Errorf("launcher pods = %v, want web's two in namespace a", names)
 	}
 }
