@@ -36,6 +36,10 @@
 // reference to the VM, one container of image "stand-in") gets the KVVM template's annotations
 // when it is created, as KubeVirt copies them. No kubelet runs, so launcher pods stay Pending;
 // the stand-in treats every pod it made that is not being deleted as running (VC's active pods).
+// A pod wakes the VM its vm.kubevirt.io/name label names, whoever controls it, on its create and
+// delete and on an update of its phase or networks-status — what VC's PodWatcher lets through —
+// so a labelled pod no VM controls (made from an older read of the template) gets the record
+// as soon as it appears.
 //
 // Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
 // in parallel, Workers at a time). VMs, records, KVVMs and operations are read past the cache

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -23,16 +25,17 @@ import (
 	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// setupVM registers vc-stand-in-vm: VMs, the launcher pods and KVVMs they control, and their
-// decision records (a record has its VM's name), all read from the manager's cache. The watch
-// events of the stand-in's own writes bring no reconcile (notOwnEcho): the reconcile that wrote
-// them acted on them already.
+// setupVM registers vc-stand-in-vm: VMs, the KVVMs they control, the launcher pods labelled
+// with their names (launcherPodChanged), and their decision records (a record has its VM's
+// name), all read from the manager's cache. The watch events of the stand-in's own writes bring
+// no reconcile (notOwnEcho): the reconcile that wrote them acted on them already.
 func (s *Simulator) setupVM(mgr ctrl.Manager) error {
 	echo := builder.WithPredicates(s.notOwnEcho())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vc-stand-in-vm").
 		For(newUnstructured(vmKind), echo).
-		Owns(&corev1.Pod{}, echo).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(vmOfLauncherPod),
+			builder.WithPredicates(launcherPodChanged(), s.notOwnEcho())).
 		Owns(newUnstructured(KVVMKind), echo).
 		Watches(&ipamv1.VirtualMachineIPAM{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
@@ -40,6 +43,31 @@ func (s *Simulator) setupVM(mgr ctrl.Manager) error {
 			}), echo).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(reconcile.Func(s.ReconcileVirtualMachine))
+}
+
+// vmOfLauncherPod maps a pod to the VM its vm.kubevirt.io/name label names, whoever controls
+// the pod: the real VC's PodWatcher (pkg/controller/vm/internal/watcher/pod_watcher.go) maps
+// by the label, as KubeVirt's launcher pods are controlled by the KVVMI, not the VM. So a
+// labelled pod no VM controls — one made from an older read of the template — wakes its VM,
+// which applies the record to it (observeAllPods).
+func vmOfLauncherPod(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[virtv1.LabelLauncherVMName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// launcherPodChanged lets through what the real VC's PodWatcher does: every create and delete,
+// and an update that changes the pod's phase or SDN's networks-status annotation. Other pod
+// writes (networks-spec, finalizers, other annotations) wake no VM.
+func launcherPodChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		was, ok1 := e.ObjectOld.(*corev1.Pod)
+		now, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || was.Status.Phase != now.Status.Phase ||
+			was.Annotations[sdnv1.AnnotationNetworksStatus] != now.Annotations[sdnv1.AnnotationNetworksStatus]
+	}}
 }
 
 // newUnstructured is an empty object of kind gvk.

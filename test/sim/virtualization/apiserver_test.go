@@ -1,0 +1,130 @@
+package virtualization_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vmipam/vmipam/controller"
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
+	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
+	"github.com/vmipam/vmipam/test/env"
+	"github.com/vmipam/vmipam/test/sim"
+	"github.com/vmipam/vmipam/test/sim/virtualization"
+)
+
+// TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord holds the stand-in to how the real VC
+// hears of launcher pods (virtualization-controller.md §1–§2; its PodWatcher maps a pod to its
+// VM by the vm.kubevirt.io/name label, since KubeVirt's pods are controlled by the KVVMI, not
+// the VM): a labelled pod that no VM controls — made by a slower pod creator from an older
+// read of the template — appears after the VM has settled, and its creation alone must bring
+// the record's networks-spec onto it. Nothing else wakes the VM: no SDN runs, and the record
+// attaches no interface, so the stand-in waits for no networks-status.
+func TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord(t *testing.T) {
+	g := NewWithT(t)
+	e, err := env.Start(env.Options{})
+	t.Cleanup(func() {
+		if e != nil {
+			_ = e.Stop()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(e.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runStandIn(t, e, c)
+	ctx := context.Background()
+
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "v"},
+		Spec: virtv1.VirtualMachineSpec{RunPolicy: virtv1.RunPolicyAlwaysOn,
+			Networks: []virtv1.NetworksSpec{{Type: virtv1.NetworkTypeMain},
+				{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp", IPAddressName: "ip-a"}}}}
+	g.Expect(c.Create(ctx, vm)).To(Succeed())
+	record(t, c, vm, ipamv1.InterfaceDecision{Type: "ClusterNetwork", Name: "corp", Allocation: ipamv1.AllocationStatic,
+		IPAddressName: "ip-a", Attach: true, Hotplug: true})
+	var read corev1.Pod // a slower pod creator's read of the template, carrying ip-a
+	running := func(g Gomega) string {
+		var pods corev1.PodList
+		g.Expect(c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: "v"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		read = pods.Items[0]
+		return read.Annotations[sdnv1.AnnotationNetworksSpec]
+	}
+	g.Eventually(running, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"ip-a"`))
+	carried := read.Annotations[sdnv1.AnnotationNetworksSpec]
+
+	record(t, c, vm) // the interface goes: the running pod loses it
+	g.Eventually(running, 30*time.Second, 100*time.Millisecond).ShouldNot(ContainSubstring(`"ip-a"`))
+	time.Sleep(2 * time.Second) // the stand-in settles: nothing is left for it to do
+
+	late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "virt-launcher-v-late",
+		Labels:      map[string]string{virtv1.LabelLauncherVMName: "v"},
+		Annotations: map[string]string{sdnv1.AnnotationNetworksSpec: carried}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "stand-in"}}}}
+	g.Expect(c.Create(ctx, late)).To(Succeed())
+	g.Eventually(func() (string, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(late), late)
+		return late.Annotations[sdnv1.AnnotationNetworksSpec], err
+	}, 15*time.Second, 100*time.Millisecond).ShouldNot(ContainSubstring(`"ip-a"`),
+		"the late pod's creation must wake its VM, which applies the record to every launcher pod of it")
+}
+
+// runStandIn runs the virtualization-controller stand-in alone in a manager of its own, cached
+// as where it runs beside vmipam, until the test ends.
+func runStandIn(t *testing.T, e *env.Environment, c client.Client) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: c.Scheme(), Cache: sim.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("stand-in manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// record writes VM vm's decision record with the decisions, for its live UID and generation,
+// as vmipam does (creating it, or replacing its spec).
+func record(t *testing.T, c client.Client, vm *virtv1.VirtualMachine, ds ...ipamv1.InterfaceDecision) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+		t.Fatal(err)
+	}
+	rec := &ipamv1.VirtualMachineIPAM{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(vm), rec)
+	rec.Spec = ipamv1.VirtualMachineIPAMSpec{VMUID: vm.UID, VMGeneration: vm.Generation, Interfaces: ds}
+	if err == nil {
+		err = c.Update(ctx, rec)
+	} else {
+		rec.ObjectMeta = metav1.ObjectMeta{Namespace: vm.Namespace, Name: vm.Name}
+		err = c.Create(ctx, rec)
+	}
+	if err != nil {
+		t.Fatalf("writing the record of %s: %v", vm.Name, err)
+	}
+}
