@@ -8,10 +8,12 @@
 // and interface names), policy (ClusterIPAMPolicy compilation, status and the published policy
 // snapshot), plan (a VM's observe → decide → plan, writing nothing), vm (the VirtualMachine
 // reconciler: carries a plan out — Auto IPAddresses and the decision record), backlog (when
-// SDN last answered an IPAddress, and a notice when it falls quiet), dryrun (the
+// SDN last answered an IPAddress, and a notice when it falls quiet), firstseen (when this
+// process first saw an object the API server dated after its clock), dryrun (the
 // Evaluation API over plan), webhook (policy admission) and metrics. Dependencies point down:
 //
 //	controller → vm → plan → evaluator → policies
+//	vm → firstseen
 //	controller → policy → evaluator
 //	controller → dryrun → plan
 //	controller → backlog

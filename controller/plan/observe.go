@@ -49,6 +49,8 @@ type scope struct {
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
 	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
+	// firstSeen is Options.FirstSeen.
+	firstSeen func(types.UID, time.Time) time.Time
 	// budget is the VM's evaluation budget, DefaultVMEvaluationBudget when zero; overBudget
 	// says that decide ran out of it (some interfaces got a PolicyError naming it).
 	budget     time.Duration
@@ -89,7 +91,8 @@ type networkInfo struct {
 	// answered: SDN has written the network's Ready condition (True or False); until then the
 	// network is new to SDN, and its not being Ready says nothing yet (graceLeft).
 	answered bool
-	// created is the network's creationTimestamp (zero for one a dry run brings along).
+	// created is when the network was created (createdAt: its creationTimestamp, on the
+	// controller's clock), zero for one a dry run brings along.
 	created time.Time
 	pool    *sdnv1.PoolRef
 	typ     string // ClusterNetwork spec.type: VLAN, Access, or "" (unset, or a Network)
@@ -104,11 +107,13 @@ type observer struct {
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
 	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
+	// firstSeen is Options.FirstSeen.
+	firstSeen func(types.UID, time.Time) time.Time
 }
 
 // observe gathers everything the decisions and the plan need about vm.
 func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
-	s := &scope{vm: vm, set: set, now: r.now, sdnLastAnswer: r.sdnLastAnswer, ipAddresses: map[string]*sdnv1.IPAddress{}}
+	s := &scope{vm: vm, set: set, now: r.now, sdnLastAnswer: r.sdnLastAnswer, firstSeen: r.firstSeen, ipAddresses: map[string]*sdnv1.IPAddress{}}
 	steps := []func(context.Context, *scope) error{ // pods before interfaces: what runs is applied
 		r.observeNamespace, r.observeRecord, r.observePods, r.observeInterfaces, r.observeOwned,
 	}
@@ -250,7 +255,7 @@ func (r observer) network(ctx context.Context, namespace string, spec vmv1.Netwo
 	}
 	answered, ready := status.Readiness()
 	return &networkInfo{exists: true, pool: netw.PoolRef(), typ: string(*typ), labels: obj.GetLabels(),
-		ready: ready, answered: answered, created: obj.GetCreationTimestamp().Time}, nil
+		ready: ready, answered: answered, created: createdAt(obj, r.now, r.firstSeen)}, nil
 }
 
 // ipAddress returns the IPAddress of that name, or nil when there is none.

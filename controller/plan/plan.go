@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -104,6 +106,12 @@ type Options struct {
 	// unanswered Auto IPAddress waits longer while SDN answers others on its network
 	// (unansweredLeft). Nil: each waits UnansweredGrace.
 	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
+	// FirstSeen, when set, tells when the caller first saw the object of a UID, on the clock
+	// Now comes from, recording the now given on the first call (firstseen.Clock.At). It is
+	// asked only about objects whose creationTimestamp lies after Now — the API server's clock
+	// runs ahead —, so that the graces timed from a creation last what they should (createdAt).
+	// Nil: such an object counts as created Now, every time.
+	FirstSeen func(uid types.UID, now time.Time) time.Time
 }
 
 // Compute observes vm's world through reader (the cache, or a cache with overlaid objects),
@@ -111,7 +119,7 @@ type Options struct {
 // in the cluster. It fails only when reading fails or ctx ends first (the decisions are then
 // incomplete and must not be acted on).
 func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts Options) (*Plan, error) {
-	observed, err := observer{reader: reader, now: opts.Now, sdnLastAnswer: opts.SDNLastAnswer}.observe(ctx, vm, set)
+	observed, err := observer{reader: reader, now: opts.Now, sdnLastAnswer: opts.SDNLastAnswer, firstSeen: opts.FirstSeen}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
@@ -331,15 +339,15 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 			return 0, 0
 		}
 		if unanswered(it.auto) {
-			return unansweredLeft(s.now, it.auto.CreationTimestamp.Time, backlogEvidence(s, it.auto))
+			return unansweredLeft(s.now, s.createdAt(it.auto), backlogEvidence(s, it.auto))
 		}
-		left := FreshPendingGrace - s.now.Sub(it.auto.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(s.createdAt(it.auto))
 		return left, left
 	case string(evaluator.ReasonIPAddressNotAllocated):
 		if it.static == nil || !unanswered(it.static) {
 			return 0, 0
 		}
-		left := FreshPendingGrace - s.now.Sub(it.static.CreationTimestamp.Time)
+		left := FreshPendingGrace - s.now.Sub(s.createdAt(it.static))
 		return left, left
 	case string(evaluator.ReasonNetworkNotReady):
 		if it.network == nil || !it.network.exists || it.network.answered {
@@ -350,6 +358,27 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 	}
 	return 0, 0
 }
+
+// createdAt is when obj was created, on the clock of now: its creationTimestamp, which the API
+// server stamps from its own clock, unless that lies after now — only a clock running ahead of
+// the controller's makes it possible —; then when the caller first saw obj (Options.FirstSeen),
+// or now when nothing remembers. Without it, every grace timed from a creation would also last
+// the skew (an hour ahead: an hour). A clock running behind shortens the graces instead, which
+// costs writes, not availability: the problem is reported early, the VM starts without the
+// interface and gets it hot-plugged when SDN answers (docs/RELIABILITY.md, "Clock skew").
+func createdAt(obj metav1.Object, now time.Time, firstSeen func(types.UID, time.Time) time.Time) time.Time {
+	created := obj.GetCreationTimestamp().Time
+	switch {
+	case !created.After(now):
+		return created
+	case firstSeen != nil:
+		return firstSeen(obj.GetUID(), now)
+	}
+	return now
+}
+
+// createdAt is createdAt on the scope's clock.
+func (s *scope) createdAt(obj metav1.Object) time.Time { return createdAt(obj, s.now, s.firstSeen) }
 
 // createdLeft is graceLeft for an Auto IPAddress this plan creates, which SDN cannot have
 // answered yet: it waits as any unanswered one does from its creation (unansweredLeft),

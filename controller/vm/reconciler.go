@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/vmipam/vmipam/controller/firstseen"
 	"github.com/vmipam/vmipam/controller/metrics"
 	"github.com/vmipam/vmipam/controller/plan"
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -88,6 +89,10 @@ type Reconciler struct {
 	deadlineMissed   map[reconcile.Request]bool
 	ownOnce          sync.Once
 	own              *writeExpectations
+	// firstSeen remembers when the objects the API server dated after r's clock were first
+	// seen (plan.Options.FirstSeen).
+	firstSeenOnce sync.Once
+	firstSeen     *firstseen.Clock
 }
 
 // DefaultMaxConcurrentReconciles is how many VMs are reconciled at once unless
@@ -132,7 +137,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.SDNLastAnswer})
+	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.SDNLastAnswer,
+		FirstSeen: r.firstSeenClock().At})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -264,6 +270,12 @@ func (r *Reconciler) retries() *retryBackoff {
 func (r *Reconciler) expectations() *writeExpectations {
 	r.ownOnce.Do(func() { r.own = newOwnWrites(r.now) })
 	return r.own
+}
+
+// firstSeenClock is r's firstseen.Clock, made on first use.
+func (r *Reconciler) firstSeenClock() *firstseen.Clock {
+	r.firstSeenOnce.Do(func() { r.firstSeen = firstseen.New(0) })
+	return r.firstSeen
 }
 
 // retryBackoff spaces the retries of VMs waiting for a pool exponentially. Only a retry that
