@@ -21,15 +21,11 @@ import (
 	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
-// TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord holds the stand-in to how the real VC
-// hears of launcher pods (virtualization-controller.md §1–§2; its PodWatcher maps a pod to its
-// VM by the vm.kubevirt.io/name label, since KubeVirt's pods are controlled by the KVVMI, not
-// the VM): a labelled pod that no VM controls — made by a slower pod creator from an older
-// read of the template — appears after the VM has settled, and its creation alone must bring
-// the record's networks-spec onto it. Nothing else wakes the VM: no SDN runs, and the record
-// attaches no interface, so the stand-in waits for no networks-status.
-func TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord(t *testing.T) {
-	g := NewWithT(t)
+// TestStandInHearsOfLauncherPodsAsVCDoes holds the stand-in to how the real VC hears of
+// launcher pods (virtualization-controller.md §1–§2; its PodWatcher maps a pod to its VM by
+// the vm.kubevirt.io/name label, since KubeVirt's pods are controlled by the KVVMI, not the
+// VM), on a real API server, a subtest per case, each with a VM of its own.
+func TestStandInHearsOfLauncherPodsAsVCDoes(t *testing.T) {
 	e, err := env.Start(env.Options{})
 	t.Cleanup(func() {
 		if e != nil {
@@ -48,6 +44,17 @@ func TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	runStandIn(t, e, c)
+	t.Run("a pod no VM controls is woken by its label and gets the record", func(t *testing.T) { podNoVMControls(t, c) })
+	t.Run("a pod someone else deletes while a finalizer keeps it is replaced", func(t *testing.T) { podHeldByFinalizer(t, c) })
+}
+
+// podNoVMControls: a labelled pod that no VM controls — made by a slower pod creator from an
+// older read of the template — appears after the VM has settled, and its creation alone must
+// bring the record's networks-spec onto it. Nothing else wakes the VM: no SDN runs, and the
+// record attaches no interface, so the stand-in waits for no networks-status. With the
+// stand-in's earlier watch (the VM's controller reference) nothing brought it.
+func podNoVMControls(t *testing.T, c client.Client) {
+	g := NewWithT(t)
 	ctx := context.Background()
 
 	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "v"},
@@ -82,6 +89,52 @@ func TestAPodNoVMControlsIsWokenByItsLabelAndGetsTheRecord(t *testing.T) {
 		return late.Annotations[sdnv1.AnnotationNetworksSpec], err
 	}, 15*time.Second, 100*time.Millisecond).ShouldNot(ContainSubstring(`"ip-a"`),
 		"the late pod's creation must wake its VM, which applies the record to every launcher pod of it")
+}
+
+// podHeldByFinalizer: someone else deletes a running VM's launcher pod while a finalizer keeps
+// it (a guest shutting down, a backup hook): the stand-in, whose envtest runs no kubelet to
+// change the pod's phase, must hear of the deletion itself and start a replacement.
+func podHeldByFinalizer(t *testing.T, c client.Client) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held"},
+		Spec: virtv1.VirtualMachineSpec{RunPolicy: virtv1.RunPolicyAlwaysOn}}
+	g.Expect(c.Create(ctx, vm)).To(Succeed())
+	pods := func(g Gomega) (live, terminating []corev1.Pod) {
+		var list corev1.PodList
+		g.Expect(c.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: "held"})).To(Succeed())
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+			} else {
+				terminating = append(terminating, p)
+			}
+		}
+		return live, terminating
+	}
+	var pod corev1.Pod
+	g.Eventually(func(g Gomega) {
+		live, _ := pods(g)
+		g.Expect(live).To(HaveLen(1))
+		pod = live[0]
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	const finalizer = "vmipam.test/hold"
+	pod.Finalizers = append(pod.Finalizers, finalizer)
+	g.Expect(c.Update(ctx, &pod)).To(Succeed())
+	t.Cleanup(func() {
+		live := &corev1.Pod{}
+		if c.Get(context.Background(), client.ObjectKeyFromObject(&pod), live) == nil {
+			live.Finalizers = nil
+			_ = c.Update(context.Background(), live)
+		}
+	})
+	time.Sleep(time.Second) // the stand-in settles after the finalizer's write
+	g.Expect(c.Delete(ctx, &pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		live, terminating := pods(g)
+		g.Expect(terminating).To(HaveLen(1))
+		g.Expect(live).To(HaveLen(1), "a replacement launcher pod")
+	}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
 // runStandIn runs the virtualization-controller stand-in alone in a manager of its own, cached

@@ -39,7 +39,12 @@
 // A pod wakes the VM its vm.kubevirt.io/name label names, whoever controls it, on its create and
 // delete and on an update of its phase or networks-status — what VC's PodWatcher lets through —
 // so a labelled pod no VM controls (made from an older read of the template) gets the record
-// as soon as it appears.
+// as soon as it appears; and on the start of its deletion, which on a cluster the kubelet's
+// phase change would bring. Its other watches differ from VC's where it does not need theirs:
+// a KVVM wakes its VM on any update not its own (VC: on changes of the KVVM's status, which
+// the stand-in's KVVMs do not have), and VC's watches of the KVVMI, the networks' Ready and
+// the IPAddresses' Allocated are not modelled — what the stand-in shows of them comes through
+// the record, whose every change wakes the VM.
 //
 // Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
 // in parallel, Workers at a time). VMs, records, KVVMs and operations are read past the cache

@@ -59,13 +59,17 @@ func vmOfLauncherPod(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // launcherPodChanged lets through what the real VC's PodWatcher does: every create and delete,
-// and an update that changes the pod's phase or SDN's networks-status annotation. Other pod
-// writes (networks-spec, finalizers, other annotations) wake no VM.
+// and an update that changes the pod's phase or SDN's networks-status annotation — and, since
+// envtest runs no kubelet, the start of its deletion: on a cluster the kubelet then stops the
+// pod and changes its phase, which is what wakes VC; here nothing would, and a pod someone
+// else deletes while a finalizer keeps it would never be replaced. Other pod writes
+// (networks-spec, finalizers, other annotations) wake no VM.
 func launcherPodChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		was, ok1 := e.ObjectOld.(*corev1.Pod)
 		now, ok2 := e.ObjectNew.(*corev1.Pod)
 		return !ok1 || !ok2 || was.Status.Phase != now.Status.Phase ||
+			(was.DeletionTimestamp == nil) != (now.DeletionTimestamp == nil) ||
 			was.Annotations[sdnv1.AnnotationNetworksStatus] != now.Annotations[sdnv1.AnnotationNetworksStatus]
 	}}
 }
