@@ -4,20 +4,20 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/lru"
 )
 
-// DefaultSize is how many objects a Clock remembers at most: objects created while the API
-// server's clock runs ahead of the controller's and still waiting out a grace. Past it the
-// least recently asked is forgotten, and its grace starts again when it is next asked about.
+// DefaultSize is how many objects a Clock remembers at most: objects the API server dated
+// after the controller's clock, still waiting out a grace. Past it the least recently asked is
+// forgotten, and its grace starts again when it is next asked about.
 const DefaultSize = 1 << 16
 
-// Clock remembers, per object UID, the first time it was asked about the object. Create it with
-// New; it is safe for concurrent use.
+// Clock remembers when its caller first saw the objects the API server dated after the
+// caller's clock. Create it with New; it is safe for concurrent use.
 type Clock struct {
-	mu   sync.Mutex // makes At's look-up and insertion one step
-	seen *lru.Cache // UID → time.Time
+	mu   sync.Mutex // makes Created's look-up and insertion one step
+	seen *lru.Cache // UID → time.Time, on the caller's clock
 }
 
 // New returns a Clock that remembers at most size objects (DefaultSize when size ≤ 0).
@@ -28,15 +28,28 @@ func New(size int) *Clock {
 	return &Clock{seen: lru.New(size)}
 }
 
-// At returns when uid was first asked about, and records now as that time on the first call.
-// now is the caller's clock; the same caller's clock must be passed every time.
-func (c *Clock) At(uid types.UID, now time.Time) time.Time {
+// Created is when obj was created, on the clock now comes from (the same clock every call):
+//   - an object the Clock remembers: the earlier of its creationTimestamp and when the Clock
+//     first saw it, so that a skew smaller than a grace stops counting once now passes the
+//     timestamp as well;
+//   - otherwise, one dated after now — only a clock running ahead of the caller's can do that
+//     —: now, which the Clock remembers;
+//   - otherwise its creationTimestamp (the API server's clock; with clocks in agreement, this
+//     is every object, and the Clock stays empty).
+func (c *Clock) Created(obj metav1.Object, now time.Time) time.Time {
+	created := obj.GetCreationTimestamp().Time
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.seen.Get(uid); ok {
-		return t.(time.Time)
+	if v, ok := c.seen.Get(obj.GetUID()); ok {
+		if seen := v.(time.Time); seen.Before(created) {
+			return seen
+		}
+		return created
 	}
-	c.seen.Add(uid, now)
+	if !created.After(now) {
+		return created
+	}
+	c.seen.Add(obj.GetUID(), now)
 	return now
 }
 

@@ -6,7 +6,8 @@
 // with its own clock, while creationTimestamp is the API server's. When that clock runs ahead
 // of the controller's, an object seems to be created in the future and a grace would last the
 // skew on top of itself: an hour ahead, a new VM's record waited an hour and 5 s for a network
-// SDN had not answered yet. The plan then times the grace from when this process first saw the
-// object instead, which Clock remembers. Only such objects are asked about, so with clocks in
-// agreement Clock holds nothing.
+// SDN had not answered yet. For an object dated after the controller's now — which only a
+// clock running ahead makes possible — Clock remembers when this process first saw it, and the
+// plan times the grace from the earlier of that and the timestamp (Clock.Created). Only such
+// objects are remembered, so with clocks in agreement Clock holds nothing.
 package firstseen

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,8 +50,8 @@ type scope struct {
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
 	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
-	// firstSeen is Options.FirstSeen.
-	firstSeen func(types.UID, time.Time) time.Time
+	// createdOn is Options.Created.
+	createdOn func(metav1.Object, time.Time) time.Time
 	// budget is the VM's evaluation budget, DefaultVMEvaluationBudget when zero; overBudget
 	// says that decide ran out of it (some interfaces got a PolicyError naming it).
 	budget     time.Duration
@@ -107,13 +108,13 @@ type observer struct {
 	now time.Time
 	// sdnLastAnswer is Options.SDNLastAnswer.
 	sdnLastAnswer func(*sdnv1.IPAddress) time.Time
-	// firstSeen is Options.FirstSeen.
-	firstSeen func(types.UID, time.Time) time.Time
+	// createdOn is Options.Created.
+	createdOn func(metav1.Object, time.Time) time.Time
 }
 
 // observe gathers everything the decisions and the plan need about vm.
 func (r observer) observe(ctx context.Context, vm *vmv1.VirtualMachine, set *evaluator.Set) (*scope, error) {
-	s := &scope{vm: vm, set: set, now: r.now, sdnLastAnswer: r.sdnLastAnswer, firstSeen: r.firstSeen, ipAddresses: map[string]*sdnv1.IPAddress{}}
+	s := &scope{vm: vm, set: set, now: r.now, sdnLastAnswer: r.sdnLastAnswer, createdOn: r.createdOn, ipAddresses: map[string]*sdnv1.IPAddress{}}
 	steps := []func(context.Context, *scope) error{ // pods before interfaces: what runs is applied
 		r.observeNamespace, r.observeRecord, r.observePods, r.observeInterfaces, r.observeOwned,
 	}
@@ -255,7 +256,7 @@ func (r observer) network(ctx context.Context, namespace string, spec vmv1.Netwo
 	}
 	answered, ready := status.Readiness()
 	return &networkInfo{exists: true, pool: netw.PoolRef(), typ: string(*typ), labels: obj.GetLabels(),
-		ready: ready, answered: answered, created: createdAt(obj, r.now, r.firstSeen)}, nil
+		ready: ready, answered: answered, created: createdAt(obj, r.now, r.createdOn)}, nil
 }
 
 // ipAddress returns the IPAddress of that name, or nil when there is none.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
@@ -106,12 +105,12 @@ type Options struct {
 	// unanswered Auto IPAddress waits longer while SDN answers others on its network
 	// (unansweredLeft). Nil: each waits UnansweredGrace.
 	SDNLastAnswer func(*sdnv1.IPAddress) time.Time
-	// FirstSeen, when set, tells when the caller first saw the object of a UID, on the clock
-	// Now comes from, recording the now given on the first call (firstseen.Clock.At). It is
-	// asked only about objects whose creationTimestamp lies after Now — the API server's clock
-	// runs ahead —, so that the graces timed from a creation last what they should (createdAt).
-	// Nil: such an object counts as created Now, every time.
-	FirstSeen func(uid types.UID, now time.Time) time.Time
+	// Created, when set, tells when an object was created on the clock Now comes from, for
+	// the graces timed from a creation (firstseen.Clock.Created: its creationTimestamp, unless
+	// the API server dated it after a now it was asked with — its clock runs ahead —, then
+	// when it was first asked about it). Nil: the creationTimestamp, or Now for an object
+	// dated after Now, every time (createdAt).
+	Created func(obj metav1.Object, now time.Time) time.Time
 }
 
 // Compute observes vm's world through reader (the cache, or a cache with overlaid objects),
@@ -119,7 +118,7 @@ type Options struct {
 // in the cluster. It fails only when reading fails or ctx ends first (the decisions are then
 // incomplete and must not be acted on).
 func Compute(ctx context.Context, reader client.Reader, set *evaluator.Set, vm *vmv1.VirtualMachine, opts Options) (*Plan, error) {
-	observed, err := observer{reader: reader, now: opts.Now, sdnLastAnswer: opts.SDNLastAnswer, firstSeen: opts.FirstSeen}.observe(ctx, vm, set)
+	observed, err := observer{reader: reader, now: opts.Now, sdnLastAnswer: opts.SDNLastAnswer, createdOn: opts.Created}.observe(ctx, vm, set)
 	if err != nil {
 		return nil, err
 	}
@@ -359,26 +358,25 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 	return 0, 0
 }
 
-// createdAt is when obj was created, on the clock of now: its creationTimestamp, which the API
-// server stamps from its own clock, unless that lies after now — only a clock running ahead of
-// the controller's makes it possible —; then when the caller first saw obj (Options.FirstSeen),
-// or now when nothing remembers. Without it, every grace timed from a creation would also last
-// the skew (an hour ahead: an hour). A clock running behind shortens the graces instead, which
-// costs writes, not availability: the problem is reported early, the VM starts without the
+// createdAt is when obj was created, on the clock of now: what createdOn says (Options.Created),
+// or without it the creationTimestamp, which the API server stamps from its own clock, or now
+// when that lies after now — only a clock running ahead of the controller's makes it
+// possible. Without either, every grace timed from a creation would also last the skew (an
+// hour ahead: an hour). A clock running behind shortens the graces instead, which costs
+// writes, not availability: the problem is reported early, the VM starts without the
 // interface and gets it hot-plugged when SDN answers (docs/RELIABILITY.md, "Clock skew").
-func createdAt(obj metav1.Object, now time.Time, firstSeen func(types.UID, time.Time) time.Time) time.Time {
-	created := obj.GetCreationTimestamp().Time
-	switch {
-	case !created.After(now):
+func createdAt(obj metav1.Object, now time.Time, createdOn func(metav1.Object, time.Time) time.Time) time.Time {
+	if createdOn != nil {
+		return createdOn(obj, now)
+	}
+	if created := obj.GetCreationTimestamp().Time; !created.After(now) {
 		return created
-	case firstSeen != nil:
-		return firstSeen(obj.GetUID(), now)
 	}
 	return now
 }
 
 // createdAt is createdAt on the scope's clock.
-func (s *scope) createdAt(obj metav1.Object) time.Time { return createdAt(obj, s.now, s.firstSeen) }
+func (s *scope) createdAt(obj metav1.Object) time.Time { return createdAt(obj, s.now, s.createdOn) }
 
 // createdLeft is graceLeft for an Auto IPAddress this plan creates, which SDN cannot have
 // answered yet: it waits as any unanswered one does from its creation (unansweredLeft),

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmipam/vmipam/controller/firstseen"
@@ -15,68 +14,107 @@ import (
 	"github.com/vmipam/vmipam/evaluator"
 )
 
-// skewAhead is how far the API server's clock runs ahead of the controller's in these tests.
-const skewAhead = time.Hour
+// skewCase is a VM whose one additional interface waits out a grace timed from the creation of
+// an object the API server dated skew after t0, the controller's now.
+type skewCase struct {
+	name   string
+	static bool // the interface names the static IPAddress "s"
+	world  func(skew time.Duration) []client.Object
+	reason evaluator.Reason
+	grace  time.Duration
+}
 
 // TestAGraceTimedFromACreationLastsItsLengthWhenTheAPIServersClockRunsAhead: an object the
-// API server dated an hour after the controller's now — its clock runs ahead — waits its
-// grace from when the controller first saw it, not an hour more; without anything that
-// remembers (a dry run) it waits the grace from every now. Each case goes through Compute, as
-// the reconciler calls it, for the three graces timed from a creation: a network SDN has not
-// answered, an Auto IPAddress SDN has not answered, and one SDN answered without an address.
+// API server dated after the controller's now — its clock runs ahead, by an hour or by less
+// than the grace — waits its grace from when the controller first saw it, neither the skew
+// on top nor from the timestamp once the clock passes it: the plan is deferred until exactly
+// the grace has passed, each look pointing its retry there, then the problem is reported.
+// Without anything that remembers (a dry run) it waits the grace from every now. Each case
+// goes through Compute, as the reconciler calls it, for the four graces timed from a
+// creation.
 func TestAGraceTimedFromACreationLastsItsLengthWhenTheAPIServersClockRunsAhead(t *testing.T) {
-	ahead := metav1.NewTime(t0.Add(skewAhead))
+	for _, c := range skewCases() {
+		for _, skew := range []time.Duration{time.Hour, c.grace * 2 / 5} {
+			t.Run(c.name+" "+skew.String()+" ahead", func(t *testing.T) {
+				world := fakeWorld(t, c.world(skew)...)
+				compute := func(now time.Time, created func(metav1.Object, time.Time) time.Time) *Plan {
+					t.Helper()
+					p, err := Compute(context.Background(), world, compiledSet(t), skewVM(c.static), Options{Now: now, Created: created})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return p
+				}
+				seen := firstseen.New(0)
+				step := c.grace / 20
+				now := t0
+				for ; ; now = now.Add(step) {
+					p := compute(now, seen.Created)
+					if !p.Deferred {
+						if len(p.Record.Spec.Interfaces) != 1 || p.Record.Spec.Interfaces[0].Reason != string(c.reason) {
+							t.Fatalf("at +%v: record %+v; want the %s reported", now.Sub(t0), p.Record.Spec.Interfaces, c.reason)
+						}
+						break
+					}
+					if due := now.Add(p.RetryAfter); !due.Equal(t0.Add(c.grace)) {
+						t.Fatalf("at +%v: retry after %v, at +%v; want at +%v, when the grace ends", now.Sub(t0), p.RetryAfter,
+							due.Sub(t0), c.grace)
+					}
+				}
+				if !now.Equal(t0.Add(c.grace)) {
+					t.Fatalf("reported at +%v; want at +%v, the grace from the first sight", now.Sub(t0), c.grace)
+				}
+				if p := compute(t0.Add(c.grace), nil); !p.Deferred || p.RetryAfter != min(c.grace, skew) {
+					t.Fatalf("nothing remembers: deferred %v, retry after %v; want the grace from now, or the timestamp passed",
+						p.Deferred, p.RetryAfter)
+				}
+			})
+		}
+	}
+}
+
+// skewVM is the VM of the skew cases: on ClusterNetwork corp, naming the static IPAddress "s"
+// when static.
+func skewVM(static bool) *vmv1.VirtualMachine {
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "uid-v", Generation: 1}}
 	vm.Spec.Networks = []vmv1.NetworksSpec{{Type: "Main"}, {Type: "ClusterNetwork", Name: "corp"}}
-	network := func(answered bool) *sdnv1.ClusterNetwork {
-		n := &sdnv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "corp", UID: "uid-corp", CreationTimestamp: ahead},
+	if static {
+		vm.Spec.Networks[1].IPAddressName = "s"
+	}
+	return vm
+}
+
+// skewCases are the four graces timed from a creation (graceLeft).
+func skewCases() []skewCase {
+	network := func(skew time.Duration, answered bool) *sdnv1.ClusterNetwork {
+		n := &sdnv1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "corp", UID: "uid-corp", CreationTimestamp: metav1.NewTime(t0.Add(skew))},
 			Spec: sdnv1.ClusterNetworkSpec{IPAM: &sdnv1.NetworkIPAM{IPAddressPoolRef: sdnv1.PoolRef{Kind: sdnv1.KindClusterIPAddressPool, Name: "p"}}}}
 		if answered {
 			n.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "NetworkReady"}}
 		}
 		return n
 	}
-	auto := func(answered bool) *sdnv1.IPAddress {
-		ip := autoOf(vm, "corp", "")
-		ip.CreationTimestamp, ip.Status = ahead, sdnv1.IPAddressStatus{}
+	auto := func(skew time.Duration, answered bool) *sdnv1.IPAddress {
+		ip := autoOf(skewVM(false), "corp", "")
+		ip.CreationTimestamp, ip.Status = metav1.NewTime(t0.Add(skew)), sdnv1.IPAddressStatus{}
 		if answered { // SDN answered, but has no address for it yet
 			ip.Status.Phase = sdnv1.IPAddressPhasePending
 		}
 		return &ip
 	}
-	for _, c := range []struct {
-		name   string
-		world  []client.Object
-		reason evaluator.Reason
-		grace  time.Duration
-	}{
-		{"a network SDN has not answered", []client.Object{network(false)}, evaluator.ReasonNetworkNotReady, FreshPendingGrace},
-		{"an Auto IPAddress SDN has not answered", []client.Object{network(true), auto(false)}, evaluator.ReasonIPAddressPending, UnansweredGrace},
-		{"an Auto IPAddress SDN answered without an address", []client.Object{network(true), auto(true)}, evaluator.ReasonIPAddressPending, FreshPendingGrace},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			world := fakeWorld(t, c.world...)
-			compute := func(now time.Time, firstSeen func(types.UID, time.Time) time.Time) *Plan {
-				t.Helper()
-				p, err := Compute(context.Background(), world, compiledSet(t), vm, Options{Now: now, FirstSeen: firstSeen})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p
-			}
-			seen := firstseen.New(0)
-			if p := compute(t0, seen.At); !p.Deferred || p.RetryAfter != c.grace {
-				t.Fatalf("first look: deferred %v, retry after %v; want deferred, retry after %v (the grace, not the skew too)",
-					p.Deferred, p.RetryAfter, c.grace)
-			}
-			p := compute(t0.Add(c.grace), seen.At)
-			if p.Deferred || !p.RecordChanged || len(p.Record.Spec.Interfaces) != 1 || p.Record.Spec.Interfaces[0].Reason != string(c.reason) {
-				t.Fatalf("after the grace: deferred %v, record written %v (%+v); want the %s reported", p.Deferred, p.RecordChanged,
-					p.Record.Spec.Interfaces, c.reason)
-			}
-			if p := compute(t0.Add(c.grace), nil); !p.Deferred || p.RetryAfter != c.grace {
-				t.Fatalf("nothing remembers: deferred %v, retry after %v; want the grace from now, %v", p.Deferred, p.RetryAfter, c.grace)
-			}
-		})
+	static := func(skew time.Duration) *sdnv1.IPAddress {
+		return &sdnv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "uid-s", CreationTimestamp: metav1.NewTime(t0.Add(skew))},
+			Spec: sdnv1.IPAddressSpec{Type: sdnv1.IPAddressTypeStatic, NetworkRef: sdnv1.IPAddressNetworkRef{Kind: sdnv1.KindClusterNetwork, Name: "corp"},
+				Static: &sdnv1.StaticIP{IP: "10.0.0.9"}}}
+	}
+	return []skewCase{
+		{name: "a network SDN has not answered", reason: evaluator.ReasonNetworkNotReady, grace: FreshPendingGrace,
+			world: func(skew time.Duration) []client.Object { return []client.Object{network(skew, false)} }},
+		{name: "an Auto IPAddress SDN has not answered", reason: evaluator.ReasonIPAddressPending, grace: UnansweredGrace,
+			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), auto(skew, false)} }},
+		{name: "an Auto IPAddress SDN answered without an address", reason: evaluator.ReasonIPAddressPending, grace: FreshPendingGrace,
+			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), auto(skew, true)} }},
+		{name: "a static IPAddress SDN has not answered", static: true, reason: evaluator.ReasonIPAddressNotAllocated, grace: FreshPendingGrace,
+			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), static(skew)} }},
 	}
 }

@@ -89,6 +89,9 @@ func (r *Reconciler) create(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 	})
 	switch {
 	case err == nil:
+		// Its grace runs from now (plan.createdLeft); an API server running ahead dated it
+		// later, and the plans that look at it again must time the grace from here.
+		r.firstSeenClock().Created(created, r.now())
 		// No event: the IPAddress records its own creation (creationTimestamp, the VM as its
 		// controller, the interface annotation), and one Normal event per address was two
 		// fifths of vmipam's writes at 10,000 VMs and a quarter of its memory, client-go's events

@@ -90,7 +90,7 @@ type Reconciler struct {
 	ownOnce          sync.Once
 	own              *writeExpectations
 	// firstSeen remembers when the objects the API server dated after r's clock were first
-	// seen (plan.Options.FirstSeen).
+	// seen (plan.Options.Created).
 	firstSeenOnce sync.Once
 	firstSeen     *firstseen.Clock
 }
@@ -138,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	start := time.Now()
 	p, err := plan.Compute(ctx, reader, r.Policies.Set(), vm, plan.Options{Now: r.now(), SDNLastAnswer: r.SDNLastAnswer,
-		FirstSeen: r.firstSeenClock().At})
+		Created: r.firstSeenClock().Created})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
