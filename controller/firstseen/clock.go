@@ -10,7 +10,8 @@ import (
 
 // DefaultSize is how many objects a Clock remembers at most: objects the API server dated
 // after the controller's clock, still waiting out a grace. Past it the least recently asked is
-// forgotten, and its grace starts again when it is next asked about.
+// forgotten: asked about again before its timestamp, its grace starts again; after it, the
+// grace runs from the timestamp.
 const DefaultSize = 1 << 16
 
 // Clock remembers when its caller first saw the objects the API server dated after the
@@ -29,22 +30,21 @@ func New(size int) *Clock {
 }
 
 // Created is when obj was created, on the clock now comes from (the same clock every call):
-//   - an object the Clock remembers: the earlier of its creationTimestamp and when the Clock
-//     first saw it, so that a skew smaller than a grace stops counting once now passes the
-//     timestamp as well;
+//   - an object the Clock remembers: when it first saw it — which is before the object's
+//     creationTimestamp, so that a skew smaller than a grace stops counting once now passes
+//     the timestamp as well;
 //   - otherwise, one dated after now — only a clock running ahead of the caller's can do that
 //     —: now, which the Clock remembers;
 //   - otherwise its creationTimestamp (the API server's clock; with clocks in agreement, this
-//     is every object, and the Clock stays empty).
+//     is every object, and the Clock stays empty). An object first asked about once now has
+//     passed its timestamp is dated by the timestamp: its grace runs late by up to the skew,
+//     as nothing saw it earlier.
 func (c *Clock) Created(obj metav1.Object, now time.Time) time.Time {
 	created := obj.GetCreationTimestamp().Time
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.seen.Get(obj.GetUID()); ok {
-		if seen := v.(time.Time); seen.Before(created) {
-			return seen
-		}
-		return created
+	if seen, ok := c.seen.Get(obj.GetUID()); ok {
+		return seen.(time.Time) // remembered only while before the timestamp: the earlier
 	}
 	if !created.After(now) {
 		return created

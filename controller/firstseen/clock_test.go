@@ -26,7 +26,7 @@ func TestAnObjectDatedBeforeNowIsItsCreationTimestampAndNotRemembered(t *testing
 	}
 }
 
-func TestAnObjectDatedAheadIsCreatedWhenFirstSeenUntilItsTimestampIsEarlier(t *testing.T) {
+func TestAnObjectDatedAheadIsCreatedWhenFirstSeenAlsoOnceNowPassedItsTimestamp(t *testing.T) {
 	c := New(0)
 	o := dated("a", t0.Add(2*time.Second)) // the API server runs 2 s ahead
 	for _, now := range []time.Time{t0, t0.Add(time.Second), t0.Add(3 * time.Second), t0.Add(time.Hour)} {
@@ -36,6 +36,10 @@ func TestAnObjectDatedAheadIsCreatedWhenFirstSeenUntilItsTimestampIsEarlier(t *t
 	}
 	if got := c.Created(dated("b", t0.Add(time.Hour)), t0.Add(time.Minute)); !got.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("another object: Created = %v, want its own first sight", got)
+	}
+	late := dated("c", t0.Add(2*time.Second)) // first asked about after its timestamp passed
+	if got := c.Created(late, t0.Add(3*time.Second)); !got.Equal(t0.Add(2*time.Second)) || c.Len() != 2 {
+		t.Fatalf("first asked about past its timestamp: Created = %v, %d remembered; want the timestamp, and not remembered", got, c.Len())
 	}
 }
 

@@ -105,6 +105,8 @@ func (r *Reconciler) create(ctx context.Context, vm *vmv1.VirtualMachine, ip *sd
 		if ref := index.ControllerVM(live); ref == nil || ref.UID != vm.UID {
 			return missed, fmt.Errorf("create IPAddress %s: %w", ip.Name, errForeignIPAddress)
 		}
+		// Ours, from a create whose answer was lost: its grace is timed as for a fresh create.
+		r.firstSeenClock().Created(live, r.now())
 		return missed, nil
 	default:
 		return missed, fmt.Errorf("create IPAddress %s: %w", ip.Name, err)

@@ -47,8 +47,9 @@
 // the record, whose every change wakes the VM.
 //
 // Work on one VM is serialized by a per-VM mutex across both controllers (different VMs run
-// in parallel, Workers at a time). VMs, records, KVVMs and operations are read past the cache
-// (through Reader); launcher pods are read from the cache through an index by VM name and
+// in parallel, Workers at a time). VMs, records, KVVMs and operations are read from the cache,
+// and past it while the cache may not show the stand-in's own last write of them yet (Reader);
+// launcher pods are read from the cache through an index by VM name and
 // corrected by expectations — the pods the stand-in created or deleted that the cache does not
 // show yet, as KubeVirt keeps them — so a lagging cache never makes it create a second pod.
 package virtualization

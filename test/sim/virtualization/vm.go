@@ -28,7 +28,9 @@ import (
 // setupVM registers vc-stand-in-vm: VMs, the KVVMs they control, the launcher pods labelled
 // with their names (launcherPodChanged), and their decision records (a record has its VM's
 // name), all read from the manager's cache. The watch events of the stand-in's own writes bring
-// no reconcile (notOwnEcho): the reconcile that wrote them acted on them already.
+// no reconcile (notOwnEcho): the reconcile that wrote them acted on them already — but for the
+// start of a deletion of its own (a Delete answers with no resourceVersion to recognise it by),
+// which brings one reconcile that finds nothing to do.
 func (s *Simulator) setupVM(mgr ctrl.Manager) error {
 	echo := builder.WithPredicates(s.notOwnEcho())
 	return ctrl.NewControllerManagedBy(mgr).
