@@ -43,18 +43,7 @@ type lateFixture struct {
 }
 
 func newLateFixture(t *testing.T) *lateFixture {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	e, err := env.Start(env.Options{})
-	t.Cleanup(func() {
-		if e != nil {
-			_ = e.Stop()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := env.StartForTest(t, env.Options{})
 	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)

@@ -62,16 +62,9 @@ type harness struct {
 func startHarness(t *testing.T) *harness {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	e, err := env.Start(env.Options{})
-	t.Cleanup(func() {
-		if e != nil {
-			_ = e.Stop()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := env.StartForTest(t, env.Options{})
 	h := &harness{}
+	var err error
 	if h.scheme, err = controller.NewScheme(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,24 +68,7 @@ func (h *harness) standIn(t *testing.T) (stop func()) {
 	if err := sdn.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("stand-in manager: %v", err)
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return sim.RunForTest(t, mgr)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -26,15 +26,7 @@ import (
 // the vm.kubevirt.io/name label, since KubeVirt's pods are controlled by the KVVMI, not the
 // VM), on a real API server, a subtest per case, each with a VM of its own.
 func TestStandInHearsOfLauncherPodsAsVCDoes(t *testing.T) {
-	e, err := env.Start(env.Options{})
-	t.Cleanup(func() {
-		if e != nil {
-			_ = e.Stop()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := env.StartForTest(t, env.Options{})
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -149,15 +141,7 @@ func runStandIn(t *testing.T, e *env.Environment, c client.Client) {
 	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("stand-in manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	sim.RunForTest(t, mgr)
 }
 
 // record writes VM vm's decision record with the decisions, for its live UID and generation,
