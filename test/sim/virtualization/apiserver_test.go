@@ -1,4 +1,4 @@
-package virtualization_test
+package virtualization
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	ipamv1 "github.com/vmipam/vmipam/policies/v1alpha1"
 	"github.com/vmipam/vmipam/test/env"
 	"github.com/vmipam/vmipam/test/sim"
-	"github.com/vmipam/vmipam/test/sim/virtualization"
 )
 
 // TestStandInHearsOfLauncherPodsAsVCDoes holds the stand-in to how the real VC hears of
@@ -54,7 +53,7 @@ func podNoVMControls(t *testing.T, c client.Client) {
 			Networks: []virtv1.NetworksSpec{{Type: virtv1.NetworkTypeMain},
 				{Type: virtv1.NetworkTypeClusterNetwork, Name: "corp", IPAddressName: "ip-a"}}}}
 	g.Expect(c.Create(ctx, vm)).To(Succeed())
-	record(t, c, vm, ipamv1.InterfaceDecision{Type: "ClusterNetwork", Name: "corp", Allocation: ipamv1.AllocationStatic,
+	decide(t, c, vm.Name, ipamv1.InterfaceDecision{Type: "ClusterNetwork", Name: "corp", Allocation: ipamv1.AllocationStatic,
 		IPAddressName: "ip-a", Attach: true, Hotplug: true})
 	var read corev1.Pod // a slower pod creator's read of the template, carrying ip-a
 	running := func(g Gomega) string {
@@ -67,7 +66,7 @@ func podNoVMControls(t *testing.T, c client.Client) {
 	g.Eventually(running, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"ip-a"`))
 	carried := read.Annotations[sdnv1.AnnotationNetworksSpec]
 
-	record(t, c, vm) // the interface goes: the running pod loses it
+	decide(t, c, vm.Name) // the interface goes: the running pod loses it
 	g.Eventually(running, 30*time.Second, 100*time.Millisecond).ShouldNot(ContainSubstring(`"ip-a"`))
 	time.Sleep(2 * time.Second) // the stand-in settles: nothing is left for it to do
 
@@ -138,30 +137,8 @@ func runStandIn(t *testing.T, e *env.Environment, c client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := virtualization.New(nil).SetupWithManager(mgr); err != nil {
+	if err := New(nil).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	sim.RunForTest(t, mgr)
-}
-
-// record writes VM vm's decision record with the decisions, for its live UID and generation,
-// as vmipam does (creating it, or replacing its spec).
-func record(t *testing.T, c client.Client, vm *virtv1.VirtualMachine, ds ...ipamv1.InterfaceDecision) {
-	t.Helper()
-	ctx := context.Background()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
-		t.Fatal(err)
-	}
-	rec := &ipamv1.VirtualMachineIPAM{}
-	err := c.Get(ctx, client.ObjectKeyFromObject(vm), rec)
-	rec.Spec = ipamv1.VirtualMachineIPAMSpec{VMUID: vm.UID, VMGeneration: vm.Generation, Interfaces: ds}
-	if err == nil {
-		err = c.Update(ctx, rec)
-	} else {
-		rec.ObjectMeta = metav1.ObjectMeta{Namespace: vm.Namespace, Name: vm.Name}
-		err = c.Create(ctx, rec)
-	}
-	if err != nil {
-		t.Fatalf("writing the record of %s: %v", vm.Name, err)
-	}
 }

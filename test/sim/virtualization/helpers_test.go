@@ -85,21 +85,24 @@ func attached(name, address string) ipamv1.InterfaceDecision {
 		IPAddressName: name + "-ip", Address: address, Attach: true, Hotplug: true}
 }
 
-// decide writes VM name's decision record with the decisions, for its current UID and
-// generation (creating it, or replacing its spec).
-func decide(t *testing.T, s *Simulator, name string, ds ...ipamv1.InterfaceDecision) {
+// decide writes VM name's decision record with the decisions through c, for the VM's current
+// UID and generation (creating it, or replacing its spec), as vmipam does.
+func decide(t *testing.T, c client.Client, name string, ds ...ipamv1.InterfaceDecision) {
 	t.Helper()
-	vm := getVM(t, s, name)
+	vm := &virtv1.VirtualMachine{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, vm); err != nil {
+		t.Fatal(err)
+	}
 	rec := &ipamv1.VirtualMachineIPAM{}
-	err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, rec)
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, rec)
 	rec.Spec = ipamv1.VirtualMachineIPAMSpec{VMUID: vm.UID, VMGeneration: vm.Generation, Interfaces: ds}
 	rec.Generation++ // as the API server counts spec changes; the fake client does not
 	switch {
 	case err == nil:
-		err = s.Client.Update(context.Background(), rec)
+		err = c.Update(context.Background(), rec)
 	default:
 		rec.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1}
-		err = s.Client.Create(context.Background(), rec)
+		err = c.Create(context.Background(), rec)
 	}
 	if err != nil {
 		t.Fatal(err)

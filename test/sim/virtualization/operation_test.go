@@ -71,12 +71,12 @@ func TestReconcileOperationPower(t *testing.T) {
 
 func TestReconcileOperationRestartCreatesNewPod(t *testing.T) {
 	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))), newOp("op", virtv1.OperationRestart, "vm"))
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	old := podsOf(t, s, "vm")[0].Name
 	held := attached("lab", "10.0.1.5")
 	held.Hotplug = false
-	decide(t, s, "vm", held)
+	decide(t, s.Client, "vm", held)
 	reconcileVM(t, s, "vm")
 	_, op := reconcileOp(t, s, "op")
 	reconcileVM(t, s, "vm") // the pod's deletion brings the VM back
@@ -95,12 +95,12 @@ func TestReconcileOperationRestartCreatesNewPod(t *testing.T) {
 func TestReconcileOperationMigrate(t *testing.T) {
 	s, clk := newSim(t, newVM("vm", networks(onCorp("corp"))), newOp("op", virtv1.OperationMigrate, "vm"))
 	s.MigrationDuration = 10 * time.Second
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	source := podsOf(t, s, "vm")[0].Name
 	held := attached("lab", "10.0.1.5")
 	held.Hotplug = false
-	decide(t, s, "vm", attached("corp", "10.0.0.5"), held)
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"), held)
 	reconcileVM(t, s, "vm")
 
 	res, op := reconcileOp(t, s, "op")

@@ -53,7 +53,7 @@ func TestReconcileVirtualMachineRunPolicy(t *testing.T) {
 // next-boot list: the pod carries the decided interfaces and the decided mark.
 func TestALauncherPodIsMadeFromTheRecord(t *testing.T) {
 	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	pods := podsOf(t, s, "vm")
 	if len(pods) != 1 {
@@ -94,7 +94,7 @@ func TestAPodStartedBeforeAnyRecordTakesTheFirstAsItsConfiguration(t *testing.T)
 	}
 	held := attached("corp", "10.0.0.5")
 	held.Hotplug = false
-	decide(t, s, "vm", held)
+	decide(t, s.Client, "vm", held)
 	reconcileVM(t, s, "vm")
 	pod = podsOf(t, s, "vm")[0]
 	if got := carried(t, &pod); !slices.Equal(got, []string{"corp=corp-ip"}) || !consumer.Decided(pod.Annotations) {
@@ -126,12 +126,12 @@ func TestGenerateName(t *testing.T) {
 // is made from; a deleted pod (a restart) is replaced by one made from the next-boot list.
 func TestAHeldChangeWaitsForAStartNotAMigration(t *testing.T) {
 	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	old := podsOf(t, s, "vm")[0]
 	lan := attached("lan", "10.0.1.5")
 	lan.Hotplug = false
-	decide(t, s, "vm", attached("corp", "10.0.0.5"), lan)
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"), lan)
 	reconcileVM(t, s, "vm")
 	running := podsOf(t, s, "vm")[0]
 	if got := carried(t, &running); !slices.Equal(got, []string{"corp=corp-ip"}) {
@@ -164,7 +164,7 @@ func TestAHeldChangeWaitsForAStartNotAMigration(t *testing.T) {
 // it copied once the VM no longer has it.
 func TestVMAnnotationsAreCopiedOntoRunningPods(t *testing.T) {
 	s, _ := newSim(t, newVM("vm", networks(onCorp("corp")), annotated("example.com/note", "a")))
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	reconcileVM(t, s, "vm")
 	pod := podsOf(t, s, "vm")[0]
@@ -226,7 +226,7 @@ func TestReconcileVirtualMachineStatusNetworks(t *testing.T) {
 			vm.Status.Conditions = []metav1.Condition{{Type: "AgentReady", Status: metav1.ConditionTrue, Reason: "AgentReady", LastTransitionTime: metav1.Now()}}
 		})
 	s, _ := newSim(t, vm)
-	decide(t, s, "vm", attached("corp", "10.0.0.10"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.10"))
 	reconcileVM(t, s, "vm")
 	got := getVM(t, s, "vm")
 	st := got.Status.Networks
@@ -274,7 +274,7 @@ func TestTheStatusUpdateLosesAConcurrentWrite(t *testing.T) {
 
 func TestTheRecordsStatusSaysWhichGenerationIsApplied(t *testing.T) {
 	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
-	decide(t, s, "vm", attached("corp", "10.0.0.5"))
+	decide(t, s.Client, "vm", attached("corp", "10.0.0.5"))
 	reconcileVM(t, s, "vm")
 	rec := &ipamv1.VirtualMachineIPAM{}
 	if err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "vm"}, rec); err != nil {
