@@ -540,6 +540,7 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	h.cpuProfiles("hotplug", 3)
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.StaticIPAddress(hns, fmt.Sprintf("ip-%03d", i), "ClusterNetwork", net,
 			fmt.Sprintf("10.100.%d.%d", octet, i+1)))
@@ -554,6 +555,9 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 		if at, ok := carried[ip]; ok && !allocated[ip].IsZero() {
 			lat = append(lat, max(0, at.Sub(allocated[ip])))
 		}
+	}
+	if w := h.warnings(ctx, hns); len(w) > 0 {
+		h.t.Logf("hotplug: Warning events in %s %q", hns, w)
 	}
 	tl := h.hotplugTimeline(hns, marks, auditMark, logOffset)
 	tl.Writes = h.writes(controllerUser, auditMark).Issued
