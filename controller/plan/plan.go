@@ -41,9 +41,9 @@ type Plan struct {
 	// Deferred: the only problems are IPAddresses (or networks) SDN is about to answer, within their grace
 	// (graceLeft) — Auto IPAddresses SDN has not allocated yet (FreshPendingGrace from their
 	// creation; UnansweredGrace while SDN has not answered them at all, longer for a new VM
-	// while SDN works through a backlog on the network: unansweredLeft), and static
-	// IPAddresses and networks created less than FreshPendingGrace ago that SDN has not
-	// answered at all.
+	// while SDN works through a backlog on the network: unansweredLeft), static IPAddresses
+	// SDN has not answered at all (as an unanswered Auto one), and networks created less than
+	// FreshPendingGrace ago that SDN has not answered at all.
 	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
 	// final record, so the record is written once per VM instead of once per allocation; past
 	// the grace the intermediate decision is written as it is.
@@ -321,8 +321,13 @@ const (
 //     has not written any status on it, unansweredLeft; once SDN answered it without an
 //     address, FreshPendingGrace from its creation;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
-//     created it, e.g. to hot-plug the interface): FreshPendingGrace from its creation. Once
-//     SDN answered (Pending with a reason, or refused) the answer is reported as it is;
+//     created it, e.g. to hot-plug the interface): unansweredLeft, as an Auto IPAddress SDN has
+//     not answered. SDN answers IPAddresses in turn whoever created them: 100 static ones
+//     created at once for running VMs (a GitOps sync) are a queue as vmipam's are, and with
+//     FreshPendingGrace (until round 19) the last of such a burst at 10,000 VMs were reported
+//     IPAddressNotAllocated, with a Warning, moments before SDN allocated them, and their
+//     records written twice. Once SDN answered (Pending with a reason, or refused) the answer
+//     is reported as it is;
 //   - NetworkNotReady of a network SDN has not answered at all (no Ready condition: an admin,
 //     or a GitOps sync, has just created it with its VMs): FreshPendingGrace from its creation.
 //     SDN marks it Ready a moment later; reported at once, the skip cost a record write, a
@@ -346,8 +351,7 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 		if it.static == nil || !unanswered(it.static) {
 			return 0, 0
 		}
-		left := FreshPendingGrace - s.now.Sub(s.createdAt(it.static))
-		return left, left
+		return unansweredLeft(s.now, s.createdAt(it.static), backlogEvidence(s, it.static))
 	case string(evaluator.ReasonNetworkNotReady):
 		if it.network == nil || !it.network.exists || it.network.answered {
 			return 0, 0

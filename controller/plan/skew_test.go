@@ -114,7 +114,74 @@ func skewCases() []skewCase {
 			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), auto(skew, false)} }},
 		{name: "an Auto IPAddress SDN answered without an address", reason: evaluator.ReasonIPAddressPending, grace: FreshPendingGrace,
 			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), auto(skew, true)} }},
-		{name: "a static IPAddress SDN has not answered", static: true, reason: evaluator.ReasonIPAddressNotAllocated, grace: FreshPendingGrace,
+		{name: "a static IPAddress SDN has not answered", static: true, reason: evaluator.ReasonIPAddressNotAllocated, grace: UnansweredGrace,
 			world: func(skew time.Duration) []client.Object { return []client.Object{network(0, true), static(skew)} }},
+	}
+}
+
+// TestAStaticIPAddressSDNHasNotAnsweredWaitsAsAnAutoOneDoes: a static IPAddress SDN has not
+// written any status on waits as an Auto one does — UnansweredGrace from its creation, longer
+// for a new VM while SDN answers others on its network (a backlog) — and an answer without an
+// address is reported at once. Round 19 hot-plugged 100 running VMs by creating their static
+// IPAddresses at once; at 10,000 VMs SDN's stand-in answered the last of them more than
+// FreshPendingGrace after their creation, and 14 VMs were written IPAddressNotAllocated, with
+// a Warning, then written again with the address.
+func TestAStaticIPAddressSDNHasNotAnsweredWaitsAsAnAutoOneDoes(t *testing.T) {
+	var static skewCase
+	for _, c := range skewCases() {
+		if c.static {
+			static = c
+		}
+	}
+	compute := func(world client.Reader, opts Options) *Plan {
+		t.Helper()
+		opts.Now = t0
+		p, err := Compute(context.Background(), world, compiledSet(t), skewVM(true), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The running VM's record, written before the IPAddress existed: the interface skipped.
+	record := compute(fakeWorld(t, static.world(0)[0]), Options{}).Record
+	if len(record.Spec.Interfaces) != 1 || record.Spec.Interfaces[0].Reason != string(evaluator.ReasonIPAddressNotFound) {
+		t.Fatalf("record before the IPAddress: %+v, want it skipped as IPAddressNotFound", record.Spec.Interfaces)
+	}
+	sdnBusy := func(*sdnv1.IPAddress) time.Time { return t0.Add(-time.Second) }
+	for _, c := range []struct {
+		name      string
+		age       time.Duration
+		newVM     bool
+		answered  bool
+		wantRetry time.Duration // 0: reported now
+	}{
+		{"a running VM's, 10s old", 10 * time.Second, false, false, UnansweredGrace - 10*time.Second},
+		{"a running VM's, past UnansweredGrace", UnansweredGrace + time.Second, false, false, 0},
+		{"a new VM's, 40s old, SDN answering others on its network", 40 * time.Second, true, false, BacklogGrace - 40*time.Second},
+		{"answered without an address, 2s old", 2 * time.Second, false, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := static.world(-c.age)
+			if c.answered {
+				ip := objs[1].(*sdnv1.IPAddress)
+				ip.Status.Phase = sdnv1.IPAddressPhasePending
+				ip.Status.Conditions = []metav1.Condition{{Type: sdnv1.ConditionAllocated, Status: metav1.ConditionFalse,
+					Reason: "IPLeased", Message: "kept by an orphaned IPAddressLease"}}
+			}
+			if !c.newVM {
+				objs = append(objs, record.DeepCopy())
+			}
+			p := compute(fakeWorld(t, objs...), Options{SDNLastAnswer: sdnBusy})
+			if c.wantRetry > 0 {
+				if !p.Deferred || p.RetryAfter != c.wantRetry {
+					t.Fatalf("deferred %v, retry after %v, record %+v; want deferred, retry after %v",
+						p.Deferred, p.RetryAfter, p.Record.Spec.Interfaces, c.wantRetry)
+				}
+				return
+			}
+			if p.Deferred || len(p.Record.Spec.Interfaces) != 1 || p.Record.Spec.Interfaces[0].Reason != string(evaluator.ReasonIPAddressNotAllocated) {
+				t.Fatalf("deferred %v, record %+v; want IPAddressNotAllocated reported now", p.Deferred, p.Record.Spec.Interfaces)
+			}
+		})
 	}
 }
