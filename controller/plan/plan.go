@@ -42,7 +42,7 @@ type Plan struct {
 	// (graceLeft) — Auto IPAddresses SDN has not allocated yet (FreshPendingGrace from their
 	// creation; UnansweredGrace while SDN has not answered them at all, longer for a new VM
 	// while SDN works through a backlog on the network: unansweredLeft), static IPAddresses
-	// SDN has not answered at all (as an unanswered Auto one), and networks created less than
+	// SDN has not answered at all (UnansweredGrace), and networks created less than
 	// FreshPendingGrace ago that SDN has not answered at all.
 	// SDN usually answers within milliseconds and the reconcile its answer triggers writes the
 	// final record, so the record is written once per VM instead of once per allocation; past
@@ -321,8 +321,8 @@ const (
 //     has not written any status on it, unansweredLeft; once SDN answered it without an
 //     address, FreshPendingGrace from its creation;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
-//     created it, e.g. to hot-plug the interface): unansweredLeft, as an Auto IPAddress SDN has
-//     not answered. SDN answers IPAddresses in turn whoever created them: 100 static ones
+//     created it, e.g. to hot-plug the interface): UnansweredGrace from its creation, as an
+//     Auto IPAddress of a VM with a record. SDN answers IPAddresses in turn whoever created them: 100 static ones
 //     created at once for running VMs (a GitOps sync) are a queue as vmipam's are, and with
 //     FreshPendingGrace (until round 19) the last of such a burst at 10,000 VMs were reported
 //     IPAddressNotAllocated, with a Warning, moments before SDN allocated them, and their
@@ -351,7 +351,10 @@ func graceLeft(s *scope, it *iface, created map[string]*sdnv1.IPAddress) (left, 
 		if it.static == nil || !unanswered(it.static) {
 			return 0, 0
 		}
-		return unansweredLeft(s.now, s.createdAt(it.static), backlogEvidence(s, it.static))
+		// Not the backlog rule: a user's IPAddress may be older than the VM, SDN answering
+		// others since does not show it queued, and the stall notice (controller/vm,
+		// vmsWaitingForSDN) wakes only the VMs that own an unanswered IPAddress.
+		return unansweredLeft(s.now, s.createdAt(it.static), time.Time{})
 	case string(evaluator.ReasonNetworkNotReady):
 		if it.network == nil || !it.network.exists || it.network.answered {
 			return 0, 0

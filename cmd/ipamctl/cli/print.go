@@ -232,7 +232,7 @@ func actionLines(a dryrunv1.Actions) []string {
 		out = append(out, fmt.Sprintf("create IPAddress %s (Auto, for %s)", ip.Name, plan.InterfaceLabel(ip.Annotations[plan.AnnotationInterface])))
 	}
 	if a.Deferred {
-		out = append(out, "then wait a few seconds for SDN to answer the new IPAddresses or networks before writing the record")
+		out = append(out, "then wait for SDN to answer the new IPAddresses or networks (up to 30 s; up to 10 min for a new VM's Auto IPAddresses in a backlog) before writing the record")
 	}
 	if a.RecordChanged && a.Record != nil {
 		out = append(out, fmt.Sprintf("write the record (VirtualMachineIPAM): %s interfaces attached%s", a.Record.Summary.Attached,

@@ -158,7 +158,9 @@ type Actions struct {
 	RecordChanged bool `json:"recordChanged"`
 	// deferred: the only problems are IPAddresses or networks SDN is about to answer (new
 	// ones it has not answered yet); the controller creates the IPAddresses and holds the
-	// record write back for a few seconds, expecting the answer.
+	// record write back, expecting the answer: up to 30 s (5 s for a network or an Auto
+	// IPAddress SDN answered without an address; up to 10 min for a new VM's Auto IPAddresses
+	// while SDN works through a backlog).
 	// +optional
 	Deferred bool `json:"deferred,omitempty"`
 }
