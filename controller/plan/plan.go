@@ -322,12 +322,12 @@ const (
 //     address, FreshPendingGrace from its creation;
 //   - IPAddressNotAllocated of a static IPAddress SDN has not answered at all (a user has just
 //     created it, e.g. to hot-plug the interface): UnansweredGrace from its creation, as an
-//     Auto IPAddress of a VM with a record. SDN answers IPAddresses in turn whoever created them: 100 static ones
-//     created at once for running VMs (a GitOps sync) are a queue as vmipam's are, and with
-//     FreshPendingGrace (until round 19) the last of such a burst at 10,000 VMs were reported
-//     IPAddressNotAllocated, with a Warning, moments before SDN allocated them, and their
-//     records written twice. Once SDN answered (Pending with a reason, or refused) the answer
-//     is reported as it is;
+//     Auto IPAddress of a VM with a record. SDN answers IPAddresses in turn whoever created
+//     them: 100 static ones created at once for running VMs (a GitOps sync) are a queue as
+//     vmipam's are, and with FreshPendingGrace (until round 19) the last of such a burst at
+//     10,000 VMs were reported IPAddressNotAllocated, with a Warning, moments before SDN
+//     allocated them, and their records written twice. Once SDN answered (Pending with a
+//     reason, or refused) the answer is reported as it is;
 //   - NetworkNotReady of a network SDN has not answered at all (no Ready condition: an admin,
 //     or a GitOps sync, has just created it with its VMs): FreshPendingGrace from its creation.
 //     SDN marks it Ready a moment later; reported at once, the skip cost a record write, a

@@ -123,10 +123,10 @@ func skewCases() []skewCase {
 // written any status on waits UnansweredGrace from its creation, as an unanswered Auto one of
 // a VM with a record does — for a new VM too: not the backlog rule, as nothing would wake the
 // VM if SDN fell quiet (the stall notice reaches the owners of unanswered IPAddresses only) —
-// and an answer without an address is reported at once. Round 19 hot-plugged 100 running VMs by creating their static
-// IPAddresses at once; at 10,000 VMs SDN's stand-in answered the last of them more than
-// FreshPendingGrace after their creation, and 14 VMs were written IPAddressNotAllocated, with
-// a Warning, then written again with the address.
+// and an answer without an address is reported at once. Round 19 hot-plugged 100 running VMs
+// by creating their static IPAddresses at once; at 10,000 VMs SDN's stand-in answered the last
+// of them more than FreshPendingGrace after their creation, and 14 VMs were written
+// IPAddressNotAllocated, with a Warning, then written again with the address.
 func TestAStaticIPAddressSDNHasNotAnsweredWaitsAsAnAutoOneDoes(t *testing.T) {
 	var static skewCase
 	for _, c := range skewCases() {
