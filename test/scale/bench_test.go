@@ -147,6 +147,10 @@ func detailTable(rs []result) string {
 	row("policy change for 1% of VMs: VMs written / targeted",
 		collect(rs, func(r result) float64 { return float64(len(r.FanOutWrittenVMs)) }).fmt("", 1, 0)+fmt.Sprintf(" / %d", rs[0].FanOutTarget))
 	row("… its writes", collect(rs, func(r result) float64 { return float64(r.FanOutWrites) }).fmt("", 1, 0))
+	row(fmt.Sprintf("GC CPU of the suite's own process (the stand-ins and its watch; GOGC %d, a collection before each short window): convergence / policy change / hotplug", suiteGCPercent),
+		collect(rs, func(r result) float64 { return r.OwnGC.Converge }).fmt(" s", 1, 1)+" / "+
+			collect(rs, func(r result) float64 { return r.OwnGC.FanOut }).fmt(" s", 1, 2)+" / "+
+			collect(rs, func(r result) float64 { return r.Hotplug.OwnGC }).fmt(" s", 1, 2))
 	row("controller RSS at N VMs", collect(rs, func(r result) float64 { return r.RSS }).fmt(" MiB", 1<<20, 1))
 	for _, st := range stages {
 		row("… hotplug stage p50 / p99: "+st, collect(rs, func(r result) float64 { return float64(percentile(r.Hotplug.Timeline.Stages[st], 50).Milliseconds()) }).fmt(" ms", 1, 0)+" / "+

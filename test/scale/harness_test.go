@@ -96,6 +96,7 @@ func newHarness(t testing.TB, qps, burst int) *harness {
 	h := &harness{t: t, dir: dir, audit: filepath.Join(dir, "audit.log"), qps: qps, burst: burst, workers: workers}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
+	tuneOwnGC(t)
 	e, err := env.Start(env.Options{Dir: dir, APIServerFlags: map[string]string{
 		"audit-policy-file": policy, "audit-log-path": h.audit, "audit-log-mode": "blocking",
 		"audit-log-maxsize": "0", "max-requests-inflight": "1000", "max-mutating-requests-inflight": "500",
@@ -137,12 +138,15 @@ var sweepNamespaces = []string{"sweep-0", "sweep-1", "sweep-2", "sweep-3", "swee
 
 // startView starts the watch-based view of the measured namespaces (VMs, IPAddresses, pods)
 // and waits for it to sync. Reads from it are in memory; call them with UnsafeDisableDeepCopy.
+// It keeps no managedFields, which no check reads: less for the suite's process to hold and
+// its collector to mark (owngc_test.go), and for every Get of a 10 ms poll to copy.
 func (h *harness) startView(scheme *runtime.Scheme) client.Reader {
 	watched := map[string]cache.Config{ns: {}, hns: {}}
 	for _, n := range sweepNamespaces {
 		watched[n] = cache.Config{}
 	}
-	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: watched})
+	c, err := cache.New(h.benchCfg, cache.Options{Scheme: scheme, DefaultNamespaces: watched,
+		DefaultTransform: cache.TransformStripManagedFields()})
 	must(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)

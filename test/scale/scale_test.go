@@ -98,6 +98,10 @@ type result struct {
 	FanOutServed int
 	// FanOutCPU is the controller's CPU seconds from the policy's create until it settled.
 	FanOutCPU float64
+	// OwnGC is the CPU seconds the suite's own process (the stand-ins and the suite's watch)
+	// spent collecting garbage (ownGCSeconds) during convergence and from the policy's create
+	// until settled; hotplugResult has the hotplug's.
+	OwnGC struct{ Converge, FanOut float64 }
 	// Heap is the controller's heap in use; LiveHeap its live heap after a collection
 	// (go_gc_heap_live_bytes), AllocAfterGC heap_alloc read with it (harness.memory); RSS its
 	// resident set; all in bytes.
@@ -221,7 +225,7 @@ func run(t testing.TB, n, hp int) result {
 	h.startController(envInt(t, "VMIPAM_SCALE_LOG_LEVEL", 0))
 
 	mark := h.auditMark()
-	cpu, ctrlCPU := h.apiServerCPU(), h.controllerCPU()
+	cpu, ctrlCPU, gc := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds()
 	start := time.Now()
 	h.cpuProfiles("convergence", envInt(t, "VMIPAM_SCALE_PROFILE_SECONDS", 30))
 	h.createVMs(ctx, n, netA, netB)
@@ -242,7 +246,7 @@ func run(t testing.TB, n, hp int) result {
 		return ready == n
 	})
 	r.Converge = time.Since(start)
-	r.ConvergeCPU, r.ControllerCPU = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU
+	r.ConvergeCPU, r.ControllerCPU, r.OwnGC.Converge = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU, ownGCSeconds()-gc
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
@@ -378,6 +382,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"fanout":"yes"}}}`)))
 	})
 	h.settle(3*time.Second, 5*time.Minute)
+	collectOwnGarbage()
 	// Its floor is measured on an idle API server; so is the change. Until round 13 the SDN
 	// stand-in wrote the attachments of the last addresses (one status write each, queued
 	// behind its allocations) minutes after convergence at 10,000 VMs: round 12's first run
@@ -393,7 +398,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 	p.Spec.Allocation = &v1alpha1.Expression{Expression: "'None'"}
 	p.Spec.SkipRules = nil
 	h.cpuProfiles("policychange", 3)
-	cpu, start := h.controllerCPU(), time.Now()
+	cpu, gc, start := h.controllerCPU(), ownGCSeconds(), time.Now()
 	must(h.t, h.bench.Create(ctx, p))
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, k, pods, netA, netB) })
 	elapsed := time.Since(start)
@@ -410,7 +415,7 @@ func (h *harness) fanOut(ctx context.Context, n int, netA, netB string, r *resul
 		h.t.Errorf("policy change: IPAddresses deleted %v after the policy's create, before ReleaseGrace (%v)", released, plan.ReleaseGrace)
 	}
 	h.settle(3*time.Second, 5*time.Minute)
-	cpu = h.controllerCPU() - cpu
+	cpu, r.OwnGC.FanOut = h.controllerCPU()-cpu, ownGCSeconds()-gc
 	w := h.writes(controllerUser, mark)
 	written := map[string]bool{}
 	for name := range w.Objects["virtualmachineipams"] {
@@ -509,6 +514,9 @@ type hotplugResult struct {
 	P50, P99 time.Duration
 	Samples  int
 	Timeline timeline
+	// OwnGC is the CPU seconds the suite's own process spent collecting garbage from the
+	// IPAddresses' creates until settled (ownGCSeconds).
+	OwnGC float64
 }
 
 // hotplug measures, over m running VMs waiting for a missing static IPAddress, the time from
@@ -526,6 +534,7 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 		return h.bench.Create(ctx, build.VM(hns, fmt.Sprintf("hp-%03d", i), build.OnClusterNetwork(net, fmt.Sprintf("ip-%03d", i))))
 	})
 	h.eventually(5*time.Minute, "hotplug VMs running", func() bool { return h.runningPods(ctx, hns) == m })
+	collectOwnGarbage()
 	h.settle(2*time.Second, 5*time.Minute)
 	pods := h.launcherPods(ctx, hns)
 	auditMark, logOffset, window := h.auditMark(), h.fileSize(h.controllerLog()), h.controllerWindowAt()
@@ -541,12 +550,14 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 		}
 	}()
 	h.cpuProfiles("hotplug", 3)
+	gc := ownGCSeconds()
 	h.parallel(m, 8, func(i int) error {
 		return h.bench.Create(ctx, build.StaticIPAddress(hns, fmt.Sprintf("ip-%03d", i), "ClusterNetwork", net,
 			fmt.Sprintf("10.100.%d.%d", octet, i+1)))
 	})
 	<-done
 	h.settle(2*time.Second, 5*time.Minute)
+	ownGC := ownGCSeconds() - gc
 	var lat []time.Duration
 	marks := make([]*hotplugMarks, m)
 	for i := range m {
@@ -562,7 +573,7 @@ func (h *harness) hotplugIn(ctx context.Context, hns string, octet, m int, net s
 	tl := h.hotplugTimeline(hns, marks, auditMark, logOffset)
 	tl.Writes = h.writes(controllerUser, auditMark).Issued
 	tl.Window = h.controllerWindowAt().minus(window)
-	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl}
+	return hotplugResult{P50: percentile(lat, 50), P99: percentile(lat, 99), Samples: len(lat), Timeline: tl, OwnGC: ownGC}
 }
 
 // guestInfoKept counts the namespace's VMs whose status.guestOSInfo is the virtualization-controller
@@ -672,6 +683,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	c := h.client(floorUser, controllerQPS, controllerBurst)
 	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
 	var f systemFloor
+	collectOwnGarbage()
 	cpu, start := h.apiServerCPU(), time.Now()
 	h.cpuProfiles("floor", envInt(h.t, "VMIPAM_SCALE_PROFILE_SECONDS", 30)*2/3)
 	var wg sync.WaitGroup
@@ -704,6 +716,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	k := fanOutK(n)
 	cf := h.client(floorUser+"-fanout", controllerQPS, controllerBurst)
 	sf := h.client(floorUser+"-fanout-standins", standInQPS, standInBurst)
+	collectOwnGarbage()
 	h.apiServerIdle(time.Minute)
 	// A VM's pod patch follows its record's (the virtualization controller applies what the
 	// record decides), so each VM's pod write waits for its record write; the two writers
