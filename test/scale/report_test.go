@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAppendSectionKeepsSectionsBeforeTheReading(t *testing.T) {
@@ -38,5 +39,19 @@ func TestByVerbGivesMediansPerVMWithoutThePolicyStartUp(t *testing.T) {
 	got := byVerb([]result{run(20, 10), run(22, 9), run(21, 30)})
 	if want := "create ipaddresses 2.10, patch pods 1.00"; got != want {
 		t.Errorf("byVerb = %q, want %q", got, want)
+	}
+}
+
+func TestThePolicyChangeRowsAreMediansOfTheRunsChanges(t *testing.T) {
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	r := result{N: 1000,
+		Changes: []policyChange{{Target: 10, Time: ms(300)}, {Target: 10, Time: ms(100)}, {Target: 10, Time: ms(900)}},
+		Floor:   systemFloor{FanOuts: []fanOutFloor{{All: ms(50)}, {All: ms(100)}, {All: ms(25)}}}}
+	report := renderReport(1000, []result{r}, "")
+	if want := "**6.00×** (0.30 s vs 0.05 s)"; !strings.Contains(report, want) {
+		t.Errorf("policy change row: want the median change over the median floor, %q, in:\n%s", want, report)
+	}
+	if want := "| 6.00×, 1.00×, 36.00× |"; !strings.Contains(report, want) {
+		t.Errorf("each change's row: want each change over its own floor, %q, in:\n%s", want, report)
 	}
 }
