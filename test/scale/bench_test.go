@@ -131,6 +131,11 @@ func detailTable(rs []result) string {
 		collect(rs, func(r result) float64 { return sec(r.Floor.Elapsed) }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return sec(r.Floor.Controller) }).fmt(" s", 1, 1))
 	row("kube-apiserver CPU during convergence / during the system floor",
 		collect(rs, func(r result) float64 { return r.ConvergeCPU }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return r.Floor.CPU }).fmt(" s", 1, 1))
+	row("CPU of every process during convergence / during the system floor: total (kube-apiserver, etcd, controller, the suite's process with the stand-ins)",
+		budgetCell(rs, func(r result) cpuBudget { return r.ConvergeBudget })+" / "+budgetCell(rs, func(r result) cpuBudget { return r.Floor.Budget }))
+	row(fmt.Sprintf("… convergence's CPU on %d CPUs / the system floor (no ordering of the work converges faster on this machine)", runtime.NumCPU()),
+		collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() / sec(r.Floor.Elapsed) }).fmt("×", 1, 2)+" ("+
+			collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() }).fmt(" s", 1, 1)+")")
 	row("controller CPU per VM during convergence",
 		collect(rs, func(r result) float64 { return r.ControllerCPU / float64(r.N) }).fmt(" ms", 1e-3, 2))
 	row("writes per VM, creation to settled: controller (with events) / stand-ins",
@@ -256,6 +261,16 @@ func memTotal() string {
 		}
 	}
 	return "memory unknown"
+}
+
+// budgetCell is the median CPU budget of f over rs: its total with the part of each process.
+func budgetCell(rs []result, f func(result) cpuBudget) string {
+	part := func(g func(cpuBudget) float64) string {
+		return collect(rs, func(r result) float64 { return g(f(r)) }).fmt(" s", 1, 0)
+	}
+	return fmt.Sprintf("%s (%s, %s, %s, %s)", part(cpuBudget.Total),
+		part(func(b cpuBudget) float64 { return b.APIServer }), part(func(b cpuBudget) float64 { return b.Etcd }),
+		part(func(b cpuBudget) float64 { return b.Controller }), part(func(b cpuBudget) float64 { return b.Suite }))
 }
 
 // eachChange lists, per run, the ratio of each policy change to the floor measured for it:

@@ -62,8 +62,9 @@ type result struct {
 	// allocated every IPAddress, from the same start as Converge.
 	PodsAt, AllocatedAt time.Duration
 	// ConvergeCPU is the kube-apiserver's CPU seconds during convergence, ControllerCPU the
-	// controller's.
+	// controller's, ConvergeBudget every process's.
 	ConvergeCPU, ControllerCPU float64
+	ConvergeBudget             cpuBudget
 	// StandInWrites are the stand-ins' successful writes during convergence.
 	StandInWrites int
 	Writes        writeCount
@@ -113,6 +114,9 @@ func verify(t testing.TB, r result, hp int) {
 		}
 		t.Errorf("objects written more than once: %q; Warning events: %q; failed decisions (PolicyError) %.0f, evaluations abandoned %.0f",
 			r.Repeated, r.Warnings, r.PolicyErrors, r.Abandoned)
+	}
+	if b := r.ConvergeBudget; b.APIServer <= 0 || b.Etcd <= 0 || b.Controller <= 0 || b.Suite <= 0 {
+		t.Errorf("CPU seconds during convergence %+v: want every process's read (the report's CPU bound needs them)", b)
 	}
 	if r.ResyncWrites != 0 {
 		t.Errorf("a full resync of converged VMs wrote %d times, want 0", r.ResyncWrites)
@@ -214,7 +218,7 @@ func run(t testing.TB, n, hp int) result {
 	h.startController(envInt(t, "VMIPAM_SCALE_LOG_LEVEL", 0))
 
 	mark := h.auditMark()
-	cpu, ctrlCPU, gc := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds()
+	cpu, ctrlCPU, gc, budget := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds(), h.cpuBudget()
 	start := time.Now()
 	h.cpuProfiles("convergence", envInt(t, "VMIPAM_SCALE_PROFILE_SECONDS", 30))
 	h.createVMs(ctx, n, netA, netB)
@@ -236,6 +240,7 @@ func run(t testing.TB, n, hp int) result {
 	})
 	r.Converge = time.Since(start)
 	r.ConvergeCPU, r.ControllerCPU, r.OwnGC = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU, ownGCSeconds()-gc
+	r.ConvergeBudget = h.cpuBudget().minus(budget)
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
@@ -703,8 +708,9 @@ type systemFloor struct {
 	// Elapsed is until the last write of both parts; Controller until the last of the
 	// controller's part.
 	Elapsed, Controller time.Duration
-	// CPU is the kube-apiserver's CPU seconds meanwhile.
-	CPU float64
+	// CPU is the kube-apiserver's CPU seconds meanwhile, Budget every process's.
+	CPU    float64
+	Budget cpuBudget
 	// FanOuts are the policy change's floors, one per measured change (policyChanges), each
 	// on fanOutSet's objects of its change; the report takes their medians (fanOut).
 	FanOuts []fanOutFloor
@@ -751,7 +757,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
 	var f systemFloor
 	collectOwnGarbage()
-	cpu, start := h.apiServerCPU(), time.Now()
+	budget, cpu, start := h.cpuBudget(), h.apiServerCPU(), time.Now()
 	h.cpuProfiles("floor", envInt(h.t, "VMIPAM_SCALE_PROFILE_SECONDS", 30)*2/3)
 	var wg sync.WaitGroup
 	for _, part := range []struct {
@@ -775,7 +781,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 		}()
 	}
 	wg.Wait()
-	f.Elapsed, f.CPU = time.Since(start), h.apiServerCPU()-cpu
+	f.Elapsed, f.CPU, f.Budget = time.Since(start), h.apiServerCPU()-cpu, h.cpuBudget().minus(budget)
 	for j := range policyChanges {
 		f.FanOuts = append(f.FanOuts, h.fanOutFloor(ctx, fns, fanOutSet(n, j)))
 	}
