@@ -114,6 +114,15 @@ func targetsTable(rs []result, eval string) string {
 		collect(rs, func(r result) float64 { return r.change(func(c policyChange) float64 { return sec(c.Status) }) }).fmt(" s", 1, 2), "report")
 	row("… its IPAddresses deleted after (policy create → the last delete; ReleaseGrace is "+plan.ReleaseGrace.String()+")",
 		collect(rs, func(r result) float64 { return r.change(func(c policyChange) float64 { return sec(c.Released) }) }).fmt(" s", 1, 2), "report")
+	row(fmt.Sprintf("… CPU of every process until the pods carried it / during its floor, and how busy that kept the %d CPUs", runtime.NumCPU()),
+		collect(rs, func(r result) float64 { return r.change(func(c policyChange) float64 { return c.Budget.Total() }) }).fmt(" s", 1, 2)+" ("+
+			collect(rs, func(r result) float64 {
+				return r.change(func(c policyChange) float64 { return c.Budget.cpuBound() / c.Time.Seconds() })
+			}).fmt("", 0.01, 0)+" %) / "+
+			collect(rs, func(r result) float64 { return r.Floor.fanOut(func(f fanOutFloor) float64 { return f.Budget.Total() }) }).fmt(" s", 1, 2)+" ("+
+			collect(rs, func(r result) float64 {
+				return r.Floor.fanOut(func(f fanOutFloor) float64 { return f.Budget.cpuBound() / f.All.Seconds() })
+			}).fmt("", 0.01, 0)+" %)", "report")
 	row("controller CPU per policy edit (policy create → settled)", collect(rs, func(r result) float64 { return r.change(func(c policyChange) float64 { return c.CPU }) }).fmt(" s", 1, 2), "report")
 	return b.String()
 }

@@ -393,6 +393,8 @@ type policyChange struct {
 	// CPU is the controller's CPU seconds from the policy's create until it settled, OwnGC the
 	// suite process's collector's (ownGCSeconds).
 	CPU, OwnGC float64
+	// Budget is every process's CPU seconds from the policy's create until the pods carried it.
+	Budget cpuBudget
 }
 
 // change is the median of f over r's policy changes.
@@ -447,10 +449,12 @@ func (h *harness) change(ctx context.Context, n, j int, netA, netB string) polic
 	p.Spec.SkipRules = nil
 	h.cpuProfiles("policychange", 3)
 	c := policyChange{Target: len(set)}
+	budget := h.cpuBudget()
 	cpu, gc, start := h.controllerCPU(), ownGCSeconds(), time.Now()
 	must(h.t, h.bench.Create(ctx, p))
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, set, pods, netA, netB) })
 	c.Time = time.Since(start)
+	c.Budget = h.cpuBudget().minus(budget)
 	c.Records, c.Served = h.fanOutCascade(mark, start, c.Time)
 	if c.Records <= 0 || c.Served < len(set) {
 		h.t.Errorf("policy change %d: the audit log shows the controller's last record write %v after the create and %d writes until the pods carried it; want a record write per VM (%d)",
@@ -725,6 +729,8 @@ type fanOutFloor struct {
 	// Records is the time of the record writes alone (they start together with the pod
 	// writes, which follow them); All until the last pod write.
 	Records, All time.Duration
+	// Budget is every process's CPU seconds meanwhile.
+	Budget cpuBudget
 }
 
 // fanOut is the median of g over f's policy-change floors.
@@ -808,7 +814,7 @@ func (h *harness) fanOutFloor(ctx context.Context, fns string, set []string) fan
 		recorded[i] = make(chan struct{})
 	}
 	var f fanOutFloor
-	start := time.Now()
+	budget, start := h.cpuBudget(), time.Now()
 	var fanOut sync.WaitGroup
 	fanOut.Go(func() {
 		h.parallel(len(set), workers, func(i int) error {
@@ -824,7 +830,7 @@ func (h *harness) fanOutFloor(ctx context.Context, fns string, set []string) fan
 		})
 	})
 	fanOut.Wait()
-	f.All = time.Since(start)
+	f.All, f.Budget = time.Since(start), h.cpuBudget().minus(budget)
 	return f
 }
 
