@@ -1,9 +1,14 @@
 package scale
 
 import (
-	"net/http"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -24,35 +29,74 @@ func (b cpuBudget) minus(earlier cpuBudget) cpuBudget {
 // cpuBound is the least time, in seconds, b's work takes on this machine's CPUs.
 func (b cpuBudget) cpuBound() float64 { return b.Total() / float64(runtime.NumCPU()) }
 
-// cpuBudget reads every process's CPU seconds now: the kube-apiserver's, etcd's and the
-// controller's own process_cpu_seconds_total (the controller's 0 before it starts), and the
-// suite process's user and system time (getrusage).
+// cpuBudget reads every process's CPU seconds now, from the kernel's accounting
+// (/proc/<pid>/stat for the kube-apiserver, etcd and the controller, getrusage for the suite's
+// process): a read is instant and costs the processes nothing, where scraping the
+// kube-apiserver's metrics costs it CPU and lands after a short window closes. The
+// controller's is 0 before it starts.
 func (h *harness) cpuBudget() cpuBudget {
-	b := cpuBudget{APIServer: h.apiServerCPU(), Etcd: h.etcdCPU(), Suite: ownCPU()}
-	if h.controller != nil {
-		b.Controller = h.controllerCPU()
+	if h.apiServerPID == 0 {
+		h.apiServerPID, h.etcdPID = childPID(h.t, "kube-apiserver"), childPID(h.t, "etcd")
+	}
+	b := cpuBudget{APIServer: procCPU(h.apiServerPID), Etcd: procCPU(h.etcdPID), Suite: ownCPU()}
+	if h.controller != nil && h.controller.Process != nil {
+		b.Controller = procCPU(h.controller.Process.Pid)
 	}
 	return b
 }
 
-// etcdCPU is etcd's process_cpu_seconds_total, from the /metrics it serves on its client URL
-// (plain HTTP in envtest); 0 when it cannot be read.
-func (h *harness) etcdCPU() float64 {
-	u := *h.env.Env.ControlPlane.Etcd.URL
-	u.Path = "/metrics"
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(u.String())
-	if err != nil {
-		h.t.Logf("reading etcd's metrics: %v", err)
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every
+// Linux architecture Go supports (sysconf(_SC_CLK_TCK) needs cgo).
+const clockTicks = 100
+
+// procCPU is process pid's user and system CPU seconds from /proc/<pid>/stat (fields 14 and
+// 15, after the command's closing parenthesis); 0 when it cannot be read.
+func procCPU(pid int) float64 {
+	fields := procStat(pid) // field n of the file at n-2
+	if len(fields) < 14 {
 		return 0
 	}
-	defer resp.Body.Close()
-	m, err := parseMetrics(resp.Body)
-	if err != nil {
-		h.t.Logf("parsing etcd's metrics: %v", err)
+	utime, err1 := strconv.ParseUint(fields[12], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[13], 10, 64)
+	if err1 != nil || err2 != nil {
 		return 0
 	}
-	return sum(m, "process_cpu_seconds_total", "", "")
+	return float64(utime+stime) / clockTicks
+}
+
+// procStat is process pid's command (field 2 of /proc/<pid>/stat) and the fields after it:
+// field n of the file at index n-2 (state 1, ppid 2, utime 12, stime 13); nil when it cannot
+// be read.
+func procStat(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(data)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return nil
+	}
+	return append([]string{s[open+1 : end]}, strings.Fields(s[end+1:])...)
+}
+
+// childPID is the PID of the suite process's child running command (envtest starts etcd and
+// the kube-apiserver as children); it fails t when there is none.
+func childPID(t testing.TB, command string) int {
+	entries, err := os.ReadDir("/proc")
+	must(t, err)
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st := procStat(pid); len(st) > 2 && st[0] == command && st[2] == self {
+			return pid
+		}
+	}
+	t.Fatalf("no child process %q of the suite's process", command)
+	return 0
 }
 
 // ownCPU is the suite process's user and system CPU seconds (getrusage(RUSAGE_SELF)).
@@ -62,4 +106,19 @@ func ownCPU() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func TestProcCPUAgreesWithGetrusageAndChildPIDFindsAChild(t *testing.T) {
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); { // burn some CPU
+	}
+	own, proc := ownCPU(), procCPU(os.Getpid())
+	if proc <= 0 || proc < own-0.05 || proc > own+0.05 {
+		t.Errorf("own CPU from /proc %.2f s, from getrusage %.2f s: want them within 50 ms", proc, own)
+	}
+	cmd := exec.Command("sleep", "5")
+	must(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if got := childPID(t, "sleep"); got != cmd.Process.Pid {
+		t.Errorf("childPID(sleep) = %d, want %d", got, cmd.Process.Pid)
+	}
 }

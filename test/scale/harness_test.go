@@ -84,8 +84,11 @@ type harness struct {
 	pprofAddr   string
 	qps, burst  int
 	// workers is the controller's --max-concurrent-reconciles at its next start.
-	workers   int
-	stopStand context.CancelFunc
+	workers int
+	// apiServerPID and etcdPID are the control plane's processes, found at the first
+	// cpuBudget.
+	apiServerPID, etcdPID int
+	stopStand             context.CancelFunc
 }
 
 func newHarness(t testing.TB, qps, burst int) *harness {
