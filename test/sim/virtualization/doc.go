@@ -26,7 +26,8 @@
 //   - it writes the whole VM status with an Update under the resourceVersion it read, as VC
 //     does: phase, status.networks (each NIC's MAC, and the address SDN configured from the
 //     pods' networks-status), NetworkReady (the record's IPAM items, plus "waiting for SDN"
-//     while networks-status lacks an attached interface) and
+//     while networks-status lacks an attached interface or reports an interface with a
+//     condition that is not True, as VC's extractNetworkStatusFromPods finds them) and
 //     AwaitingRestartToApplyConfiguration; status fields it does not know are kept;
 //   - it writes the record's status.observedGeneration once a record is applied.
 //   - vc-stand-in-operation carries out VirtualMachineOperations of type Start, Stop, Restart

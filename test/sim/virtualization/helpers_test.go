@@ -161,3 +161,10 @@ func podNames(pods []corev1.Pod) []string {
 	}
 	return names
 }
+
+// configuredNIC is SDN's networks-status entry for ClusterNetwork name, configured and up.
+func configuredNIC(name string) sdnv1.NetworksStatusEntry {
+	return sdnv1.NetworksStatusEntry{Type: "ClusterNetwork", Name: name, IfName: "veth_" + name, Conditions: []sdnv1.NICCondition{
+		{Type: sdnv1.NICConditionConfigured, Status: "True", Reason: sdnv1.NICReasonInterfaceConfiguredSuccessfully},
+		{Type: sdnv1.NICConditionNegotiated, Status: "True", Reason: sdnv1.NICReasonUp}}}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,7 +64,8 @@ const StatusGuestOSInfo = "guestOSInfo"
 var GuestOSInfo = map[string]any{"name": "Stand-in Linux", "kernelRelease": "6.12.0-vmipam"}
 
 // ReasonWaitingForSDN is the NetworkReady item of an interface a running pod is to carry but
-// whose networks-status SDN has not reported yet (VC: "waiting for SDN to report status").
+// whose networks-status SDN has not reported yet (VC: "waiting for SDN to report status"), or
+// reports with a condition that is not True (VC: the condition's message).
 const ReasonWaitingForSDN = "WaitingForSDN"
 
 // writeStatus rebuilds the status fields VC owns — phase, status.networks with each attached
@@ -157,9 +159,20 @@ func configuredAddress(nics []sdnv1.NetworksStatusEntry, entry virtv1.NetworksSt
 	return ""
 }
 
-// waitingForSDN are the items of the live entries SDN has not reported in networks-status.
+// waitingForSDN are the items of what SDN has not configured on a pod whose networks-status
+// reports nics, as VC's extractNetworkStatusFromPods (pkg/controller/vm/internal/network.go)
+// finds it: every reported NIC with a condition that is not True (collectInterfaceErrors: every
+// NIC reported, not only the live ones), and every live entry not reported. An entry is matched
+// by type and name; VC matches by name alone, which differs only for a Network and a
+// ClusterNetwork of the same name.
 func waitingForSDN(live []sdnv1.NetworksSpecEntry, nics []sdnv1.NetworksStatusEntry) []consumer.Item {
 	var out []consumer.Item
+	for _, n := range nics {
+		if failing := failingConditions(n); failing != "" {
+			out = append(out, consumer.Item{Label: consumer.Label(n.Type, n.Name), Reason: ReasonWaitingForSDN,
+				Message: "SDN reports it not configured: " + failing})
+		}
+	}
 	for _, e := range live {
 		if !slices.ContainsFunc(nics, func(n sdnv1.NetworksStatusEntry) bool { return n.Type == e.Type && n.Name == e.Name }) {
 			out = append(out, consumer.Item{Label: consumer.Label(e.Type, e.Name), Reason: ReasonWaitingForSDN,
@@ -167,6 +180,20 @@ func waitingForSDN(live []sdnv1.NetworksSpecEntry, nics []sdnv1.NetworksStatusEn
 		}
 	}
 	return out
+}
+
+// failingConditions lists the conditions of nic that are not True, as "<type>=<status>
+// (<reason>)" separated by ", "; "" when every one is True. Names and reasons go through
+// consumer.QuoteName: SDN writes them, and they end up in the NetworkReady message.
+func failingConditions(nic sdnv1.NetworksStatusEntry) string {
+	var out []string
+	for _, c := range nic.Conditions {
+		if c.Status != string(metav1.ConditionTrue) {
+			out = append(out, fmt.Sprintf("%s=%s (%s)", consumer.QuoteName(c.Type), consumer.QuoteName(c.Status),
+				consumer.QuoteName(c.Reason)))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // additional counts vm's additional spec.networks entries.

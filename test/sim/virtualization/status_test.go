@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
+	"github.com/vmipam/vmipam/policies/consumer"
 	"github.com/vmipam/vmipam/test/sim/internal/mac"
 )
 
@@ -52,6 +54,42 @@ func TestEnsureNetworks(t *testing.T) {
 			got := ensureNetworks(newVM("vm", networks(tt.spec...), withStatusNetworks(tt.status...)))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ensureNetworks() =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWaitingForSDN(t *testing.T) {
+	corp := sdnv1.NetworksSpecEntry{Type: "ClusterNetwork", Name: "corp"}
+	lan := sdnv1.NetworksSpecEntry{Type: "Network", Name: "lan"}
+	down := configuredNIC("old")
+	down.Conditions[0].Status, down.Conditions[0].Reason = "False", "Configuration;Error"
+	unknown := configuredNIC("corp")
+	unknown.Conditions[1].Status, unknown.Conditions[1].Reason = "Unknown", ""
+	tests := []struct {
+		name string
+		live []sdnv1.NetworksSpecEntry
+		nics []sdnv1.NetworksStatusEntry
+		want []consumer.Item
+	}{
+		{name: "every live entry reported and configured", live: []sdnv1.NetworksSpecEntry{corp}, nics: []sdnv1.NetworksStatusEntry{configuredNIC("corp")}},
+		{name: "a live entry not reported", live: []sdnv1.NetworksSpecEntry{corp, lan}, nics: []sdnv1.NetworksStatusEntry{configuredNIC("corp")},
+			want: []consumer.Item{{Label: "Network/lan", Reason: ReasonWaitingForSDN, Message: "waiting for SDN to report status"}}},
+		{name: "a reported entry of the same name but another type is not the live one", live: []sdnv1.NetworksSpecEntry{{Type: "Network", Name: "corp"}},
+			nics: []sdnv1.NetworksStatusEntry{configuredNIC("corp")},
+			want: []consumer.Item{{Label: "Network/corp", Reason: ReasonWaitingForSDN, Message: "waiting for SDN to report status"}}},
+		{name: "a live entry whose condition is not True", live: []sdnv1.NetworksSpecEntry{corp}, nics: []sdnv1.NetworksStatusEntry{unknown},
+			want: []consumer.Item{{Label: "ClusterNetwork/corp", Reason: ReasonWaitingForSDN,
+				Message: `SDN reports it not configured: Negotiated=Unknown ("")`}}},
+		{name: "a reported entry not live whose condition is not True counts too, its reason quoted",
+			live: []sdnv1.NetworksSpecEntry{corp}, nics: []sdnv1.NetworksStatusEntry{configuredNIC("corp"), down},
+			want: []consumer.Item{{Label: "ClusterNetwork/old", Reason: ReasonWaitingForSDN,
+				Message: `SDN reports it not configured: Configured=False ("Configuration\x3bError")`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := waitingForSDN(tt.live, tt.nics); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("waitingForSDN() =\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})
 	}
