@@ -19,7 +19,14 @@
 //     template a launcher pod is made from — at a start the next-boot networks-spec and NIC
 //     list, while the VM runs what runs (so a migration target carries what the source
 //     carries, never a change held until restart); running pods get the live networks-spec by
-//     a JSON merge patch;
+//     a JSON merge patch first, and the KVVM of a running VM follows them only once SDN has
+//     configured them — every launcher pod's networks-status present, reporting every live
+//     interface, every interface's conditions True —, as VC's SyncKvvmHandler does (VC facts
+//     §2; deckhouse/virtualization at cf3a9e6c4, isNetworkReadyOnPod in
+//     pkg/controller/vm/internal/sync_kvvm.go). Until then the VM shows ConfigurationApplied
+//     False and is looked at again every SDNRecheck, and SDN's answer on a pod wakes it. At a
+//     start the template is written first (the pod is made from it); with no live interface
+//     there is nothing to wait for (waitsForSDN says how that simplifies VC's rule);
 //   - it copies every annotation of the VM onto its running pods, as VC's SyncMetadataHandler
 //     does — a networks-spec annotation on the VM therefore overwrites the pods' (VC facts
 //     §3), which is why nobody but VC may write it;
@@ -27,9 +34,11 @@
 //     does: phase, status.networks (each NIC's MAC, and the address SDN configured from the
 //     pods' networks-status), NetworkReady (the record's IPAM items, plus "waiting for SDN"
 //     while networks-status lacks an attached interface or reports an interface with a
-//     condition that is not True, as VC's extractNetworkStatusFromPods finds them) and
-//     AwaitingRestartToApplyConfiguration; status fields it does not know are kept;
-//   - it writes the record's status.observedGeneration once a record is applied.
+//     condition that is not True, as VC's extractNetworkStatusFromPods finds them),
+//     AwaitingRestartToApplyConfiguration and ConfigurationApplied (False while the KVVM waits
+//     for SDN, absent otherwise); status fields it does not know are kept;
+//   - it writes the record's status.observedGeneration once a record is applied: its running
+//     pods and its KVVM follow it (not while the KVVM waits for SDN).
 //   - vc-stand-in-operation carries out VirtualMachineOperations of type Start, Stop, Restart
 //     and Migrate once, moving them InProgress → Completed (or Failed).
 //

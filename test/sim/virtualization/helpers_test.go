@@ -2,6 +2,7 @@ package virtualization
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,48 @@ func configuredNIC(name string) sdnv1.NetworksStatusEntry {
 	return sdnv1.NetworksStatusEntry{Type: "ClusterNetwork", Name: name, IfName: "veth_" + name, Conditions: []sdnv1.NICCondition{
 		{Type: sdnv1.NICConditionConfigured, Status: "True", Reason: sdnv1.NICReasonInterfaceConfiguredSuccessfully},
 		{Type: sdnv1.NICConditionNegotiated, Status: "True", Reason: sdnv1.NICReasonUp}}}
+}
+
+// answerSDN writes networks-status on pod as SDN does: nics.
+func answerSDN(t *testing.T, s *Simulator, pod *corev1.Pod, nics ...sdnv1.NetworksStatusEntry) {
+	t.Helper()
+	answerSDNRaw(t, s, pod, nicsJSON(t, nics...))
+}
+
+// nicsJSON is the networks-status annotation reporting nics.
+func nicsJSON(t *testing.T, nics ...sdnv1.NetworksStatusEntry) string {
+	t.Helper()
+	raw, err := json.Marshal(nics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// answerSDNRaw writes value as pod's networks-status; "" removes it.
+func answerSDNRaw(t *testing.T, s *Simulator, pod *corev1.Pod, value string) {
+	t.Helper()
+	live := &corev1.Pod{}
+	if err := s.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), live); err != nil {
+		t.Fatal(err)
+	}
+	base := live.DeepCopy()
+	if value == "" {
+		delete(live.Annotations, sdnv1.AnnotationNetworksStatus)
+	} else {
+		metav1.SetMetaDataAnnotation(&live.ObjectMeta, sdnv1.AnnotationNetworksStatus, value)
+	}
+	if err := s.Client.Patch(context.Background(), live, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// observed is the record's status.observedGeneration.
+func observed(t *testing.T, s *Simulator, name string) int64 {
+	t.Helper()
+	rec := &ipamv1.VirtualMachineIPAM{}
+	if err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Status.ObservedGeneration
 }

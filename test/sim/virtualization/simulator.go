@@ -80,11 +80,13 @@ type Simulator struct {
 }
 
 // Workers is how many VMs the stand-in works on at once. A reconcile that changes something
-// spends nearly all its time waiting on the API server — up to four writes one after the
-// other (the running pods, the KVVM, the VM status, the record's status) — so the workers bound
-// how many VMs are in flight: with 8, the 100 records a hotplug burst brings waited 1.5 s
-// (median) behind each other in the stand-in's queue. A real virtualization controller sizes
-// its workers for bursts the same way.
+// spends nearly all its time waiting on the API server — several writes one after the other
+// (at a start the KVVM, the launcher pod, the VM status and the record's status; at a hotplug
+// the running pods and the VM status, and in the reconcile SDN's answer brings the KVVM, the
+// VM status and the record's status) — so the workers bound how many VMs are in flight: with
+// 8, the 100 records a hotplug burst brings waited 1.5 s (median) behind each other in the
+// stand-in's queue. A real virtualization controller sizes its workers for bursts the same
+// way.
 const Workers = 32
 
 // lockVM serializes work on one VM and returns the unlock function.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -68,15 +69,36 @@ var GuestOSInfo = map[string]any{"name": "Stand-in Linux", "kernelRelease": "6.1
 // reports with a condition that is not True (VC: the condition's message).
 const ReasonWaitingForSDN = "WaitingForSDN"
 
+// ConditionConfigurationApplied is VC's VM condition on whether the KVVM follows the VM
+// (vmcondition.TypeConfigurationApplied). SyncKvvmHandler.Handle (VC's
+// pkg/controller/vm/internal/sync_kvvm.go) writes it only while False and removes it
+// otherwise, and always in phase Pending, Starting or Stopped. The stand-in sets it while a
+// running VM's KVVM waits for SDN (waitsForSDN), the one cause of VC's it models.
+const ConditionConfigurationApplied = "ConfigurationApplied"
+
+// ReasonConfigurationNotApplied is ConditionConfigurationApplied's reason while False
+// (vmcondition.ReasonConfigurationNotApplied).
+const ReasonConfigurationNotApplied = "ConfigurationNotApplied"
+
+// MessageWaitingForSDN is ConditionConfigurationApplied's message while the KVVM waits for
+// SDN: the one SyncKvvmHandler.Handle writes when syncKVVM returns errWaitForNetworkReady
+// (sync_kvvm.go, "4. Set ConfigurationApplied condition").
+const MessageWaitingForSDN = "Waiting for SDN to configure network interfaces."
+
+// SDNRecheck is how soon a VM whose KVVM waits for SDN is looked at again:
+// SyncKvvmHandler.Handle requeues after 5 s while it waits for the network (sync_kvvm.go).
+// SDN's networks-status wakes the VM sooner (launcherPodChanged); this bounds a lost event.
+const SDNRecheck = 5 * time.Second
+
 // writeStatus rebuilds the status fields VC owns — phase, status.networks with each attached
 // NIC's address (from the oldest running pod's networks-status while the VM runs, from the
 // record while it does not: the gate's contract, docs/INTEGRATION.md), NetworkReady,
-// AwaitingRestartToApplyConfiguration, guestOSInfo as the VM starts running and, in
-// ReportGuest mode, the Running condition — into
-// the VM as it was read, and writes the whole status with an Update under the resourceVersion
-// read, as VC does: a concurrent writer's change is a conflict, retried. Status fields the
-// stand-in does not build (other conditions, fields of the real CRD it does not know) are
-// written back as they were read.
+// AwaitingRestartToApplyConfiguration, ConfigurationApplied (False while apply left the KVVM
+// waiting for SDN, absent otherwise), guestOSInfo as the VM starts running and, in ReportGuest
+// mode, the Running condition — into the VM as it was read, and writes the whole status with
+// an Update under the resourceVersion read, as VC does: a concurrent writer's change is a
+// conflict, retried. Status fields the stand-in does not build (other conditions, fields of the
+// real CRD it does not know) are written back as they were read.
 func (s *Simulator) writeStatus(ctx context.Context, st *vmState, res consumer.Result) error {
 	status := st.vm.Status.DeepCopy()
 	status.Phase = phaseOf(shouldRun(st.vm), st.pods)
@@ -101,6 +123,13 @@ func (s *Simulator) writeStatus(ctx context.Context, st *vmState, res consumer.R
 		meta.SetStatusCondition(&status.Conditions, *c)
 	} else {
 		meta.RemoveStatusCondition(&status.Conditions, consumer.ConditionAwaitingRestart)
+	}
+	if st.kvvmWaits {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionConfigurationApplied,
+			Status: metav1.ConditionFalse, Reason: ReasonConfigurationNotApplied, Message: MessageWaitingForSDN,
+			ObservedGeneration: st.vm.Generation})
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, ConditionConfigurationApplied)
 	}
 	if s.ReportGuest {
 		setRunning(status, st.vm.Generation, st.pods, nics)
@@ -196,6 +225,19 @@ func failingConditions(nic sdnv1.NetworksStatusEntry) string {
 	return strings.Join(out, ", ")
 }
 
+// sdnConfigured reports whether SDN has configured the live entries on pod, as VC's
+// isNetworkReadyOnPod (pkg/controller/vm/internal/sync_kvvm.go) requires of every launcher
+// pod before it updates the KVVM: networks-status is present (and readable: VC fails the
+// reconcile on one that is not), and waitingForSDN finds nothing in it.
+func sdnConfigured(live []sdnv1.NetworksSpecEntry, pod *corev1.Pod) bool {
+	raw, ok := pod.Annotations[sdnv1.AnnotationNetworksStatus]
+	if !ok {
+		return false
+	}
+	var nics []sdnv1.NetworksStatusEntry
+	return json.Unmarshal([]byte(raw), &nics) == nil && len(waitingForSDN(live, nics)) == 0
+}
+
 // additional counts vm's additional spec.networks entries.
 func additional(vm *virtv1.VirtualMachine) int {
 	n := 0
@@ -234,7 +276,8 @@ func setRunning(status *virtv1.VirtualMachineStatus, generation int64, pods []co
 }
 
 // observeRecord writes generation into the record's status.observedGeneration, the
-// generation the VM's template and running pods now follow (0: no record decides).
+// generation the VM's template and running pods now follow (0: no record decides). It is not
+// called while the KVVM waits for SDN: the pods follow then, the KVVM does not yet.
 func (s *Simulator) observeRecord(ctx context.Context, rec *ipamv1.VirtualMachineIPAM, generation int64) error {
 	if rec == nil || generation == 0 || rec.Status.ObservedGeneration == generation {
 		return nil

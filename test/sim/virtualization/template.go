@@ -84,8 +84,7 @@ func (s *Simulator) writeTemplate(ctx context.Context, st *vmState, res consumer
 	if len(st.pods) > 0 {
 		want.entries = res.Live
 	}
-	owned := st.template.kvvm != nil && metav1.IsControlledBy(st.template.kvvm, st.vm)
-	if owned && networksSpecValue(want.entries) == networksSpecValue(st.template.entries) && want.decided == st.template.decided {
+	if st.template.ownedBy(st.vm) && st.template.holds(want.entries, want.decided) {
 		return nil
 	}
 	kvvm := want.kvvm
@@ -115,6 +114,17 @@ func (s *Simulator) writeTemplate(ctx context.Context, st *vmState, res consumer
 	want.kvvm = kvvm
 	st.template = want
 	return nil
+}
+
+// ownedBy reports whether t's KVVM exists and vm controls it.
+func (t *template) ownedBy(vm *virtv1.VirtualMachine) bool {
+	return t.kvvm != nil && metav1.IsControlledBy(t.kvvm, vm)
+}
+
+// holds reports whether t carries entries (the same networks-spec) and the decided mark
+// decided.
+func (t *template) holds(entries []sdnv1.NetworksSpecEntry, decided bool) bool {
+	return networksSpecValue(entries) == networksSpecValue(t.entries) && decided == t.decided
 }
 
 // setTemplate writes t into kvvm: the template's annotations and its guest NICs, one per

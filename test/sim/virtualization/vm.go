@@ -93,6 +93,11 @@ type vmState struct {
 	// others are labelled launcher pods of the VM that no VM controls: a record is applied to
 	// them too.
 	others []corev1.Pod
+	// kvvmWaits is set by apply when it leaves the running VM's KVVM template behind the pods
+	// it patched until SDN has configured them (waitsForSDN): the VM shows
+	// ConfigurationApplied=False, the record's generation is not observed yet, and the VM is
+	// looked at again within SDNRecheck.
+	kvvmWaits bool
 }
 
 // ReconcileVirtualMachine converges the VM's launcher pods to its run intent, applies its
@@ -117,12 +122,17 @@ func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Reques
 	if err := s.writeStatus(ctx, st, res); err != nil {
 		return requeueOnConflict(err)
 	}
-	if err := s.observeRecord(ctx, st.record, res.RecordGeneration); err != nil {
-		return requeueOnConflict(err)
+	if !st.kvvmWaits {
+		if err := s.observeRecord(ctx, st.record, res.RecordGeneration); err != nil {
+			return requeueOnConflict(err)
+		}
 	}
 	out := ctrl.Result{}
 	if left := s.expect.left(req.NamespacedName, s.now()); left > 0 {
 		out.RequeueAfter = left // look again when the expectations lapse: no event may come
+	}
+	if st.kvvmWaits && (out.RequeueAfter == 0 || out.RequeueAfter > SDNRecheck) {
+		out.RequeueAfter = SDNRecheck // SDN's answer wakes the VM; this is VC's recheck
 	}
 	return out, nil
 }
@@ -168,7 +178,9 @@ func (s *Simulator) getVM(ctx context.Context, key types.NamespacedName) (*unstr
 // running pod, with the VM's annotations, and then the template a launcher pod is made from —
 // what runs while the VM runs, the next-boot list when it does not. The running pods come
 // before the template as with VC, which patches the active pods first and updates the KVVM
-// once SDN has configured them (VC facts §2).
+// only once SDN has configured them (VC facts §2): while it has not (waitsForSDN), the template
+// stays as it is and st.kvvmWaits is set; SDN's answer on a pod wakes the VM
+// (launcherPodChanged), whose next reconcile writes the template.
 func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, error) {
 	res := consumer.Apply(s.consumerInput(st))
 	if shouldRun(st.vm) && len(st.pods) == 0 {
@@ -189,7 +201,43 @@ func (s *Simulator) apply(ctx context.Context, st *vmState) (consumer.Result, er
 			}
 		}
 	}
+	if waitsForSDN(st, res) {
+		st.kvvmWaits = true
+		return res, nil
+	}
 	return res, s.writeTemplate(ctx, st, res)
+}
+
+// waitsForSDN reports whether the KVVM template of a running VM must wait before it follows
+// res.Live, as VC's does: its applyVMChangesToKVVM and applyNetworkReadinessSync
+// (pkg/controller/vm/internal/sync_kvvm.go) patch the pods and update the KVVM only once
+// isNetworkReadyOnPod, else they return errWaitForNetworkReady. It waits when the KVVM the VM
+// controls holds another list than res.Live (or another decided mark) and some launcher pod
+// the stand-in applies the record to — those the VM controls and the labelled ones no VM
+// controls — is not sdnConfigured. A template that holds res.Live already has nothing to
+// hold back. A missing KVVM is created at once, as VC's createKVVM does, and the template of
+// a VM that does not run follows at once (VC's isVMStopped case).
+//
+// Simplification: with no live entry there is nothing SDN-managed to wait for, and the
+// template follows at once. VC skips the wait so only for a running VM with Main alone whose
+// KVVM has no active additional interface (applyNetworkReadinessSync); a change that removes
+// a VM's last additional network (applyVMChangesToKVVM) still waits for every pod's
+// networks-status to be present with every condition True — which SDN's stand-in, removing
+// networks-status with networks-spec, never gives. Also VC checks every labelled pod not
+// Succeeded, one being deleted too; the stand-in, whose pods never end (no kubelet), checks
+// the ones not being deleted.
+func waitsForSDN(st *vmState, res consumer.Result) bool {
+	if len(st.pods) == 0 || len(res.Live) == 0 || !st.template.ownedBy(st.vm) || st.template.holds(res.Live, res.Decided) {
+		return false
+	}
+	for _, pods := range [][]corev1.Pod{st.pods, st.others} {
+		for i := range pods {
+			if !sdnConfigured(res.Live, &pods[i]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // consumerInput is what the stand-in knows of the VM for consumer.Apply: its additional NICs

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	sdnv1 "github.com/vmipam/vmipam/crds/sdn/v1alpha1"
 	virtv1 "github.com/vmipam/vmipam/crds/virtualization/v1alpha2"
@@ -300,4 +302,179 @@ func templateEntries(t *testing.T, s *Simulator, name string) []string {
 	t.Helper()
 	annotations, _, _ := unstructured.NestedStringMap(kvvm(t, s, name).Object, "spec", "template", "metadata", "annotations")
 	return carried(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}})
+}
+
+// runningWithCorp starts VM name with corp attached, SDN's answer on its pod, and returns the
+// pod: the KVVM template holds corp and the record's first generation is observed.
+func runningWithCorp(t *testing.T, s *Simulator, name string) corev1.Pod {
+	t.Helper()
+	decide(t, s.Client, name, attached("corp", "10.0.0.5"))
+	reconcileVM(t, s, name)
+	pod := podsOf(t, s, name)[0]
+	answerSDN(t, s, &pod, configuredNIC("corp"))
+	reconcileVM(t, s, name)
+	if got := templateEntries(t, s, name); !slices.Equal(got, []string{"corp=corp-ip"}) || observed(t, s, name) != 1 {
+		t.Fatalf("a running VM: template %v, observedGeneration %d; want corp, 1", got, observed(t, s, name))
+	}
+	return pod
+}
+
+// hotplugLan decides lan attached beside corp (the record's second generation), reconciles
+// and returns what the reconcile asked for.
+func hotplugLan(t *testing.T, s *Simulator, name string) ctrl.Result {
+	t.Helper()
+	decide(t, s.Client, name, attached("corp", "10.0.0.5"), attached("lan", "10.0.1.5"))
+	return reconcileVM(t, s, name)
+}
+
+// wantKVVMWaiting checks that VM name's KVVM waits for SDN: its pods carry corp and lan, the
+// template still holds corp alone, the record's second generation is not observed, the VM
+// shows ConfigurationApplied=False as VC writes it and the reconcile asked to look again
+// within SDNRecheck.
+func wantKVVMWaiting(t *testing.T, s *Simulator, name string, res ctrl.Result) {
+	t.Helper()
+	for _, p := range podsOf(t, s, name) {
+		if got := carried(t, &p); !slices.Equal(got, []string{"corp=corp-ip", "lan=lan-ip"}) {
+			t.Errorf("pod %s carries %v, want corp and lan: the running pods are patched first", p.Name, got)
+		}
+	}
+	if got := templateEntries(t, s, name); !slices.Equal(got, []string{"corp=corp-ip"}) {
+		t.Errorf("KVVM template %v before SDN configured lan, want corp alone", got)
+	}
+	if got := observed(t, s, name); got != 1 {
+		t.Errorf("record status.observedGeneration = %d before the KVVM follows, want 1", got)
+	}
+	vm := getVM(t, s, name)
+	c := meta.FindStatusCondition(vm.Status.Conditions, ConditionConfigurationApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonConfigurationNotApplied ||
+		c.Message != MessageWaitingForSDN || c.ObservedGeneration != vm.Generation {
+		t.Errorf("ConfigurationApplied = %+v, want False, %s, %q", c, ReasonConfigurationNotApplied, MessageWaitingForSDN)
+	}
+	if res.RequeueAfter != SDNRecheck {
+		t.Errorf("RequeueAfter = %v while waiting for SDN, want %v", res.RequeueAfter, SDNRecheck)
+	}
+}
+
+// wantKVVMFollowing checks that VM name's KVVM holds corp and lan, the record's second
+// generation is observed and ConfigurationApplied is gone.
+func wantKVVMFollowing(t *testing.T, s *Simulator, name string, res ctrl.Result) {
+	t.Helper()
+	if got := templateEntries(t, s, name); !slices.Equal(got, []string{"corp=corp-ip", "lan=lan-ip"}) {
+		t.Errorf("KVVM template %v once SDN configured lan, want corp and lan", got)
+	}
+	if got := observed(t, s, name); got != 2 {
+		t.Errorf("record status.observedGeneration = %d once the KVVM follows, want 2", got)
+	}
+	if c := meta.FindStatusCondition(getVM(t, s, name).Status.Conditions, ConditionConfigurationApplied); c != nil {
+		t.Errorf("ConfigurationApplied = %+v once the KVVM follows, want it removed", c)
+	}
+	if res.RequeueAfter != 0 {
+		t.Errorf("RequeueAfter = %v once the KVVM follows, want none", res.RequeueAfter)
+	}
+}
+
+// A hotplug on a running VM goes as with VC (VC facts §2): the running pod is patched, the
+// KVVM template — what a migration target is made from — waits until SDN reports the new
+// interface in the pod's networks-status, and only then does the record's generation count
+// as applied.
+func TestAHotplugUpdatesTheKVVMOnlyOnceSDNHasConfiguredThePod(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"), onCorp("lan"))))
+	pod := runningWithCorp(t, s, "vm")
+
+	res := hotplugLan(t, s, "vm")
+	wantKVVMWaiting(t, s, "vm", res)
+	rv := getVM(t, s, "vm").ResourceVersion
+	res = reconcileVM(t, s, "vm") // VC's recheck: SDN has not answered yet
+	wantKVVMWaiting(t, s, "vm", res)
+	if again := getVM(t, s, "vm").ResourceVersion; again != rv {
+		t.Errorf("the recheck wrote the unchanged status again: resourceVersion %s -> %s", rv, again)
+	}
+
+	answerSDN(t, s, &pod, configuredNIC("corp"), configuredNIC("lan"))
+	wantKVVMFollowing(t, s, "vm", reconcileVM(t, s, "vm")) // SDN's answer wakes the VM
+}
+
+// VC updates the KVVM only when every launcher pod's networks-status is there, reports every
+// interface it is to carry, and every interface's conditions are True — one interface SDN
+// failed to configure, even one that ran before, holds the KVVM.
+func TestTheKVVMWaitsWhileSDNHasNotConfiguredEveryInterface(t *testing.T) {
+	lanDown := configuredNIC("lan")
+	lanDown.Conditions[0] = sdnv1.NICCondition{Type: sdnv1.NICConditionConfigured, Status: "False", Reason: "ConfigurationError",
+		Message: "link veth_lan not found"}
+	corpNoCarrier := configuredNIC("corp")
+	corpNoCarrier.Conditions[1] = sdnv1.NICCondition{Type: sdnv1.NICConditionNegotiated, Status: "False", Reason: "NoCarrier"}
+	tests := []struct {
+		name           string
+		networksStatus string // "": none
+		item           string // in NetworkReady's message
+	}{
+		{name: "the new interface's Configured condition is False", networksStatus: nicsJSON(t, configuredNIC("corp"), lanDown),
+			item: "ClusterNetwork/lan: WaitingForSDN: SDN reports it not configured: Configured=False (ConfigurationError)"},
+		{name: "an interface that ran before has lost its carrier", networksStatus: nicsJSON(t, corpNoCarrier, configuredNIC("lan")),
+			item: "ClusterNetwork/corp: WaitingForSDN: SDN reports it not configured: Negotiated=False (NoCarrier)"},
+		{name: "the new interface is not reported", networksStatus: nicsJSON(t, configuredNIC("corp")),
+			item: "ClusterNetwork/lan: WaitingForSDN: waiting for SDN to report status"},
+		{name: "networks-status is gone",
+			item: "ClusterNetwork/lan: WaitingForSDN: waiting for SDN to report status"},
+		{name: "networks-status is unreadable", networksStatus: "{"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newSim(t, newVM("vm", networks(onCorp("corp"), onCorp("lan"))))
+			pod := runningWithCorp(t, s, "vm")
+			hotplugLan(t, s, "vm")
+			answerSDNRaw(t, s, &pod, tt.networksStatus)
+			wantKVVMWaiting(t, s, "vm", reconcileVM(t, s, "vm"))
+			if c := meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, consumer.ConditionNetworkReady); tt.item != "" &&
+				(c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, tt.item)) {
+				t.Errorf("NetworkReady = %+v, want False with %q", c, tt.item)
+			}
+			answerSDN(t, s, &pod, configuredNIC("corp"), configuredNIC("lan"))
+			wantKVVMFollowing(t, s, "vm", reconcileVM(t, s, "vm"))
+		})
+	}
+}
+
+// During a migration VC patches both pods and waits for SDN on both: the target, which SDN
+// configures apart on its own node, holds the KVVM as long as the source would.
+func TestAHotplugDuringAMigrationWaitsForSDNOnBothPods(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"), onCorp("lan"))), newOp("op", virtv1.OperationMigrate, "vm"))
+	s.MigrationDuration = time.Minute
+	source := runningWithCorp(t, s, "vm")
+	reconcileOp(t, s, "op")
+	reconcileVM(t, s, "vm")
+	pods := podsOf(t, s, "vm")
+	target := migrationTarget(pods)
+	if len(pods) != 2 || target == nil {
+		t.Fatalf("launcher pods = %v, want a migration under way", podNames(pods))
+	}
+	answerSDN(t, s, target, configuredNIC("corp"))
+	reconcileVM(t, s, "vm")
+
+	hotplugLan(t, s, "vm")
+	answerSDN(t, s, &source, configuredNIC("corp"), configuredNIC("lan"))
+	wantKVVMWaiting(t, s, "vm", reconcileVM(t, s, "vm"))
+	answerSDN(t, s, target, configuredNIC("corp"), configuredNIC("lan"))
+	wantKVVMFollowing(t, s, "vm", reconcileVM(t, s, "vm"))
+}
+
+// With no additional interface left to run there is nothing SDN-managed to wait for (the
+// stand-in's simplification of VC's Main-only skip, waitsForSDN): the KVVM follows at once.
+func TestRemovingTheLastInterfaceUpdatesTheKVVMAtOnce(t *testing.T) {
+	s, _ := newSim(t, newVM("vm", networks(onCorp("corp"))))
+	runningWithCorp(t, s, "vm")
+	gone := attached("corp", "10.0.0.5")
+	gone.Attach = false
+	decide(t, s.Client, "vm", gone)
+	res := reconcileVM(t, s, "vm")
+	if got := carried(t, &podsOf(t, s, "vm")[0]); len(got) != 0 {
+		t.Errorf("pod carries %v, want nothing", got)
+	}
+	if got := templateEntries(t, s, "vm"); len(got) != 0 || observed(t, s, "vm") != 2 || res.RequeueAfter != 0 {
+		t.Errorf("KVVM template %v, observedGeneration %d, RequeueAfter %v; want empty, 2, none",
+			got, observed(t, s, "vm"), res.RequeueAfter)
+	}
+	if c := meta.FindStatusCondition(getVM(t, s, "vm").Status.Conditions, ConditionConfigurationApplied); c != nil {
+		t.Errorf("ConfigurationApplied = %+v, want none", c)
+	}
 }
