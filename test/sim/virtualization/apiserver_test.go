@@ -2,12 +2,15 @@ package virtualization
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -37,6 +40,72 @@ func TestStandInHearsOfLauncherPodsAsVCDoes(t *testing.T) {
 	runStandIn(t, e, c)
 	t.Run("a pod no VM controls is woken by its label and gets the record", func(t *testing.T) { podNoVMControls(t, c) })
 	t.Run("a pod someone else deletes while a finalizer keeps it is replaced", func(t *testing.T) { podHeldByFinalizer(t, c) })
+	t.Run("SDN's answer on a pod brings the KVVM that waited for it", func(t *testing.T) { kvvmWaitsForSDN(t, c) })
+}
+
+// kvvmWaitsForSDN: a hotplug on a running VM patches its pod, and the KVVM waits — no
+// template write, no observedGeneration, ConfigurationApplied False — until SDN's
+// networks-status on the pod (written here, as SDN would) reports the new interface; that
+// write wakes the VM (VC's PodWatcher lets networks-status changes through) and the KVVM
+// follows.
+func kvvmWaitsForSDN(t *testing.T, c client.Client) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hp"},
+		Spec: virtv1.VirtualMachineSpec{RunPolicy: virtv1.RunPolicyAlwaysOn,
+			Networks: []virtv1.NetworksSpec{{Type: virtv1.NetworkTypeMain}, onCorp("corp"), onCorp("lan")}}}
+	g.Expect(c.Create(ctx, vm)).To(Succeed())
+	key := client.ObjectKeyFromObject(vm)
+	decide(t, c, vm.Name, attached("corp", "10.0.0.5"))
+	var pod corev1.Pod
+	carries := func(g Gomega) string {
+		var pods corev1.PodList
+		g.Expect(c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: "hp"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		pod = pods.Items[0]
+		return pod.Annotations[sdnv1.AnnotationNetworksSpec]
+	}
+	template := func(g Gomega) string {
+		kvvm := newUnstructured(KVVMKind)
+		g.Expect(c.Get(ctx, key, kvvm)).To(Succeed())
+		annotations, _, _ := unstructured.NestedStringMap(kvvm.Object, "spec", "template", "metadata", "annotations")
+		return annotations[sdnv1.AnnotationNetworksSpec]
+	}
+	record := func(g Gomega) ipamv1.VirtualMachineIPAMStatus {
+		rec := &ipamv1.VirtualMachineIPAM{}
+		g.Expect(c.Get(ctx, key, rec)).To(Succeed())
+		return rec.Status
+	}
+	configurationApplied := func(g Gomega) *metav1.Condition {
+		got := &virtv1.VirtualMachine{}
+		g.Expect(c.Get(ctx, key, got)).To(Succeed())
+		return meta.FindStatusCondition(got.Status.Conditions, ConditionConfigurationApplied)
+	}
+	answer := func(nics ...sdnv1.NetworksStatusEntry) {
+		raw, err := json.Marshal(nics)
+		g.Expect(err).NotTo(HaveOccurred())
+		base := pod.DeepCopy()
+		metav1.SetMetaDataAnnotation(&pod.ObjectMeta, sdnv1.AnnotationNetworksStatus, string(raw))
+		g.Expect(c.Patch(ctx, &pod, client.MergeFrom(base))).To(Succeed())
+	}
+
+	g.Eventually(carries, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"corp-ip"`))
+	answer(configuredNIC("corp"))
+	g.Eventually(record, 15*time.Second, 100*time.Millisecond).Should(HaveField("ObservedGeneration", int64(1)))
+
+	decide(t, c, vm.Name, attached("corp", "10.0.0.5"), attached("lan", "10.0.1.5"))
+	g.Eventually(configurationApplied, 15*time.Second, 100*time.Millisecond).Should(And(Not(BeNil()),
+		HaveField("Status", metav1.ConditionFalse), HaveField("Message", MessageWaitingForSDN)),
+		"the VM shows ConfigurationApplied False while its KVVM waits for SDN")
+	g.Expect(carries(g)).To(ContainSubstring(`"lan-ip"`), "the running pod is patched first")
+	g.Consistently(template, 2*time.Second, 100*time.Millisecond).ShouldNot(ContainSubstring(`"lan-ip"`),
+		"the KVVM waits for SDN")
+	g.Expect(record(g).ObservedGeneration).To(Equal(int64(1)), "the record is not observed while the KVVM waits")
+
+	answer(configuredNIC("corp"), configuredNIC("lan"))
+	g.Eventually(template, 15*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"lan-ip"`))
+	g.Eventually(record, 15*time.Second, 100*time.Millisecond).Should(HaveField("ObservedGeneration", int64(2)))
+	g.Eventually(configurationApplied, 15*time.Second, 100*time.Millisecond).Should(BeNil())
 }
 
 // podNoVMControls: a labelled pod that no VM controls — made by a slower pod creator from an
