@@ -36,7 +36,8 @@ func (b cpuBudget) cpuBound() float64 { return b.Total() / float64(runtime.NumCP
 // controller's is 0 before it starts.
 func (h *harness) cpuBudget() cpuBudget {
 	if h.apiServerPID == 0 {
-		h.apiServerPID, h.etcdPID = childPID(h.t, "kube-apiserver"), childPID(h.t, "etcd")
+		etcd := h.env.Env.ControlPlane.Etcd.URL.Host // in both command lines, this harness's own
+		h.apiServerPID, h.etcdPID = childPID(h.t, "kube-apiserver", etcd), childPID(h.t, "etcd", etcd)
 	}
 	b := cpuBudget{APIServer: procCPU(h.apiServerPID), Etcd: procCPU(h.etcdPID), Suite: ownCPU()}
 	if h.controller != nil && h.controller.Process != nil {
@@ -80,9 +81,10 @@ func procStat(pid int) []string {
 	return append([]string{s[open+1 : end]}, strings.Fields(s[end+1:])...)
 }
 
-// childPID is the PID of the suite process's child running command (envtest starts etcd and
-// the kube-apiserver as children); it fails t when there is none.
-func childPID(t testing.TB, command string) int {
+// childPID is the PID of the suite process's child running command with marker in its
+// command line (envtest starts etcd and the kube-apiserver as children; the marker, the etcd
+// URL, tells this harness's from another's still stopping); it fails t when there is none.
+func childPID(t testing.TB, command, marker string) int {
 	entries, err := os.ReadDir("/proc")
 	must(t, err)
 	self := strconv.Itoa(os.Getpid())
@@ -91,11 +93,15 @@ func childPID(t testing.TB, command string) int {
 		if err != nil {
 			continue
 		}
-		if st := procStat(pid); len(st) > 2 && st[0] == command && st[2] == self {
+		st := procStat(pid)
+		if len(st) < 3 || st[0] != command || st[2] != self {
+			continue
+		}
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmdline), marker) {
 			return pid
 		}
 	}
-	t.Fatalf("no child process %q of the suite's process", command)
+	t.Fatalf("no child process %q with %q in its command line", command, marker)
 	return 0
 }
 
@@ -115,10 +121,14 @@ func TestProcCPUAgreesWithGetrusageAndChildPIDFindsAChild(t *testing.T) {
 	if proc <= 0 || proc < own-0.05 || proc > own+0.05 {
 		t.Errorf("own CPU from /proc %.2f s, from getrusage %.2f s: want them within 50 ms", proc, own)
 	}
-	cmd := exec.Command("sleep", "5")
-	must(t, cmd.Start())
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if got := childPID(t, "sleep"); got != cmd.Process.Pid {
-		t.Errorf("childPID(sleep) = %d, want %d", got, cmd.Process.Pid)
+	var pids []int
+	for _, d := range []string{"5", "6"} { // two children of the same command, told apart by their arguments
+		cmd := exec.Command("sleep", d)
+		must(t, cmd.Start())
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		pids = append(pids, cmd.Process.Pid)
+	}
+	if got := childPID(t, "sleep", "6"); got != pids[1] {
+		t.Errorf("childPID(sleep, 6) = %d, want %d (the other sleep is %d)", got, pids[1], pids[0])
 	}
 }

@@ -183,13 +183,20 @@ func (h *harness) client(user string, qps float32, burst int) client.Client {
 	return c
 }
 
+// stop stops the controller, the stand-ins and the control plane; stopping again does nothing.
+// run stops its harness when it is done (TestScale's runs would otherwise keep every earlier
+// run's control plane, controller and stand-ins running beside the next run until the test
+// ends: rounds up to 19 measured runs 2 and 3 of `make bench` so), and t's cleanup stops it
+// when a run fails half-way.
 func (h *harness) stop() {
 	h.stopController()
 	if h.stopStand != nil {
 		h.stopStand()
+		h.stopStand = nil
 	}
 	if h.env != nil {
 		_ = h.env.Stop()
+		h.env = nil
 	}
 }
 

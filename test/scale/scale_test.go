@@ -261,6 +261,7 @@ func run(t testing.TB, n, hp int) result {
 	r.Hotplug = h.hotplug(ctx, hp, netA)
 	h.t.Logf("hotplug of %d VMs at once: p50 %s, p99 %s; stages p50 / p99: %s; %d reconciles of them, %d throttled requests; controller: %s; its writes %v",
 		hp, r.Hotplug.P50, r.Hotplug.P99, r.Hotplug.Timeline.summary(), r.Hotplug.Timeline.Reconciles, r.Hotplug.Timeline.Throttled, r.Hotplug.Timeline.Window, r.Hotplug.Timeline.Writes)
+	h.stop() // the next run measures its own processes alone
 	return r
 }
 
