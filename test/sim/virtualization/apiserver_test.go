@@ -59,10 +59,7 @@ func kvvmWaitsForSDN(t *testing.T, c client.Client) {
 	decide(t, c, vm.Name, attached("corp", "10.0.0.5"))
 	var pod corev1.Pod
 	carries := func(g Gomega) string {
-		var pods corev1.PodList
-		g.Expect(c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: "hp"})).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(1))
-		pod = pods.Items[0]
+		pod = onlyLauncherPod(ctx, g, c, "hp")
 		return pod.Annotations[sdnv1.AnnotationNetworksSpec]
 	}
 	template := func(g Gomega) string {
@@ -126,10 +123,7 @@ func podNoVMControls(t *testing.T, c client.Client) {
 		IPAddressName: "ip-a", Attach: true, Hotplug: true})
 	var read corev1.Pod // a slower pod creator's read of the template, carrying ip-a
 	running := func(g Gomega) string {
-		var pods corev1.PodList
-		g.Expect(c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: "v"})).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(1))
-		read = pods.Items[0]
+		read = onlyLauncherPod(ctx, g, c, "v")
 		return read.Annotations[sdnv1.AnnotationNetworksSpec]
 	}
 	g.Eventually(running, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"ip-a"`))
@@ -210,4 +204,13 @@ func runStandIn(t *testing.T, e *env.Environment, c client.Client) {
 		t.Fatal(err)
 	}
 	sim.RunForTest(t, mgr)
+}
+
+// onlyLauncherPod is the one launcher pod of VM vm in namespace default; g fails unless there
+// is exactly one.
+func onlyLauncherPod(ctx context.Context, g Gomega, c client.Client, vm string) corev1.Pod {
+	var pods corev1.PodList
+	g.Expect(c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{virtv1.LabelLauncherVMName: vm})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	return pods.Items[0]
 }
