@@ -11,18 +11,6 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// accountsCompiler is a compiler with l, its Deadline a minute unless l sets one: these tests
-// are about cost accounts, and their costly expressions, evaluated several times over, took
-// longer than the default 1 s deadline on a loaded 2-core CI machine — a PolicyError for time,
-// not for cost.
-func accountsCompiler(t testing.TB, l evaluator.Limits) *evaluator.Compiler {
-	t.Helper()
-	if l.Deadline == 0 {
-		l.Deadline = time.Minute
-	}
-	return compilerWith(t, l)
-}
-
 // costly is an expression of ~80,000 units that evaluates to false.
 const costly = "[" + hundred + "].exists(i, [" + hundred + "].exists(j, i == j + 1000))"
 
@@ -54,7 +42,7 @@ func TestTrialPoliciesDoNotSpendTheEnforcedBudget(t *testing.T) {
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := decide(setOf(t, accountsCompiler(t, limits), layer("trial", opt), enforcer), pooledAuto())
+			d := decide(setOf(t, compilerWith(t, limits), layer("trial", opt), enforcer), pooledAuto())
 			if d.Reason == evaluator.ReasonPolicyError || d.Provenance.Allocation != evaluator.BuiltinPolicy ||
 				d.Allocation != evaluator.AllocationAuto || len(d.Trace.Errors) > 0 {
 				t.Fatalf("decision = %+v, want the built-in default's Auto, no error", d)
@@ -71,7 +59,7 @@ func TestTrialPoliciesDoNotSpendTheEnforcedBudget(t *testing.T) {
 // decide as if it were not there.
 func TestATrialPolicyOverTheTrialBudgetIsItsOwnError(t *testing.T) {
 	// A raised per-call limit lets the policy's estimates sum past the budgets.
-	c := accountsCompiler(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
 		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
 	two := func(p *v1alpha1.ClusterIPAMPolicy) {
 		for _, n := range []string{"a", "b"} {
@@ -103,7 +91,7 @@ func TestATrialPolicyOverTheTrialBudgetIsItsOwnError(t *testing.T) {
 // and crossing the trial budget there is the Audit policy's error, never the enforced
 // policy's whose expression happened to cross it.
 func TestAnAuditRecordPaysForItsReevaluation(t *testing.T) {
-	c := accountsCompiler(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
 		InterfaceCostBudget: 200_000, TrialCostBudget: 100_000})
 	enforcer := layer("enforcer", priority(200), skipRule("a", costly, "PolicyError", "", ""),
 		skipRule("b", costly, "PolicyError", "", ""))
@@ -121,7 +109,7 @@ func TestAnAuditRecordPaysForItsReevaluation(t *testing.T) {
 // accounts before the first attempt, so third, which fits alone, decides hotplug; the work on
 // the interface is its three attempts, each within both budgets and one expression past.
 func TestNothingRunsOnASpentAccount(t *testing.T) {
-	c := accountsCompiler(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
 		InterfaceCostBudget: 100_000, TrialCostBudget: 100_000})
 	first := layer("first", priority(1), ignoreErrors, skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))
 	second := layer("second", priority(2), ignoreErrors, skipRule("c", costly, "X", "m", ""), skipRule("d", costly, "X", "m", ""))
@@ -146,7 +134,7 @@ func TestNothingRunsOnASpentAccount(t *testing.T) {
 // exceeded (spent 326414, …)". Past maxIgnoreRetries, the Ignore policies left are passed over
 // unevaluated, and the enforced one still decides.
 func TestATrialPolicyNeverMakesAnEnforcedOneFail(t *testing.T) {
-	c := accountsCompiler(t, evaluator.Limits{})
+	c := compilerWith(t, evaluator.Limits{})
 	enforcer := layer("enforcer", priority(200), hotplug("false"),
 		skipRule("a", costly, "PolicyError", "", ""), skipRule("b", costly, "PolicyError", "", ""))
 	const retries = 8 // evaluator's maxIgnoreRetries
@@ -178,7 +166,7 @@ func TestATrialPolicyNeverMakesAnEnforcedOneFail(t *testing.T) {
 // cost budget … exceeded (spent …)" and sent the operator to the default.
 func TestTheBudgetErrorNamesThePoliciesThatSpentIt(t *testing.T) {
 	set := func(budget int64) *evaluator.Set {
-		return setOf(t, accountsCompiler(t, evaluator.Limits{InterfaceCostBudget: budget}),
+		return setOf(t, compilerWith(t, evaluator.Limits{InterfaceCostBudget: budget}),
 			layer("first", priority(1), skipRule("a", costly, "PolicyError", "", "")),
 			layer("second", priority(2), skipRule("b", costly, "PolicyError", "", "")))
 	}
@@ -206,7 +194,7 @@ func TestTheBudgetErrorNamesThePoliciesThatSpentIt(t *testing.T) {
 // decides hotplug. Before, the retry inherited the ~240,000 units the failed attempt spent, so
 // first failed at its first rule and was passed over too (the tester's ta3/tb3 of issue #15).
 func TestARetryDoesNotInheritTheFailedAttemptsSpend(t *testing.T) {
-	c := accountsCompiler(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
+	c := compilerWith(t, evaluator.Limits{StaticCostLimit: 1e6, PerCallCostLimit: 1e6,
 		InterfaceCostBudget: 200_000, TrialCostBudget: 200_000})
 	first := layer("first", priority(1), ignoreErrors, hotplug("false"),
 		skipRule("a", costly, "X", "m", ""), skipRule("b", costly, "X", "m", ""))

@@ -16,6 +16,9 @@ import (
 // compilerWith returns a compiler with the given limits (zero fields take the defaults).
 func compilerWith(t testing.TB, l evaluator.Limits) *evaluator.Compiler {
 	t.Helper()
+	if l.Deadline == 0 {
+		l.Deadline = testDeadline
+	}
 	c, err := evaluator.NewCompiler(l)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +27,11 @@ func compilerWith(t testing.TB, l evaluator.Limits) *evaluator.Compiler {
 }
 
 func TestLimitsZeroFieldsTakeTheDefaults(t *testing.T) {
-	got := compilerWith(t, evaluator.Limits{CheckFrequency: 42}).Limits()
+	c, err := evaluator.NewCompiler(evaluator.Limits{CheckFrequency: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Limits()
 	want := evaluator.DefaultLimits
 	want.CheckFrequency = 42
 	if got != want {

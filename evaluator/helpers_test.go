@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,14 +13,19 @@ import (
 	"github.com/vmipam/vmipam/policies/v1alpha1"
 )
 
-// newCompiler returns a compiler with the default limits or fails the test.
+// testDeadline is the evaluation deadline of the package's test compilers (newCompiler, and
+// compilerWith when the limits leave Deadline 0), instead of DefaultLimits' 1 s: a test's
+// decision is about cost, formatting or semantics, and on a loaded 2-core CI machine its
+// heavier expressions took longer than a second of wall time — a PolicyError for time, not for
+// what the test checks (ten doublings in TestVariablesAreFormattedOnlyWhenExplainedAndBounded,
+// after the accounts tests and a starved deadline test before it). A test about the deadline
+// sets its own.
+const testDeadline = time.Minute
+
+// newCompiler returns a compiler with the default limits but testDeadline, or fails the test.
 func newCompiler(t testing.TB) *evaluator.Compiler {
 	t.Helper()
-	c, err := evaluator.NewCompiler(evaluator.Limits{})
-	if err != nil {
-		t.Fatalf("NewCompiler: %v", err)
-	}
-	return c
+	return compilerWith(t, evaluator.Limits{})
 }
 
 // mustCompile compiles p as a stored policy or fails the test with the errors.
