@@ -200,7 +200,9 @@ func runStandIn(t *testing.T, e *env.Environment, c client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := New(nil).SetupWithManager(mgr); err != nil {
+	s := New(nil)
+	s.RecheckSDN = time.Hour // only SDN's answer may wake a VM whose KVVM waits (kvvmWaitsForSDN)
+	if err := s.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	sim.RunForTest(t, mgr)

@@ -33,8 +33,9 @@
 //   - it writes the whole VM status with an Update under the resourceVersion it read, as VC
 //     does: phase, status.networks (each NIC's MAC, and the address SDN configured from the
 //     pods' networks-status), NetworkReady (the record's IPAM items, plus "waiting for SDN"
-//     while networks-status lacks an attached interface or reports an interface with a
-//     condition that is not True, as VC's extractNetworkStatusFromPods finds them),
+//     while the networks-status of any launcher pod lacks an attached interface or reports an
+//     interface with a condition that is not True, as VC's extractNetworkStatusFromPods finds
+//     them over every pod),
 //     AwaitingRestartToApplyConfiguration and ConfigurationApplied (False while the KVVM waits
 //     for SDN, absent otherwise); status fields it does not know are kept;
 //   - it writes the record's status.observedGeneration once a record is applied: its running

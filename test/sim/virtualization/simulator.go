@@ -66,6 +66,9 @@ type Simulator struct {
 	// while its cache does not show it; DefaultExpectationTTL when 0. A VM with such a pod is
 	// reconciled again when it expires.
 	ExpectationTTL time.Duration
+	// RecheckSDN is how soon a VM whose KVVM waits for SDN is looked at again; SDNRecheck (VC's)
+	// when 0. A test that must see SDN's answer wake the VM sets it longer than it waits.
+	RecheckSDN time.Duration
 
 	// locks holds one *sync.Mutex per VM (namespace/name): the VM and operation controllers
 	// never work on the same VM at once, while different VMs proceed in parallel.

@@ -116,7 +116,7 @@ func (s *Simulator) writeStatus(ctx context.Context, st *vmState, res consumer.R
 	}
 	items := slices.Clone(res.Items)
 	if len(st.pods) > 0 {
-		items = append(items, waitingForSDN(res.Live, nics)...)
+		items = append(items, podsWaitingForSDN(res.Live, st.pods, st.others)...)
 	}
 	meta.SetStatusCondition(&status.Conditions, consumer.NetworkReady(items, additional(st.vm), st.vm.Generation))
 	if c := consumer.AwaitingRestart(res.Held, st.vm.Generation); c != nil {
@@ -206,6 +206,26 @@ func waitingForSDN(live []sdnv1.NetworksSpecEntry, nics []sdnv1.NetworksStatusEn
 		if !slices.ContainsFunc(nics, func(n sdnv1.NetworksStatusEntry) bool { return n.Type == e.Type && n.Name == e.Name }) {
 			out = append(out, consumer.Item{Label: consumer.Label(e.Type, e.Name), Reason: ReasonWaitingForSDN,
 				Message: "waiting for SDN to report status"})
+		}
+	}
+	return out
+}
+
+// podsWaitingForSDN are waitingForSDN's items over every launcher pod of the groups, oldest
+// first, one per interface (the first pod's): VC's extractNetworkStatusFromPods reads every
+// labelled pod, so NetworkReady stays False while a migration target, or any other pod the
+// record was applied to, has not reported what the oldest one has.
+func podsWaitingForSDN(live []sdnv1.NetworksSpecEntry, groups ...[]corev1.Pod) []consumer.Item {
+	var out []consumer.Item
+	for _, pods := range groups {
+		for i := range pods {
+			var nics []sdnv1.NetworksStatusEntry
+			_ = json.Unmarshal([]byte(pods[i].Annotations[sdnv1.AnnotationNetworksStatus]), &nics) // absent or unreadable: none
+			for _, item := range waitingForSDN(live, nics) {
+				if !slices.ContainsFunc(out, func(o consumer.Item) bool { return o.Label == item.Label }) {
+					out = append(out, item)
+				}
+			}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package virtualization
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -131,8 +132,8 @@ func (s *Simulator) ReconcileVirtualMachine(ctx context.Context, req ctrl.Reques
 	if left := s.expect.left(req.NamespacedName, s.now()); left > 0 {
 		out.RequeueAfter = left // look again when the expectations lapse: no event may come
 	}
-	if st.kvvmWaits && (out.RequeueAfter == 0 || out.RequeueAfter > SDNRecheck) {
-		out.RequeueAfter = SDNRecheck // SDN's answer wakes the VM; this is VC's recheck
+	if recheck := cmp.Or(s.RecheckSDN, SDNRecheck); st.kvvmWaits && (out.RequeueAfter == 0 || out.RequeueAfter > recheck) {
+		out.RequeueAfter = recheck // SDN's answer wakes the VM; this is VC's recheck
 	}
 	return out, nil
 }
