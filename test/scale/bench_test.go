@@ -140,9 +140,9 @@ func detailTable(rs []result) string {
 		collect(rs, func(r result) float64 { return sec(r.Floor.Elapsed) }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return sec(r.Floor.Controller) }).fmt(" s", 1, 1))
 	row("kube-apiserver CPU during convergence / during the system floor",
 		collect(rs, func(r result) float64 { return r.ConvergeCPU }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return r.Floor.CPU }).fmt(" s", 1, 1))
-	row("CPU of every process during convergence / during the system floor: total (kube-apiserver, etcd, controller, the suite's process with the stand-ins)",
+	row("CPU of every process during convergence / during the system floor: total (kube-apiserver, etcd, controller, the suite's process: the stand-ins, or in the floor its bare clients)",
 		budgetCell(rs, func(r result) cpuBudget { return r.ConvergeBudget })+" / "+budgetCell(rs, func(r result) cpuBudget { return r.Floor.Budget }))
-	row(fmt.Sprintf("… convergence's CPU on %d CPUs / the system floor (no ordering of the work converges faster on this machine)", runtime.NumCPU()),
+	row(fmt.Sprintf("… convergence's CPU spread over the %d CPUs / the system floor (the least time that much CPU work takes here)", runtime.NumCPU()),
 		collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() / sec(r.Floor.Elapsed) }).fmt("×", 1, 2)+" ("+
 			collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() }).fmt(" s", 1, 1)+")")
 	row("controller CPU per VM during convergence",

@@ -50,19 +50,26 @@ func (h *harness) cpuBudget() cpuBudget {
 // Linux architecture Go supports (sysconf(_SC_CLK_TCK) needs cgo).
 const clockTicks = 100
 
-// procCPU is process pid's user and system CPU seconds from /proc/<pid>/stat (fields 14 and
-// 15, after the command's closing parenthesis); 0 when it cannot be read.
+// procCPU is process pid's user and system CPU seconds from /proc/<pid>/stat; 0 when it
+// cannot be read.
 func procCPU(pid int) float64 {
+	user, system := procTimes(pid)
+	return user + system
+}
+
+// procTimes is process pid's user and system CPU seconds: utime and stime, fields 14 and 15 of
+// /proc/<pid>/stat, in clockTicks; 0 when they cannot be read.
+func procTimes(pid int) (user, system float64) {
 	fields := procStat(pid) // field n of the file at n-2
 	if len(fields) < 14 {
-		return 0
+		return 0, 0
 	}
 	utime, err1 := strconv.ParseUint(fields[12], 10, 64)
 	stime, err2 := strconv.ParseUint(fields[13], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0
+		return 0, 0
 	}
-	return float64(utime+stime) / clockTicks
+	return float64(utime) / clockTicks, float64(stime) / clockTicks
 }
 
 // procStat is process pid's command (field 2 of /proc/<pid>/stat) and the fields after it:
@@ -81,12 +88,21 @@ func procStat(pid int) []string {
 	return append([]string{s[open+1 : end]}, strings.Fields(s[end+1:])...)
 }
 
-// childPID is the PID of the suite process's child running command with marker in its
-// command line (envtest starts etcd and the kube-apiserver as children; the marker, the etcd
-// URL, tells this harness's from another's still stopping); it fails t when there is none.
+// childPID is findChild's PID; it fails t when there is none.
 func childPID(t testing.TB, command, marker string) int {
-	entries, err := os.ReadDir("/proc")
+	pid, err := findChild(command, marker)
 	must(t, err)
+	return pid
+}
+
+// findChild is the PID of the suite process's child (not a grandchild) running command with
+// marker in its command line: envtest starts etcd and the kube-apiserver as children, and the
+// marker, the etcd URL, tells this harness's from another's still stopping.
+func findChild(command, marker string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
 	self := strconv.Itoa(os.Getpid())
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -98,11 +114,10 @@ func childPID(t testing.TB, command, marker string) int {
 			continue
 		}
 		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmdline), marker) {
-			return pid
+			return pid, nil
 		}
 	}
-	t.Fatalf("no child process %q with %q in its command line", command, marker)
-	return 0
+	return 0, fmt.Errorf("no child process %q with %q in its command line", command, marker)
 }
 
 // ownCPU is the suite process's user and system CPU seconds (getrusage(RUSAGE_SELF)).
@@ -114,21 +129,40 @@ func ownCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-func TestProcCPUAgreesWithGetrusageAndChildPIDFindsAChild(t *testing.T) {
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); { // burn some CPU
+func TestProcTimesAgreeWithGetrusage(t *testing.T) {
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); { // user time
 	}
-	own, proc := ownCPU(), procCPU(os.Getpid())
-	if proc <= 0 || proc < own-0.05 || proc > own+0.05 {
-		t.Errorf("own CPU from /proc %.2f s, from getrusage %.2f s: want them within 50 ms", proc, own)
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); { // system time
+		_, _ = os.ReadFile("/proc/self/stat")
 	}
-	var pids []int
-	for _, d := range []string{"5", "6"} { // two children of the same command, told apart by their arguments
-		cmd := exec.Command("sleep", d)
+	user, system := procTimes(os.Getpid())
+	var ru syscall.Rusage
+	must(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	ruUser, ruSystem := time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
+	// Two clock ticks of slack each; the loops above give each well over 50 ms.
+	if user < 0.05 || user < ruUser-0.02 || user > ruUser+0.02 {
+		t.Errorf("user time from /proc %.2f s, from getrusage %.2f s", user, ruUser)
+	}
+	if system < 0.05 || system < ruSystem-0.02 || system > ruSystem+0.02 {
+		t.Errorf("system time from /proc %.2f s, from getrusage %.2f s", system, ruSystem)
+	}
+}
+
+func TestFindChildTellsChildrenApartAndSkipsGrandchildren(t *testing.T) {
+	start := func(name string, args ...string) int {
+		cmd := exec.Command(name, args...)
 		must(t, cmd.Start())
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		pids = append(pids, cmd.Process.Pid)
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd.Process.Pid
 	}
-	if got := childPID(t, "sleep", "6"); got != pids[1] {
-		t.Errorf("childPID(sleep, 6) = %d, want %d (the other sleep is %d)", got, pids[1], pids[0])
+	start("sleep", "5")
+	six := start("sleep", "6")
+	start("sh", "-c", "sleep 7; true") // sleep 7 is the shell's child, the suite's grandchild
+	if got, err := findChild("sleep", "6"); err != nil || got != six {
+		t.Errorf("findChild(sleep, 6) = %d, %v; want %d", got, err, six)
+	}
+	time.Sleep(100 * time.Millisecond) // let the shell start its sleep
+	if got, err := findChild("sleep", "7"); err == nil {
+		t.Errorf("findChild(sleep, 7) = %d, want none: that sleep is a grandchild", got)
 	}
 }

@@ -88,7 +88,8 @@ type harness struct {
 	// apiServerPID and etcdPID are the control plane's processes, found at the first
 	// cpuBudget.
 	apiServerPID, etcdPID int
-	stopStand             context.CancelFunc
+	// stopStand stops the stand-ins, stopView the view's informers.
+	stopStand, stopView context.CancelFunc
 }
 
 func newHarness(t testing.TB, qps, burst int) *harness {
@@ -152,7 +153,7 @@ func (h *harness) startView(scheme *runtime.Scheme) client.Reader {
 		DefaultTransform: cache.TransformStripManagedFields()})
 	must(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	h.t.Cleanup(cancel)
+	h.stopView = cancel
 	for _, obj := range []client.Object{&vmv1.VirtualMachine{}, &sdnv1.IPAddress{}, &corev1.Pod{}} {
 		_, err := c.GetInformer(ctx, obj)
 		must(h.t, err)
@@ -183,16 +184,19 @@ func (h *harness) client(user string, qps float32, burst int) client.Client {
 	return c
 }
 
-// stop stops the controller, the stand-ins and the control plane; stopping again does nothing.
+// stop stops the controller, the stand-ins, the view and the control plane; stopping again does
+// nothing.
 // run stops its harness when it is done (TestScale's runs would otherwise keep every earlier
 // run's control plane, controller and stand-ins running beside the next run until the test
 // ends: rounds up to 19 measured runs 2 and 3 of `make bench` so), and t's cleanup stops it
 // when a run fails half-way.
 func (h *harness) stop() {
 	h.stopController()
-	if h.stopStand != nil {
-		h.stopStand()
-		h.stopStand = nil
+	for _, stop := range []*context.CancelFunc{&h.stopStand, &h.stopView} {
+		if *stop != nil {
+			(*stop)()
+			*stop = nil
+		}
 	}
 	if h.env != nil {
 		_ = h.env.Stop()

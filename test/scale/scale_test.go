@@ -218,7 +218,8 @@ func run(t testing.TB, n, hp int) result {
 	h.startController(envInt(t, "VMIPAM_SCALE_LOG_LEVEL", 0))
 
 	mark := h.auditMark()
-	cpu, ctrlCPU, gc, budget := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds(), h.cpuBudget()
+	cpu, ctrlCPU, gc := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds()
+	budget := h.cpuBudget() // after the scrapes, as it is read again before them
 	start := time.Now()
 	h.cpuProfiles("convergence", envInt(t, "VMIPAM_SCALE_PROFILE_SECONDS", 30))
 	h.createVMs(ctx, n, netA, netB)
@@ -239,8 +240,8 @@ func run(t testing.TB, n, hp int) result {
 		return ready == n
 	})
 	r.Converge = time.Since(start)
-	r.ConvergeCPU, r.ControllerCPU, r.OwnGC = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU, ownGCSeconds()-gc
 	r.ConvergeBudget = h.cpuBudget().minus(budget)
+	r.ConvergeCPU, r.ControllerCPU, r.OwnGC = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU, ownGCSeconds()-gc
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
@@ -401,8 +402,12 @@ type policyChange struct {
 // change is the median of f over r's policy changes.
 func (r result) change(f func(policyChange) float64) float64 { return medianBy(r.Changes, f) }
 
-// medianBy is the median of f over xs: the middle one, the upper middle of an even count.
+// medianBy is the median of f over xs: the middle one, the upper middle of an even count; 0
+// for none.
 func medianBy[T any](xs []T, f func(T) float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	vals := make([]float64, len(xs))
 	for i, x := range xs {
 		vals[i] = f(x)
@@ -450,8 +455,8 @@ func (h *harness) change(ctx context.Context, n, j int, netA, netB string) polic
 	p.Spec.SkipRules = nil
 	h.cpuProfiles("policychange", 3)
 	c := policyChange{Target: len(set)}
-	budget := h.cpuBudget()
-	cpu, gc, start := h.controllerCPU(), ownGCSeconds(), time.Now()
+	cpu, gc := h.controllerCPU(), ownGCSeconds()
+	budget, start := h.cpuBudget(), time.Now() // after the scrape, which it would count
 	must(h.t, h.bench.Create(ctx, p))
 	h.eventuallyEvery(10*time.Millisecond, 5*time.Minute, "fan-out", func() bool { return h.podsL2Only(ctx, set, pods, netA, netB) })
 	c.Time = time.Since(start)
@@ -764,7 +769,8 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
 	var f systemFloor
 	collectOwnGarbage()
-	budget, cpu, start := h.cpuBudget(), h.apiServerCPU(), time.Now()
+	cpu := h.apiServerCPU()
+	budget, start := h.cpuBudget(), time.Now() // after the scrape, which it would count
 	h.cpuProfiles("floor", envInt(h.t, "VMIPAM_SCALE_PROFILE_SECONDS", 30)*2/3)
 	var wg sync.WaitGroup
 	for _, part := range []struct {
@@ -788,7 +794,8 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 		}()
 	}
 	wg.Wait()
-	f.Elapsed, f.CPU, f.Budget = time.Since(start), h.apiServerCPU()-cpu, h.cpuBudget().minus(budget)
+	f.Elapsed, f.Budget = time.Since(start), h.cpuBudget().minus(budget)
+	f.CPU = h.apiServerCPU() - cpu
 	for j := range policyChanges {
 		f.FanOuts = append(f.FanOuts, h.fanOutFloor(ctx, fns, fanOutSet(n, j)))
 	}
