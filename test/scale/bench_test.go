@@ -139,14 +139,14 @@ func detailTable(rs []result) string {
 	row("system floor: all writes / … the controller's part done (both parts at once)",
 		collect(rs, func(r result) float64 { return sec(r.Floor.Elapsed) }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return sec(r.Floor.Controller) }).fmt(" s", 1, 1))
 	row("kube-apiserver CPU during convergence / during the system floor",
-		collect(rs, func(r result) float64 { return r.ConvergeCPU }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return r.Floor.CPU }).fmt(" s", 1, 1))
+		collect(rs, func(r result) float64 { return r.ConvergeBudget.APIServer }).fmt(" s", 1, 1)+" / "+collect(rs, func(r result) float64 { return r.Floor.Budget.APIServer }).fmt(" s", 1, 1))
 	row("CPU of every process during convergence / during the system floor: total (kube-apiserver, etcd, controller, the suite's process: the stand-ins, or in the floor its bare clients)",
 		budgetCell(rs, func(r result) cpuBudget { return r.ConvergeBudget })+" / "+budgetCell(rs, func(r result) cpuBudget { return r.Floor.Budget }))
 	row(fmt.Sprintf("… convergence's CPU spread over the %d CPUs / the system floor (the least time that much CPU work takes here)", runtime.NumCPU()),
 		collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() / sec(r.Floor.Elapsed) }).fmt("×", 1, 2)+" ("+
 			collect(rs, func(r result) float64 { return r.ConvergeBudget.cpuBound() }).fmt(" s", 1, 1)+")")
 	row("controller CPU per VM during convergence",
-		collect(rs, func(r result) float64 { return r.ControllerCPU / float64(r.N) }).fmt(" ms", 1e-3, 2))
+		collect(rs, func(r result) float64 { return r.ConvergeBudget.Controller / float64(r.N) }).fmt(" ms", 1e-3, 2))
 	row("writes per VM, creation to settled: controller (with events) / stand-ins",
 		collect(rs, func(r result) float64 { return float64(r.Writes.Succeeded) / float64(r.N) }).fmt("", 1, 2)+" / "+
 			collect(rs, func(r result) float64 { return float64(r.StandInWrites) / float64(r.N) }).fmt("", 1, 2))

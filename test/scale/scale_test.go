@@ -61,10 +61,8 @@ type result struct {
 	// PodsAt and AllocatedAt are when the stand-ins had created every launcher pod and
 	// allocated every IPAddress, from the same start as Converge.
 	PodsAt, AllocatedAt time.Duration
-	// ConvergeCPU is the kube-apiserver's CPU seconds during convergence, ControllerCPU the
-	// controller's, ConvergeBudget every process's.
-	ConvergeCPU, ControllerCPU float64
-	ConvergeBudget             cpuBudget
+	// ConvergeBudget is every process's CPU seconds during convergence.
+	ConvergeBudget cpuBudget
 	// StandInWrites are the stand-ins' successful writes during convergence.
 	StandInWrites int
 	Writes        writeCount
@@ -218,9 +216,7 @@ func run(t testing.TB, n, hp int) result {
 	h.startController(envInt(t, "VMIPAM_SCALE_LOG_LEVEL", 0))
 
 	mark := h.auditMark()
-	cpu, ctrlCPU, gc := h.apiServerCPU(), h.controllerCPU(), ownGCSeconds()
-	budget := h.cpuBudget() // after the scrapes, as it is read again before them
-	start := time.Now()
+	gc, budget, start := ownGCSeconds(), h.cpuBudget(), time.Now()
 	h.cpuProfiles("convergence", envInt(t, "VMIPAM_SCALE_PROFILE_SECONDS", 30))
 	h.createVMs(ctx, n, netA, netB)
 	progress := time.Now()
@@ -240,8 +236,7 @@ func run(t testing.TB, n, hp int) result {
 		return ready == n
 	})
 	r.Converge = time.Since(start)
-	r.ConvergeBudget = h.cpuBudget().minus(budget)
-	r.ConvergeCPU, r.ControllerCPU, r.OwnGC = h.apiServerCPU()-cpu, h.controllerCPU()-ctrlCPU, ownGCSeconds()-gc
+	r.ConvergeBudget, r.OwnGC = h.cpuBudget().minus(budget), ownGCSeconds()-gc
 	h.settle(3*time.Second, 5*time.Minute)
 	r.Writes = h.writes(controllerUser, mark)
 	r.StandInWrites = h.writes(standInUser, mark).Succeeded
@@ -718,8 +713,7 @@ type systemFloor struct {
 	// Elapsed is until the last write of both parts; Controller until the last of the
 	// controller's part.
 	Elapsed, Controller time.Duration
-	// CPU is the kube-apiserver's CPU seconds meanwhile, Budget every process's.
-	CPU    float64
+	// Budget is every process's CPU seconds meanwhile.
 	Budget cpuBudget
 	// FanOuts are the policy change's floors, one per measured change (policyChanges), each
 	// on fanOutSet's objects of its change; the report takes their medians (fanOut).
@@ -769,8 +763,7 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	sc := h.client(floorUser+"-standins", standInQPS, standInBurst)
 	var f systemFloor
 	collectOwnGarbage()
-	cpu := h.apiServerCPU()
-	budget, start := h.cpuBudget(), time.Now() // after the scrape, which it would count
+	budget, start := h.cpuBudget(), time.Now()
 	h.cpuProfiles("floor", envInt(h.t, "VMIPAM_SCALE_PROFILE_SECONDS", 30)*2/3)
 	var wg sync.WaitGroup
 	for _, part := range []struct {
@@ -795,7 +788,6 @@ func (h *harness) floor(ctx context.Context, n int) systemFloor {
 	}
 	wg.Wait()
 	f.Elapsed, f.Budget = time.Since(start), h.cpuBudget().minus(budget)
-	f.CPU = h.apiServerCPU() - cpu
 	for j := range policyChanges {
 		f.FanOuts = append(f.FanOuts, h.fanOutFloor(ctx, fns, fanOutSet(n, j)))
 	}
